@@ -1,0 +1,26 @@
+"""mdp: metric differential privacy with verified mechanisms.
+
+Quick use::
+
+    import mdp
+    space = mdp.MetricSpace.from_points(points)
+    mech = mdp.build("exponential", space, epsilon=1.0)
+    mech.sample(3, rng=0); mech.loss(q=0.95); mech.eps_tight(delta=1e-3)
+    mdp.lower_bound(space, 1.0)
+"""
+
+from .accounting import eps_tight, loss, row_losses
+from .calibration import calibrate
+from .lower_bound import LowerBound, lower_bound, lower_bounds
+from .mechanism import Mechanism, load
+from .registry import applicable, build, get, mechanisms, register
+from .space import MetricSpace
+from .verification import PrivacyError, certify
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MetricSpace", "Mechanism", "load", "build", "register", "mechanisms", "get", "applicable",
+    "calibrate", "eps_tight", "loss", "row_losses", "lower_bound", "lower_bounds", "LowerBound",
+    "certify", "PrivacyError", "__version__",
+]

@@ -1,0 +1,92 @@
+"""Metric spaces from a SPEC string (the ``--space`` option of the ``mdp`` command).
+
+==============================  ==========================================================
+SPEC                            space
+==============================  ==========================================================
+``glove:N[:SEED]``              N words of the embedded GloVe slice, clustered sampling
+                                (seed imola2022 section 5.1), Euclidean distances
+``FILE.csv``                    points, one row of coordinates per line (optional header;
+                                a non-numeric first column is taken as labels)
+``FILE.npy``                    a precomputed n x n distance matrix
+``geolife:PATH:N``              the N most popular Geolife cells (PLT tree or the compact
+                                per-trace count file)
+``checkins:PATH:N``             the N most popular cells of a check-in log
+==============================  ==========================================================
+
+Prefixed specs are dispatched through :data:`SPACE_LOADERS` (``prefix -> "module:function"``,
+imported lazily); the function receives the text after the prefix.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .space import MetricSpace
+
+__all__ = ["load_space", "SPACE_LOADERS", "DEFAULT_SPACE"]
+
+DEFAULT_SPACE = "glove:50:0"
+
+SPACE_LOADERS: dict[str, str] = {
+    "glove": "text.vocabulary:space_from_spec",
+    "geolife": "geo.popular:space_from_spec",
+    "checkins": "geo.popular:space_from_spec",
+}
+
+
+def _points_csv(path: Path) -> MetricSpace:
+    try:
+        df = pd.read_csv(path, header=None)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read points CSV ({exc})") from None
+    if df.empty:
+        raise ValueError(f"{path}: no points")
+    # A header row is detected as a first row that does not parse as numbers.
+    first_numeric = pd.to_numeric(df.iloc[0, 1:] if df.shape[1] > 1 else df.iloc[0], errors="coerce")
+    if first_numeric.isna().any():
+        df = df.iloc[1:].reset_index(drop=True)
+    labels = None
+    col0 = pd.to_numeric(df.iloc[:, 0], errors="coerce")
+    if col0.isna().any() and df.shape[1] > 1:
+        labels = df.iloc[:, 0].astype(str).tolist()
+        df = df.iloc[:, 1:]
+    values = df.apply(pd.to_numeric, errors="coerce")
+    if values.isna().any().any():
+        row, col = np.argwhere(values.isna().to_numpy())[0]
+        raise ValueError(f"{path}: line {row + 1 + (1 if first_numeric.isna().any() else 0)}: "
+                         f"non-numeric coordinate in column {col + 1}")
+    return MetricSpace.from_points(values.to_numpy(dtype=float), labels=labels)
+
+
+def load_space(spec: str | None) -> MetricSpace:
+    """Build the metric space described by ``spec`` (see the module docstring).
+
+    ``None`` gives :data:`DEFAULT_SPACE`.
+    """
+    spec = DEFAULT_SPACE if spec is None else str(spec)
+    prefix, _, rest = spec.partition(":")
+    if rest and prefix in SPACE_LOADERS:
+        module, func = SPACE_LOADERS[prefix].split(":")
+        return getattr(importlib.import_module(module), func)(spec)
+    path = Path(spec)
+    if path.suffix.lower() == ".npy":
+        if not path.exists():
+            raise FileNotFoundError(f"no distance matrix at {path}")
+        try:
+            D = np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise ValueError(f"{path}: not a readable .npy distance matrix ({exc})") from None
+        try:
+            return MetricSpace.from_distances(D)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+    if path.suffix.lower() in (".csv", ".txt"):
+        if not path.exists():
+            raise FileNotFoundError(f"no points file at {path}")
+        return _points_csv(path)
+    raise ValueError(f"unknown space spec {spec!r}; use glove:N[:SEED], FILE.csv, FILE.npy, "
+                     "geolife:PATH:N or checkins:PATH:N")

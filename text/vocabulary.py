@@ -1,0 +1,76 @@
+"""Clustered vocabulary sampling (seed imola2022, section 5.1)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdp.space import MetricSpace
+from mdp.validation import check_int, check_probability, check_rng
+
+from .embeddings import Embeddings
+
+__all__ = ["sample_vocabulary", "space_from_spec"]
+
+
+def sample_vocabulary(emb: Embeddings, size: int, *, rng=None, p_random: float = 0.5,
+                      neighbours: int = 50) -> MetricSpace:
+    """Sample a clustered vocabulary and return it as a Euclidean metric space.
+
+    Seed section 5.1: start from one random word; then repeatedly, with probability
+    ``p_random`` add a uniformly random word, otherwise pick a random word already in the
+    vocabulary and add one of its ``neighbours`` nearest words (uniformly). Words already in the
+    vocabulary are redrawn.
+
+    Parameters
+    ----------
+    emb : Embeddings
+    size : int
+        Number of words, ``2 <= size <= len(emb)``.
+    rng : None, int or numpy.random.Generator
+    p_random : float in [0, 1]
+    neighbours : int >= 1
+
+    Returns
+    -------
+    MetricSpace with the words as labels and the vectors as points.
+    """
+    size = check_int(size, "size", low=2)
+    if size > len(emb):
+        raise ValueError(f"size must be <= the embedding's {len(emb)} words, got {size}")
+    p_random = check_probability(p_random, "p_random")
+    neighbours = check_int(neighbours, "neighbours", low=1)
+    rng = check_rng(rng)
+    chosen = [int(rng.integers(len(emb)))]
+    seen = set(chosen)
+    nn_cache: dict[int, np.ndarray] = {}
+    attempts = 0
+    while len(chosen) < size:
+        attempts += 1
+        if attempts > 1000 * size:
+            raise RuntimeError("vocabulary sampling made no progress")
+        if rng.random() < p_random:
+            cand = int(rng.integers(len(emb)))
+        else:
+            base = chosen[int(rng.integers(len(chosen)))]
+            if base not in nn_cache:
+                # neighbours + 1 because the nearest word of a word is itself
+                nn_cache[base] = emb.nearest_neighbors(emb.vectors[base], neighbours + 1)[0][1:]
+            cand = int(rng.choice(nn_cache[base]))
+        if cand not in seen:
+            seen.add(cand)
+            chosen.append(cand)
+    idx = np.array(chosen)
+    return MetricSpace.from_points(emb.vectors[idx], labels=emb.words[idx])
+
+
+def space_from_spec(spec: str) -> MetricSpace:
+    """``glove:N[:SEED]`` -> :func:`sample_vocabulary` on the embedded GloVe slice."""
+    from .embeddings import load_glove
+
+    parts = spec.split(":")
+    try:
+        n = int(parts[1])
+        seed = int(parts[2]) if len(parts) > 2 and parts[2] else 0
+    except (IndexError, ValueError):
+        raise ValueError(f"space spec must be glove:N[:SEED], got {spec!r}") from None
+    return sample_vocabulary(load_glove(), n, rng=seed)
