@@ -46,7 +46,8 @@ def cmd_list(args) -> int:
     for name, desc in mechanisms().items():
         params = get(name).params
         ps = ", ".join(f"{k}={v!r}" for k, v in params.items())
-        print(f"{name:22s} {desc}" + (f"\n{'':22s}   params: {ps}" if ps else ""))
+        print(f"{name:22s} {desc}\n{'':22s}   module: {get(name).builder.__module__}"
+              + (f"; params: {ps}" if ps else ""))
     return 0
 
 

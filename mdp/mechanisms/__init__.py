@@ -1,14 +1,13 @@
 """Built-in mechanism families; importing this package registers them.
 
-Each module holds one family and registers it under the name shown here, so a reader finds any
-registered mechanism in one hop:
-
-==========================  ================================================
-name                        module
-==========================  ================================================
-``exponential``             :mod:`mdp.mechanisms.exponential`
-``weighted_exponential``    :mod:`mdp.mechanisms.exponential`
-==========================  ================================================
+Every module of this package holds one family (or two closely related ones) and registers it
+with :func:`mdp.register`; all modules here are imported, so adding a file adds a family.
+``mdp list`` prints each name with its module, so a reader finds any registered mechanism in
+one hop (for instance ``exponential`` -> :mod:`mdp.mechanisms.exponential`).
 """
 
-from . import exponential  # noqa: F401
+import importlib
+import pkgutil
+
+for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    importlib.import_module(f"{__name__}.{_info.name}")

@@ -1,0 +1,1 @@
+"""Geo: location data, popular-cell metric spaces, heatmaps, federated heatmaps, heat sources."""
