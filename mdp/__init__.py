@@ -9,6 +9,9 @@ Quick use::
     mdp.lower_bound(space, 1.0)
 """
 
+# The built-in families live in the subpackage ``mdp.mechanisms``; import it first so that the
+# name ``mdp.mechanisms`` is then rebound to the registry's listing function below.
+from . import mechanisms as _builtin_families  # noqa: F401
 from .accounting import eps_tight, loss, row_losses
 from .calibration import calibrate
 from .lower_bound import LowerBound, lower_bound, lower_bounds

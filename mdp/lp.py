@@ -1,0 +1,230 @@
+r"""Large sparse linear programs on HiGHS, assembled in bulk.
+
+Every LP mechanism of the toolkit (seed imola2022, sections 2.1 and 3) is a problem
+
+.. math:: \min_x c^\top x \quad \text{s.t.} \quad r_\ell \le A x \le r_u, \quad
+          x_\ell \le x \le x_u
+
+with a very sparse ``A`` (two non-zeros per privacy row). Building such a model row by row
+through a modelling layer costs more than solving it, so :class:`SparseLP` takes ``A`` as one
+:class:`scipy.sparse.csr_matrix` and hands it to HiGHS in a single ``passModel`` call; rows added
+later (lazy constraint generation) go in one ``addRows`` call per batch and keep the simplex
+basis, so HiGHS re-solves with a warm-started dual simplex.
+
+HiGHS's ``run()`` returns ``HighsStatus.kOk`` even when the model is infeasible or the time limit
+was hit: the *model status* is what says whether ``x`` is an optimum, and :meth:`SparseLP.solve`
+checks it and raises :class:`LPError` (infeasible, unbounded, failure) or :class:`LPTimeout`.
+
+Sizes (variables, rows, non-zeros), the solver, its iteration counts and the wall-clock seconds
+are accumulated in :attr:`SparseLP.stats`, which the mechanisms copy into ``Mechanism.stats``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import highspy
+import numpy as np
+import scipy.sparse as sp
+
+from .validation import check_positive
+
+__all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS"]
+
+#: HiGHS's infinity (bounds at or beyond it are treated as absent).
+INF = highspy.kHighsInf
+
+#: Accepted ``solver`` names: HiGHS's interior point (with crossover) or its dual/primal simplex.
+SOLVERS = ("ipm", "simplex", "choose", "pdlp")
+
+_MATRIX_ROWWISE = 2  # HighsMatrixFormat::kRowwise
+_MINIMIZE = 1  # ObjSense::kMinimize
+
+
+class LPError(RuntimeError):
+    """HiGHS did not return an optimal solution (infeasible, unbounded or a solver failure)."""
+
+
+class LPTimeout(LPError):
+    """HiGHS stopped at its time limit before reaching an optimum (no matrix is returned)."""
+
+
+@dataclass(frozen=True)
+class LPSolution:
+    """An optimal solution of a :class:`SparseLP`.
+
+    Attributes
+    ----------
+    x : ndarray
+        Primal values of the variables.
+    row_dual : ndarray
+        Dual values of the rows (HiGHS sign convention for minimisation: ``c - A^T y`` are the
+        reduced costs).
+    col_dual : ndarray
+        Reduced costs of the variables.
+    objective : float
+        Primal objective value ``c^T x``.
+    """
+
+    x: np.ndarray
+    row_dual: np.ndarray
+    col_dual: np.ndarray
+    objective: float
+
+
+def _bounds(v, size: int, default: float, name: str) -> np.ndarray:
+    out = np.full(size, default, dtype=float) if v is None else np.asarray(v, dtype=float).ravel().copy()
+    if out.shape != (size,):
+        raise ValueError(f"{name} must have length {size}, got {out.shape}")
+    out[out >= INF] = INF
+    out[out <= -INF] = -INF
+    return out
+
+
+class SparseLP:
+    r"""A minimisation LP held by one HiGHS instance, built from a sparse matrix in one call.
+
+    Parameters
+    ----------
+    c : array-like (num_col,)
+        Objective coefficients.
+    A : scipy.sparse matrix (num_row, num_col)
+        Constraint matrix (converted to CSR once).
+    row_lower, row_upper : array-like (num_row,) or None
+        Row bounds (``None``: -inf / +inf); use ``np.inf`` for an absent side.
+    col_lower, col_upper : array-like (num_col,) or None
+        Variable bounds (``None``: 0 / +inf).
+    solver : {"ipm", "simplex", "choose", "pdlp"}, default "ipm"
+        HiGHS's ``solver`` option. ``"ipm"`` runs the interior point method with crossover, so the
+        answer is a basic (vertex) solution whose rows hold to the primal feasibility tolerance.
+    time_limit : float or None
+        Wall-clock limit in seconds for all :meth:`solve` calls together; exceeding it raises
+        :class:`LPTimeout`.
+    threads : int or None
+        HiGHS thread count (``None``: HiGHS default).
+    options : dict
+        Further HiGHS options passed verbatim (``setOptionValue``).
+
+    Attributes
+    ----------
+    stats : dict
+        ``variables``, ``rows``, ``nnz`` (current model), ``solver``, ``solves``,
+        ``simplex_iterations``, ``ipm_iterations``, ``crossover_iterations``, ``seconds``
+        (HiGHS time, summed over solves), ``model_status``.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> lp = SparseLP([1.0, 1.0], sp.csr_matrix([[1.0, 2.0]]), row_lower=[2.0], row_upper=[np.inf])
+    >>> round(lp.solve().objective, 6)
+    1.0
+    """
+
+    def __init__(self, c, A, *, row_lower=None, row_upper=None, col_lower=None, col_upper=None,
+                 solver: str = "ipm", time_limit: float | None = None, threads: int | None = None,
+                 options: dict | None = None):
+        if solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+        if time_limit is not None:
+            time_limit = check_positive(time_limit, "time_limit")
+        c = np.asarray(c, dtype=float).ravel()
+        A = sp.csr_matrix(A, dtype=float)
+        m, n = A.shape
+        if n != c.size:
+            raise ValueError(f"A has {n} columns but c has {c.size} entries")
+        self._time_limit = time_limit
+        self._spent = 0.0
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("solver", solver)
+        if threads is not None:
+            h.setOptionValue("threads", int(threads))
+        for k, v in (options or {}).items():
+            h.setOptionValue(k, v)
+        A.sort_indices()
+        status = h.passModel(
+            int(n), int(m), int(A.nnz), _MATRIX_ROWWISE, _MINIMIZE, 0.0, c,
+            _bounds(col_lower, n, 0.0, "col_lower"), _bounds(col_upper, n, INF, "col_upper"),
+            _bounds(row_lower, m, -INF, "row_lower"), _bounds(row_upper, m, INF, "row_upper"),
+            A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data,
+            np.zeros(n, dtype=np.int32))  # all continuous
+        if status == highspy.HighsStatus.kError:
+            raise LPError("HiGHS rejected the model (passModel returned an error)")
+        self._h = h
+        self.stats: dict = {"solver": f"HiGHS {h.version()} ({solver})", "solves": 0,
+                            "simplex_iterations": 0, "ipm_iterations": 0, "crossover_iterations": 0,
+                            "seconds": 0.0}
+        self._update_sizes()
+
+    def _update_sizes(self) -> None:
+        self.stats.update(variables=int(self._h.getNumCol()), rows=int(self._h.getNumRow()),
+                          nnz=int(self._h.getNumNz()))
+
+    @property
+    def num_row(self) -> int:
+        return int(self._h.getNumRow())
+
+    def set_solver(self, solver: str) -> None:
+        """Switch HiGHS's ``solver`` option for later solves (e.g. IPM first, simplex re-solves)."""
+        if solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+        self._h.setOptionValue("solver", solver)
+
+    def add_rows(self, A, row_lower=None, row_upper=None) -> None:
+        """Append the rows of sparse ``A`` in one ``addRows`` call (the basis is kept)."""
+        A = sp.csr_matrix(A, dtype=float)
+        m, n = A.shape
+        if n != self._h.getNumCol():
+            raise ValueError(f"new rows have {n} columns, the model has {self._h.getNumCol()}")
+        if m == 0:
+            return
+        A.sort_indices()
+        status = self._h.addRows(int(m), _bounds(row_lower, m, -INF, "row_lower"),
+                                 _bounds(row_upper, m, INF, "row_upper"), int(A.nnz),
+                                 A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data)
+        if status == highspy.HighsStatus.kError:
+            raise LPError("HiGHS rejected the added rows")
+        self._update_sizes()
+
+    def solve(self) -> LPSolution:
+        """Solve (or re-solve from the current basis) and return the optimum.
+
+        Raises
+        ------
+        LPTimeout
+            The time limit was reached first.
+        LPError
+            The model is infeasible, unbounded, or HiGHS failed; the message gives HiGHS's status.
+        """
+        h = self._h
+        if self._time_limit is not None:
+            left = self._time_limit - self._spent
+            if left <= 0:
+                raise LPTimeout(f"LP time limit of {self._time_limit:g} s reached")
+            h.setOptionValue("time_limit", float(left))
+        t0 = time.perf_counter()
+        h.run()
+        dt = time.perf_counter() - t0
+        self._spent += dt
+        info = h.getInfo()
+        st = self.stats
+        st["solves"] += 1
+        st["seconds"] += dt
+        st["simplex_iterations"] += max(0, int(info.simplex_iteration_count))
+        st["ipm_iterations"] += max(0, int(info.ipm_iteration_count))
+        st["crossover_iterations"] += max(0, int(info.crossover_iteration_count))
+        model_status = h.getModelStatus()
+        st["model_status"] = h.modelStatusToString(model_status)
+        MS = highspy.HighsModelStatus
+        if model_status == MS.kTimeLimit:
+            raise LPTimeout(f"LP time limit of {self._time_limit:g} s reached after {self._spent:.1f} s "
+                            f"({st['rows']} rows, {st['nnz']} non-zeros); no solution is returned")
+        if model_status != MS.kOptimal:
+            raise LPError(f"HiGHS did not find an optimum: model status {st['model_status']!r} "
+                          f"({st['rows']} rows, {st['variables']} variables)")
+        sol = h.getSolution()
+        return LPSolution(x=np.asarray(sol.col_value, dtype=float),
+                          row_dual=np.asarray(sol.row_dual, dtype=float),
+                          col_dual=np.asarray(sol.col_dual, dtype=float),
+                          objective=float(info.objective_function_value))

@@ -1,0 +1,104 @@
+import itertools
+
+import numpy as np
+import pytest
+
+from mdp import MetricSpace, build, eps_tight, loss
+from mdp.accounting import pairwise_eps
+
+
+def brute_eps_tight(M, D, delta):
+    """Reference: loop over pairs and ALL output subsets S, bisect on eps."""
+    n = M.shape[0]
+    best = 0.0
+    subsets = [list(S) for k in range(1, n + 1) for S in itertools.combinations(range(n), k)]
+    for u in range(n):
+        for v in range(n):
+            if u == v:
+                continue
+            def ok(e):
+                return all(M[u, S].sum() <= (np.exp(e * D[u, v]) * M[v, S].sum() if M[v, S].sum() > 0 else 0.0)
+                           + delta + 1e-13 for S in subsets)
+            if not ok(500.0):
+                return np.inf
+            lo, hi = 0.0, 500.0
+            if ok(0.0):
+                continue
+            for _ in range(200):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+            best = max(best, hi)
+    return best
+
+
+def random_space(n, seed):
+    return MetricSpace.from_points(np.random.default_rng(seed).uniform(size=(n, 2)))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("delta", [0.0, 1e-3, 0.05])
+def test_eps_tight_matches_brute_force(seed, delta):
+    rng = np.random.default_rng(seed)
+    s = random_space(5, seed)
+    M = rng.dirichlet(np.ones(5), size=5)
+    assert eps_tight(M, s.distances, delta) == pytest.approx(brute_eps_tight(M, s.distances, delta), rel=1e-7, abs=1e-9)
+
+
+def test_eps_tight_with_zeros_is_exact():
+    D = random_space(4, 3).distances
+    M = np.array([[0.5, 0.5, 0, 0], [0.4, 0.6, 0, 0], [0.6, 0.3, 0.05, 0.05], [0.2, 0.7, 0.05, 0.05]])
+    assert eps_tight(M, D, 0.0) == np.inf             # 0 vs positive at finite distance
+    assert eps_tight(M, D, 0.05) == np.inf            # lonely mass 0.1 > delta
+    # with delta above the lonely mass the level is finite and equals brute force
+    assert eps_tight(M, D, 0.15) == pytest.approx(brute_eps_tight(M, D, 0.15), rel=1e-7)
+    assert 0 < eps_tight(M, D, 0.15) < np.inf
+
+
+@pytest.mark.parametrize("eps, d, delta", [(1.0, 1.0, 0.0), (2.0, 0.7, 0.0), (3.0, 1.3, 1e-3), (0.5, 2.0, 0.01)])
+def test_exponential_two_points_closed_form(eps, d, delta):
+    s = MetricSpace.from_distances(np.array([[0, d], [d, 0.0]]))
+    m = build("exponential", s, eps)
+    a = np.exp(-eps * d / 2)
+    # f(t) = (1 - t a) / (1 + a) <= delta  =>  t = (1 - delta (1 + a)) / a
+    expected = max(0.0, np.log((1 - delta * (1 + a)) / a) / d)
+    assert m.eps_tight(delta) == pytest.approx(expected, rel=1e-10)
+    if delta == 0:
+        assert expected == pytest.approx(eps / 2)
+
+
+def test_eps_tight_agrees_with_dp_accounting():
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    rng = np.random.default_rng(7)
+    s = random_space(6, 7)
+    M = rng.dirichlet(np.ones(6) * 2, size=6)
+    delta = 1e-2
+    E = pairwise_eps(M, s.distances, delta)
+    u, v = np.unravel_index(np.argmax(E), E.shape)
+    # dp_accounting gives the eps (not scaled by distance) of the pair of pmfs
+    # PLD of (upper = row u, lower = row v), given as log-pmfs
+    log_p = {w: float(np.log(M[u, w])) for w in range(6)}
+    log_q = {w: float(np.log(M[v, w])) for w in range(6)}
+    dist = pld.from_two_probability_mass_functions(log_q, log_p, value_discretization_interval=1e-5)
+    eps_pair = dist.get_epsilon_for_delta(delta)
+    assert E[u, v] * s.distances[u, v] == pytest.approx(eps_pair, abs=1e-3)
+
+
+def test_loss_worst_case_and_quantile():
+    D = np.array([[0, 1, 2], [1, 0, 1], [2, 1, 0]], dtype=float)
+    M = np.array([[0.5, 0.5, 0], [0, 1, 0], [0, 0.5, 0.5]])
+    assert loss(M, D) == pytest.approx(0.5)
+    assert loss(M, D, q=0.0) == pytest.approx(0.0)
+    assert loss(M, D, q=0.5) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="q must be in"):
+        loss(M, D, q=1.5)
+
+
+def test_eps_tight_speed_n200():
+    import time
+
+    s = random_space(200, 0)
+    m = build("exponential", s, 3.0)
+    t = time.perf_counter()
+    e = m.eps_tight(1e-3)
+    assert time.perf_counter() - t < 20 and 0 < e < 3.0

@@ -1,0 +1,90 @@
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mdp
+from mdp.cli import main
+
+
+def run(args, capsys):
+    code = main(args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_console_script_installed():
+    res = subprocess.run(["mdp", "list"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "exponential" in res.stdout and "module: mdp.mechanisms" in res.stdout
+
+
+def test_build_privatize_eps_roundtrip(tmp_path, capsys):
+    pts = tmp_path / "pts.csv"
+    pd.DataFrame({"name": list("abcde"), "x": [0, 1, 2, 3, 4.0], "y": [0, 1, 0, 1, 0.0]}).to_csv(pts, index=False)
+    out = tmp_path / "m.npz"
+    code, o, e = run(["build", "--space", str(pts), "--mechanism", "weighted_exponential", "--epsilon", "2",
+                      "--param", 'Y=[1,2,3,4,5]', "-o", str(out)], capsys)
+    assert code == 0, e
+    m = mdp.load(out)
+    assert m.space.labels.tolist() == list("abcde") and m.params["Y"] == [1, 2, 3, 4, 5]
+    code, o, e = run(["privatize", str(out), "a", "c", "e", "--seed", "3"], capsys)
+    assert code == 0 and len(o.split()) == 3 and set(o.split()) <= set("abcde")
+    code, o2, e = run(["privatize", str(out), "a", "c", "e", "--seed", "3"], capsys)
+    assert o2 == o                                   # seeded
+    code, o, e = run(["eps", str(out), "--delta", "0.001"], capsys)
+    assert code == 0 and f"{m.eps_tight(0.001):.10g}" in o
+    code, o, e = run(["privatize", str(out), "nope"], capsys)
+    assert code == 2 and "unknown label 'nope'" in e
+
+
+def test_distance_matrix_space_and_lower_bound(tmp_path, capsys):
+    D = np.abs(np.subtract.outer(np.arange(6.0), np.arange(6.0)))
+    np.save(tmp_path / "d.npy", D)
+    code, o, e = run(["lower-bound", "--space", str(tmp_path / "d.npy"), "--epsilon", "1"], capsys)
+    expected = mdp.lower_bound(mdp.MetricSpace.from_distances(D), 1.0)
+    assert code == 0 and f"value={expected.value:.6g}" in o
+
+
+def test_errors_are_clear(tmp_path, capsys):
+    np.save(tmp_path / "bad.npy", np.array([[0, 1.0], [2.0, 0]]))
+    code, o, e = run(["lower-bound", "--space", str(tmp_path / "bad.npy"), "--epsilon", "1"], capsys)
+    assert code == 2 and "symmetric" in e and "bad.npy" in e
+    code, o, e = run(["build", "--space", "glove:10", "--mechanism", "nope", "--epsilon", "1", "-o",
+                      str(tmp_path / "x.npz")], capsys)
+    assert code == 2 and "valid names" in e
+    code, o, e = run(["build", "--space", "glove:10", "--mechanism", "exponential", "--epsilon", "-1", "-o",
+                      str(tmp_path / "x.npz")], capsys)
+    assert code == 2 and "epsilon must be > 0, got -1" in e
+    bad = tmp_path / "pts.csv"
+    bad.write_text("x,y\n0,1\n2,abc\n")
+    code, o, e = run(["lower-bound", "--space", str(bad), "--epsilon", "1"], capsys)
+    assert code == 2 and "line 3" in e and "pts.csv" in e   # header is line 1
+
+
+def test_curves_small(tmp_path, capsys):
+    code, o, e = run(["curves", "--space", "glove:12:1", "--mechanisms", "exponential", "weighted_exponential",
+                      "--eps-tight", "0.2,1,3", "--no-progress", "-o", str(tmp_path)], capsys)
+    assert code == 0, e
+    df = pd.read_csv(tmp_path / "curves.csv")
+    assert set(df.mechanism) == {"exponential", "weighted_exponential", "uniform", "lower_bound"}
+    mech = df[df.mechanism.isin(["exponential", "weighted_exponential"])]
+    assert (mech.eps_tight <= mech.target_eps_tight + 1e-12).all()
+    uni = df[df.mechanism == "uniform"].loss_q.iloc[0]
+    assert (mech.loss_q <= uni + 1e-9).all()
+    assert (tmp_path / "curves.png").stat().st_size > 10_000
+    # loss decreases as the privacy level is relaxed
+    for _, g in mech.groupby("mechanism"):
+        assert np.all(np.diff(g.sort_values("target_eps_tight").loss_q) < 0)
+
+
+@pytest.mark.parametrize("cmd", [["experiment", "nope"]])
+def test_unknown_experiment(cmd, capsys):
+    code, o, e = run(cmd, capsys)
+    assert code == 2 and "valid names" in e
+
+
+def test_module_entry_point():
+    res = subprocess.run([sys.executable, "-m", "mdp.cli", "list"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "weighted_exponential" in res.stdout
