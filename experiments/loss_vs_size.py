@@ -1,0 +1,91 @@
+"""Figure 2 of the seed (imola2022, section 5.2): L_0.95 versus the size of the space.
+
+ExpMech, ConstOPTMech (r = 5 and r = 10) and SpannerMech, each calibrated to a fixed eps_tight
+(2.0 fastText, 1.0 GloVe, 0.3 Geolife; delta = 1e-3), on spaces of n = 50, 100, ..., ``--max-n``. Shares its
+tasks with ``scalability`` (:mod:`experiments.size_sweep`): with the same ``--store`` nothing is
+computed twice.
+
+Outputs (``-o DIR``, default ``results/loss-vs-size``): ``loss_vs_size.csv``,
+``loss_vs_size.png`` (one panel per family, as the seed's Figure 2), ``summary.md``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+
+from .common import (
+    MECH_STYLE,
+    add_sweep_arguments,
+    markdown_table,
+    out_dir,
+    save_figure,
+    write_markdown,
+    write_table,
+)
+from .size_sweep import VARIANTS, add_size_arguments, check_families, run_size_sweep, variant_label
+
+DESCRIPTION = "Figure 2: L_0.95 vs size of the space at fixed eps_tight (ExpMech, ConstOPT r=5,10, Spanner)"
+
+FIG2_VARIANTS = ["exponential", "constopt-5", "constopt-10", "spanner"]
+
+
+def add_arguments(parser) -> None:
+    add_size_arguments(parser, default_variants=FIG2_VARIANTS)
+    parser.add_argument("--max-n", type=int, default=None, help="largest size (default 400; --quick 150)")
+    parser.add_argument("--step", type=int, default=50)
+    add_sweep_arguments(parser)
+
+
+def plot(df: pd.DataFrame, path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fams = list(dict.fromkeys(df["family"]))
+    fig, axes = plt.subplots(1, len(fams), figsize=(5 * len(fams), 3.8), squeeze=False)
+    ok = df[df["status"] == "ok"]
+    for j, fam in enumerate(fams):
+        ax = axes[0][j]
+        for v, g in ok[ok["family"] == fam].groupby("variant", sort=False):
+            g = g.sort_values("n")
+            style = dict(MECH_STYLE.get(VARIANTS[v][0], {}))
+            if v == "constopt-5":
+                style.update(color="C6", marker="P")
+            ax.plot(g["n"], g["loss_q"], label=variant_label(v), **style)
+        ax.set_title(f"{fam}, eps_tight = {ok[ok['family'] == fam]['eps_tight'].iloc[0]:g}")
+        ax.set_xlabel("size of the metric space")
+        ax.set_ylabel("$L_{0.95}$")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, path)
+    plt.close(fig)
+
+
+def main(args) -> None:
+    out = out_dir(args, "loss-vs-size")
+    t0 = time.perf_counter()
+    families = check_families(args.families or (["glove"] if args.quick else ["fasttext", "glove", "geolife"]))
+    max_n = args.max_n or (150 if args.quick else 400)
+    sizes = args.sizes or list(range(50, max_n + 1, args.step))
+    if args.time_limit is None:
+        args.time_limit = 300.0 if args.quick else 1800.0
+    df = run_size_sweep(args, out, families=families, sizes=sizes, variants=args.variants,
+                        seed=args.seed, desc="loss-vs-size")
+    df["label"] = [variant_label(v) for v in df["variant"]]
+    seconds = time.perf_counter() - t0
+    write_table(df, out / "loss_vs_size.csv")
+    plot(df, out / "loss_vs_size.png")
+    md = ["# Loss versus size (seed Figure 2)", "", f"Wall time {seconds:.0f} s (2 shared cores, under load).", ""]
+    for fam, sub in df[df["status"] == "ok"].groupby("family", sort=False):
+        t = sub.pivot_table(index="n", columns="label", values="loss_q")
+        md += [f"## {fam} (eps_tight {sub['eps_tight'].iloc[0]:g})", "", markdown_table(t), ""]
+        if {"ConstOPTMech (10)", "SpannerMech"} <= set(t.columns):
+            gain = 100 * (1 - t["ConstOPTMech (10)"] / t["SpannerMech"])
+            md += ["ConstOPTMech (10) vs SpannerMech: " + ", ".join(f"n={n}: {g:+.0f}%" for n, g in gain.dropna().items())
+                   + " (positive = ConstOPTMech lower)", ""]
+    write_markdown("\n".join(md), out / "summary.md")
+    print(f"wrote {out / 'loss_vs_size.csv'}, {out / 'loss_vs_size.png'}, {out / 'summary.md'} ({seconds:.0f} s)")

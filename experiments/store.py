@@ -1,0 +1,224 @@
+"""Results store: one SQLite file holding every finished task of an experiment sweep.
+
+A task is identified by its *configuration*: a JSON-able dict naming everything that determines
+its result (experiment, mechanism, parameters, space and a hash of its distances, target
+eps_tight, seed, code version). The key is the SHA-256 of the canonical JSON of that dict
+(sorted keys, no whitespace, floats in Python's shortest round-trip form), so the same
+configuration always maps to the same row, on any machine and in any process.
+
+Each result is written in its own transaction (SQLite's journal makes it atomic): a sweep killed
+at any point leaves only complete rows, and rerunning it skips every configuration already stored.
+Only the process that drives the sweep writes to the store (workers return results to it), so
+there is never concurrent writing from several processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["ResultStore", "canonical_json", "config_key", "STORE_FORMAT"]
+
+#: Part of every key: bump it when the meaning of stored results changes.
+STORE_FORMAT = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    key         TEXT PRIMARY KEY,
+    experiment  TEXT NOT NULL,
+    config      TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    result      TEXT NOT NULL,
+    seconds     REAL,
+    computed    INTEGER NOT NULL DEFAULT 1,
+    host        TEXT,
+    finished_at REAL
+)
+"""
+
+
+def _plain(obj, path: str = "config"):
+    """Convert numpy scalars/arrays to Python values; reject anything JSON cannot hold."""
+    if isinstance(obj, Mapping):
+        out = {}
+        for k, v in obj.items():
+            if not isinstance(k, str):
+                raise TypeError(f"{path} keys must be strings, got {k!r}")
+            out[k] = _plain(v, f"{path}[{k!r}]")
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v, f"{path}[{i}]") for i, v in enumerate(obj)]
+    if isinstance(obj, np.ndarray):
+        return _plain(obj.tolist(), path)
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
+        return obj
+    if isinstance(obj, float):
+        if not math.isfinite(obj):
+            raise ValueError(f"{path} must be finite to be part of a key, got {obj!r}")
+        return obj
+    raise TypeError(f"{path} must be JSON-able (dict, list, str, int, float, bool, None), "
+                    f"got {type(obj).__name__}")
+
+
+def canonical_json(config: Mapping) -> str:
+    """Canonical JSON text of ``config``: sorted keys, compact separators, finite floats.
+
+    ``1`` and ``1.0`` are different configurations (JSON keeps the distinction); numpy scalars
+    are converted to Python numbers first.
+
+    Raises
+    ------
+    TypeError
+        ``config`` is not a dict or holds a value JSON cannot represent (the message names it).
+    ValueError
+        A float is NaN or infinite.
+    """
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a dict, got {type(config).__name__}")
+    return json.dumps(_plain(config), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def config_key(config: Mapping) -> str:
+    """SHA-256 (hex) of ``{"store_format": STORE_FORMAT, "config": config}`` in canonical JSON."""
+    text = canonical_json({"store_format": STORE_FORMAT, "config": _plain(config)})
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _result_json(result: Mapping) -> str:
+    def default(o):
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+        return repr(o)
+
+    # NaN / inf are legitimate measurements (e.g. a diverged solve): Python's JSON round-trips them.
+    return json.dumps(result, sort_keys=True, default=default, allow_nan=True)
+
+
+class ResultStore:
+    """A SQLite file of finished tasks, keyed by :func:`config_key`.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The database file; created with its parent directory if missing.
+
+    Examples
+    --------
+    >>> store = ResultStore(tmp_path / "results.sqlite")          # doctest: +SKIP
+    >>> store.put({"experiment": "demo", "seed": 0}, {"loss": 1.5})  # doctest: +SKIP
+    >>> store.get({"experiment": "demo", "seed": 0})               # doctest: +SKIP
+    {'loss': 1.5}
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: explicit BEGIN/COMMIT below, one transaction per write.
+        self._conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise ValueError(f"{self.path}: not a results store ({exc})") from None
+
+    # -- context management ---------------------------------------------------------------------
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> ResultStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- reading --------------------------------------------------------------------------------
+    def __contains__(self, config: Mapping) -> bool:
+        return self.get_record(config) is not None
+
+    def __len__(self) -> int:
+        return int(self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+
+    def get_record(self, config: Mapping) -> dict | None:
+        """The stored row of ``config`` (keys: key, status, result, seconds, computed), or None."""
+        row = self._conn.execute(
+            "SELECT key, status, result, seconds, computed FROM results WHERE key = ?",
+            (config_key(config),)).fetchone()
+        if row is None:
+            return None
+        return {"key": row[0], "status": row[1], "result": json.loads(row[2]),
+                "seconds": row[3], "computed": row[4]}
+
+    def get(self, config: Mapping) -> dict | None:
+        """The stored result of ``config``, or None when it has not been computed."""
+        rec = self.get_record(config)
+        return None if rec is None else rec["result"]
+
+    def keys(self) -> set[str]:
+        return {r[0] for r in self._conn.execute("SELECT key FROM results")}
+
+    def records(self, experiment: str | None = None) -> Iterator[dict]:
+        """Every stored row (optionally of one experiment), config and result decoded."""
+        sql = "SELECT key, experiment, config, status, result, seconds, computed FROM results"
+        args: tuple = ()
+        if experiment is not None:
+            sql += " WHERE experiment = ?"
+            args = (experiment,)
+        for key, exp, cfg, status, res, secs, computed in self._conn.execute(sql + " ORDER BY rowid", args):
+            yield {"key": key, "experiment": exp, "config": json.loads(cfg), "status": status,
+                   "result": json.loads(res), "seconds": secs, "computed": computed}
+
+    # -- writing --------------------------------------------------------------------------------
+    def put(self, config: Mapping, result: Mapping, *, status: str = "ok",
+            seconds: float | None = None) -> str:
+        """Store ``result`` for ``config`` in one transaction; returns the key.
+
+        Writing a configuration again replaces its result and increments its ``computed`` count
+        (how many times it was computed: the resume tests read it).
+        """
+        if not isinstance(result, Mapping):
+            raise TypeError(f"result must be a dict, got {type(result).__name__}")
+        if not isinstance(status, str) or not status:
+            raise ValueError(f"status must be a non-empty string, got {status!r}")
+        key = config_key(config)
+        cfg = canonical_json(config)
+        experiment = str(config.get("experiment", ""))
+        payload = _result_json(result)
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._conn.execute(
+                "INSERT INTO results (key, experiment, config, status, result, seconds, computed, host,"
+                " finished_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)"
+                " ON CONFLICT(key) DO UPDATE SET status = excluded.status, result = excluded.result,"
+                " seconds = excluded.seconds, computed = results.computed + 1, host = excluded.host,"
+                " finished_at = excluded.finished_at",
+                (key, experiment, cfg, status, payload, seconds, socket.gethostname(), time.time()))
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        return key
+
+    def delete(self, config: Mapping) -> bool:
+        """Forget ``config`` (so the next sweep recomputes it); True when a row was removed."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        cur = self._conn.execute("DELETE FROM results WHERE key = ?", (config_key(config),))
+        self._conn.execute("COMMIT")
+        return cur.rowcount > 0
+
+    def __repr__(self) -> str:
+        return f"ResultStore({str(self.path)!r}, {len(self)} results)"

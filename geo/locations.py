@@ -1,0 +1,203 @@
+"""Privatize latitude/longitude locations with a mechanism on a popular-cell space.
+
+The geolocation release of the seed (imola2022, section 5.1) privatizes a user's location
+discretised to a grid cell. Given a mechanism on a space built by
+:func:`geo.popular.popular_cells` (labels ``"r{row}c{col}"``, points = cell centres):
+
+1. **Locate**: a location maps to the space cell whose rectangle contains it. A location in a
+   cell that is not in the space (or outside the grid box) maps to the space cell with the
+   nearest centre (great-circle distance; ties -> the more popular cell, i.e. lower index).
+   ``strict=True`` refuses such locations instead.
+2. **Sample** the mechanism's output cell for that input cell.
+3. **Release** the output cell's centre (lat, lon).
+
+The mDP guarantee holds between cells: for inputs located to cells ``u``, ``v``, outputs differ
+by at most ``exp(eps d(u, v))``. Locations in the same cell are indistinguishable; for raw
+locations ``x, y`` inside space cells, ``d(u, v) <= d(x, y) + `` one cell diagonal
+(~0.78 km for 0.005 deg cells in Beijing). Snapping outside locations is pre-processing and
+never releases anything but the mechanism's output.
+
+The grid is recovered from the space itself (labels and centres, see :func:`grid_of_space`),
+so a mechanism loaded from a file is enough. Spaces whose labels are not ``r{row}c{col}``
+cells of one grid are located by nearest centre only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from mdp.mechanism import Mechanism
+from mdp.space import MetricSpace, haversine_km
+from mdp.validation import check_rng
+
+from .grid import Grid, parse_cell_label
+
+__all__ = ["grid_of_space", "locate", "privatize_locations", "privatize_location",
+           "privatize_latlon_lines", "parse_latlon_lines"]
+
+# Centres recomputed from the recovered grid must match the stored ones to this (degrees).
+_GRID_ATOL = 1e-9
+
+
+def _check_geo_space(space: MetricSpace) -> np.ndarray:
+    if space.metric != "haversine" or space.points is None or space.points.shape[1] != 2:
+        raise ValueError("locations can only be privatized on a haversine space with (lat, lon) "
+                         f"points (e.g. from geo.popular_cells), got metric={space.metric!r}")
+    return np.asarray(space.points)
+
+
+def grid_of_space(space: MetricSpace) -> Grid | None:
+    r"""Recover the grid of a popular-cell space from its labels and centres.
+
+    With labels ``r{row}c{col}`` and centres ``(lat, lon)``, the grid parameters
+    ``(lat_min, lon_min, c)`` solve the linear system
+    ``lat = lat_min + (row + 1/2) c``, ``lon = lon_min + (col + 1/2) c`` (least squares; any two
+    distinct cells determine it). The returned grid covers rows/columns ``0..max``.
+
+    Returns
+    -------
+    Grid, or None when the labels are not cells or the centres do not fit one grid
+    (to :data:`_GRID_ATOL` degrees).
+    """
+    pts = _check_geo_space(space)
+    if space.labels is None:
+        return None
+    try:
+        rc = np.array([parse_cell_label(lab) for lab in space.labels.tolist()], dtype=float)
+    except ValueError:
+        return None
+    n = len(rc)
+    A = np.zeros((2 * n, 3))
+    A[:n, 0] = 1.0
+    A[n:, 1] = 1.0
+    A[:n, 2] = rc[:, 0] + 0.5
+    A[n:, 2] = rc[:, 1] + 0.5
+    b = np.r_[pts[:, 0], pts[:, 1]]
+    (lat_min, lon_min, c), *_ = np.linalg.lstsq(A, b, rcond=None)
+    if not (c > 0 and np.max(np.abs(A @ [lat_min, lon_min, c] - b)) <= _GRID_ATOL):
+        return None
+    # Grids are built from decimal boxes (39.6, 0.005): undo least-squares rounding noise.
+    lat_min, lon_min, c = (round(float(v), 10) for v in (lat_min, lon_min, c))
+    try:
+        return Grid(lat_min, min(lat_min + (rc[:, 0].max() + 1) * c, 90.0),
+                    lon_min, min(lon_min + (rc[:, 1].max() + 1) * c, 180.0), c)
+    except ValueError:
+        return None
+
+
+def _check_latlon(latlon: ArrayLike) -> np.ndarray:
+    P = np.asarray(latlon, dtype=float)
+    if P.ndim == 1 and P.shape[0] == 2:
+        P = P[None, :]
+    if P.ndim != 2 or P.shape[1] != 2:
+        raise ValueError(f"locations must be an (m, 2) array of (lat, lon), got shape {P.shape}")
+    bad = ~np.isfinite(P).all(axis=1) | (np.abs(P[:, 0]) > 90) | (np.abs(P[:, 1]) > 180)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"locations must be (lat, lon) degrees with |lat| <= 90, |lon| <= 180; "
+                         f"location {k} is {tuple(P[k].tolist())}")
+    return P
+
+
+def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False) -> np.ndarray:
+    """Indices of the space cells locations map to (step 1 of the module docstring).
+
+    Parameters
+    ----------
+    space : MetricSpace
+        A haversine space of cell centres (labels ``r{row}c{col}`` for exact cell lookup).
+    latlon : array-like of shape (m, 2) or (2,)
+        Locations (lat, lon) in degrees.
+    strict : bool, default False
+        Raise instead of snapping a location that lies in no cell of the space.
+
+    Raises
+    ------
+    ValueError
+        For malformed coordinates, a non-geographic space, or (``strict``) a location outside
+        every cell of the space.
+    """
+    pts = _check_geo_space(space)
+    P = _check_latlon(latlon)
+    idx = np.full(len(P), -1, dtype=np.int64)
+    grid = grid_of_space(space)
+    if grid is not None:
+        inside = grid.contains(P[:, 0], P[:, 1])
+        lookup = {lab: i for i, lab in enumerate(space.labels.tolist())}
+        cells = grid.cell_of(P[inside, 0], P[inside, 1])
+        idx[inside] = [lookup.get(lab, -1) for lab in grid.labels(cells)] if inside.any() else []
+    missing = np.flatnonzero(idx < 0)
+    if missing.size and strict:
+        k = int(missing[0])
+        raise ValueError(f"{missing.size} location(s) in no cell of the space (strict=True); "
+                         f"first: location {k} = {tuple(P[k].tolist())}")
+    for s in range(0, missing.size, 4096):
+        chunk = missing[s:s + 4096]
+        idx[chunk] = np.argmin(haversine_km(P[chunk], pts), axis=1)
+    return idx
+
+
+def privatize_locations(mech: Mechanism, latlon: ArrayLike, *, rng=None, strict: bool = False) -> np.ndarray:
+    """Privatize locations: locate, sample ``mech``, release the output cell centres.
+
+    Parameters
+    ----------
+    mech : Mechanism
+        A mechanism on a popular-cell space (:func:`geo.popular.popular_cells`).
+    latlon : array-like of shape (m, 2) or (2,)
+        Locations (lat, lon) in degrees.
+    rng : None, int or numpy.random.Generator
+    strict : bool, default False
+        See :func:`locate`.
+
+    Returns
+    -------
+    ndarray of shape (m, 2): the released cell centres (lat, lon).
+    """
+    rng = check_rng(rng)
+    idx = locate(mech.space, latlon, strict=strict)
+    out = mech.sample_indices(idx, rng)
+    return np.asarray(mech.space.points)[out]
+
+
+def privatize_location(mech: Mechanism, lat: float, lon: float, *, rng=None,
+                       strict: bool = False) -> tuple[float, float]:
+    """One location: ``(lat, lon) -> (lat, lon)`` of the released cell centre."""
+    out = privatize_locations(mech, [[lat, lon]], rng=rng, strict=strict)[0]
+    return float(out[0]), float(out[1])
+
+
+def parse_latlon_lines(lines: list[str]) -> np.ndarray:
+    """Parse ``"lat,lon"`` lines (degrees) into an (m, 2) array.
+
+    Raises
+    ------
+    ValueError
+        Naming the (1-based) line for a line that is not two numbers or is out of range.
+    """
+    out = np.empty((len(lines), 2))
+    for i, line in enumerate(lines):
+        parts = str(line).split(",")
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            lat, lon = float(parts[0]), float(parts[1])
+        except ValueError:
+            raise ValueError(f"line {i + 1}: expected 'lat,lon' in degrees, got {line!r}") from None
+        if not (math.isfinite(lat) and math.isfinite(lon) and abs(lat) <= 90 and abs(lon) <= 180):
+            raise ValueError(f"line {i + 1}: (lat, lon) out of range (|lat| <= 90, |lon| <= 180): {line!r}")
+        out[i] = lat, lon
+    return out
+
+
+def privatize_latlon_lines(mech: Mechanism, lines: list[str], *, rng=None) -> list[str]:
+    """``mdp privatize`` on a geographic space: one ``"lat,lon"`` output line per input line.
+
+    Each output is the centre of the sampled cell, printed with 6 decimals (0.1 m).
+    """
+    P = parse_latlon_lines(lines)
+    out = privatize_locations(mech, P, rng=rng)
+    return [f"{lat:.6f},{lon:.6f}" for lat, lon in out]

@@ -1,0 +1,199 @@
+"""The sweep runner: resume after a kill, Dask and local processes agree, time limits, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mdp
+from experiments.common import point_task
+from experiments.executor import Task, records_frame, run_sweep
+from experiments.store import ResultStore, config_key
+
+TESTS = Path(__file__).resolve().parent
+
+
+# -- task functions (imported by name in workers: this module is on their path) -----------------
+def logged_task(config: dict) -> dict:
+    """Appends its index to a log file (one line per *call*), sleeps, returns a closed form."""
+    with open(config["log"], "a") as fh:
+        fh.write(f"{config['i']}\n")
+    time.sleep(config.get("sleep", 0.0))
+    if config.get("interrupt_at") == config["i"]:
+        raise KeyboardInterrupt  # what Ctrl-C does in a serial sweep
+    return {"square": config["i"] ** 2}
+
+
+def failing_task(config: dict) -> dict:
+    raise ValueError(f"bad value {config['i']}")
+
+
+def sleeping_task(config: dict) -> dict:
+    time.sleep(config["sleep"])
+    return {"slept": config["sleep"]}
+
+
+def _tasks(log: Path, count: int, **extra) -> list[Task]:
+    return [Task({"experiment": "resume", "task": "test_experiments_sweep:logged_task",
+                  "i": i, "log": str(log), **extra}) for i in range(count)]
+
+
+def _calls(log: Path) -> list[int]:
+    return [int(x) for x in log.read_text().split()] if log.exists() else []
+
+
+_SWEEP = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    from experiments.executor import run_sweep
+    from experiments.store import ResultStore
+    from test_experiments_sweep import _tasks
+    run_sweep(_tasks(Path(sys.argv[2]), 10, sleep=0.4), ResultStore(sys.argv[3]), workers=2,
+              progress=False)
+""")
+
+
+def test_killed_sweep_resumes_without_recomputing(tmp_path):
+    log, db = tmp_path / "calls.log", tmp_path / "r.sqlite"
+    proc = subprocess.Popen([sys.executable, "-c", _SWEEP, str(TESTS), str(log), str(db)],
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+            if db.exists():
+                with ResultStore(db) as s:
+                    if len(s) >= 3:
+                        break
+        assert proc.poll() is None, "the sweep finished before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)   # the driver and its worker processes
+    finally:
+        proc.wait()
+    with ResultStore(db) as store:
+        finished = {r["config"]["i"] for r in store.records("resume")}
+        assert 3 <= len(finished) < 10
+        calls_before = _calls(log)
+        records = run_sweep(_tasks(log, 10, sleep=0.4), store, workers=0, progress=False)
+    rerun_calls = _calls(log)[len(calls_before):]
+    assert not finished & set(rerun_calls), "a finished task was recomputed"
+    assert sorted(rerun_calls) == sorted(set(range(10)) - finished)
+    assert [r["result"]["square"] for r in records] == [i * i for i in range(10)]
+    assert all(r["computed"] == 1 for r in records)
+    # a finished sweep is not recomputed at all
+    with ResultStore(db) as store:
+        run_sweep(_tasks(log, 10, sleep=0.4), store, workers=2, progress=False)
+    assert len(_calls(log)) == len(calls_before) + len(rerun_calls)
+
+
+def test_interrupted_serial_sweep_resumes(tmp_path):
+    log = tmp_path / "calls.log"
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        with pytest.raises(KeyboardInterrupt):
+            run_sweep(_tasks(log, 6, interrupt_at=4), store, workers=0, progress=False)
+        assert len(store) == 4 and _calls(log) == [0, 1, 2, 3, 4]
+        # same configs minus the interruption flag are different tasks: interrupt key only on task 4
+        tasks = _tasks(log, 6, interrupt_at=4)
+        tasks[4] = Task({**tasks[4].config, "interrupt_at": None})
+        tasks[5] = Task({**tasks[5].config})
+        records = run_sweep(tasks, store, workers=0, progress=False)
+    assert _calls(log) == [0, 1, 2, 3, 4, 4, 5]
+    assert [r["computed"] for r in records] == [1] * 6
+
+
+def test_duplicate_configs_run_once(tmp_path):
+    log = tmp_path / "calls.log"
+    tasks = _tasks(log, 3) + _tasks(log, 3)
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        records = run_sweep(tasks, store, workers=0, progress=False)
+    assert len(records) == 3 and sorted(_calls(log)) == [0, 1, 2]
+
+
+def test_errors_are_recorded_and_retried(tmp_path):
+    tasks = [Task({"experiment": "err", "task": "test_experiments_sweep:failing_task", "i": 7})]
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        (rec,) = run_sweep(tasks, store, workers=0, progress=False)
+        assert rec["status"] == "error" and rec["result"]["error"] == "ValueError: bad value 7"
+        (rec,) = run_sweep(tasks, store, workers=0, progress=False)
+        assert rec["computed"] == 2
+        (rec,) = run_sweep(tasks, store, workers=0, progress=False, retry_errors=False)
+        assert rec["computed"] == 2
+
+
+def test_time_limit_stops_a_task_and_is_stored(tmp_path):
+    env_path = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS), env_path) if p)
+    try:
+        tasks = [Task({"experiment": "limit", "task": "test_experiments_sweep:sleeping_task", "sleep": s})
+                 for s in (0.0, 60.0)]
+        t0 = time.perf_counter()
+        with ResultStore(tmp_path / "r.sqlite") as store:
+            fast, slow = run_sweep(tasks, store, workers=0, timeout=12.0, progress=False)
+            assert time.perf_counter() - t0 < 45
+            assert fast["status"] == "ok" and fast["result"] == {"slept": 0.0}
+            assert slow["status"] == "timeout" and slow["result"]["time_limit"] == 12.0
+            run_sweep(tasks, store, workers=0, timeout=12.0, progress=False)   # not retried
+            assert store.get_record(tasks[1].config)["computed"] == 1
+    finally:
+        os.environ["PYTHONPATH"] = env_path
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="needs a non-empty string 'task'"):
+        Task({"experiment": "x"})
+    with pytest.raises(ValueError, match="must be 'module:function'"):
+        Task({"experiment": "x", "task": "nomodule"})
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        with pytest.raises(ValueError, match="workers must be an int >= 0, got -1"):
+            run_sweep([], store, workers=-1)
+        with pytest.raises(ValueError, match="timeout must be > 0 seconds, got 0"):
+            run_sweep([], store, timeout=0)
+        with pytest.raises(TypeError, match="scheduler must be an address"):
+            run_sweep(_tasks(tmp_path / "l", 1), store, scheduler=42, progress=False)
+
+
+# -- the real experiment task: local processes and a Dask cluster agree ------------------------
+def _experiment_tasks() -> list[Task]:
+    return [point_task("loss-curves", "glove-30", mech, {}, t, seed=0, delta=1e-3, q=0.95, rtol=5e-3)
+            for mech in ("exponential", "weighted_exponential") for t in (0.5, 1.0, 2.0)]
+
+
+def _deterministic_csv(records) -> str:
+    df = records_frame(records)
+    timing = [c for c in df.columns if "seconds" in c]
+    return df.drop(columns=timing).to_csv(index=False)
+
+
+def test_dask_cluster_and_local_processes_give_identical_csv(tmp_path):
+    distributed = pytest.importorskip("distributed", reason="optional extra 'dask' not installed")
+    tasks = _experiment_tasks()
+    with ResultStore(tmp_path / "local.sqlite") as store:
+        local = run_sweep(tasks, store, workers=2, progress=False)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster:
+        with ResultStore(tmp_path / "dask.sqlite") as store:
+            remote = run_sweep(tasks, store, scheduler=cluster.scheduler_address, progress=False)
+    assert all(r["status"] == "ok" for r in local + remote)
+    assert _deterministic_csv(local) == _deterministic_csv(remote)
+    # the values are the real ones: an independent in-process calibration agrees
+    space = tasks[0].payload["space"]
+    direct = mdp.calibrate("exponential", space, 1.0, delta=1e-3, rtol=5e-3, rng=0)
+    rec = local[1]
+    assert rec["config"]["eps_tight"] == 1.0 and rec["config"]["mechanism"] == "exponential"
+    assert rec["result"]["loss_q"] == direct.loss(0.95)
+    assert rec["result"]["eps_tight_measured"] <= 1.0
+    assert rec["result"]["eps_tight_measured"] == pytest.approx(1.0, rel=5e-3)
+    # the key covers the space's distances: another vocabulary seed is another task
+    other = point_task("loss-curves", "glove-30", "exponential", {}, 1.0, seed=1, delta=1e-3, q=0.95, rtol=5e-3)
+    assert other.config["space_fingerprint"] != tasks[1].config["space_fingerprint"]
+    assert config_key(other.config) != config_key(tasks[1].config)
+    assert json.loads(json.dumps(rec["result"]))["loss_q"] == pytest.approx(np.float64(direct.loss(0.95)))

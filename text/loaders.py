@@ -1,0 +1,277 @@
+"""Read word vectors from files: GloVe/word2vec text, word2vec binary, fastText, numpy archives.
+
+Parsing is done by gensim (``KeyedVectors.load_word2vec_format`` and
+``gensim.models.fasttext.load_facebook_vectors``); gensim's own errors do not say where a file is
+broken, so when it fails on a text file :func:`load_vectors` scans the file once more to name the
+first bad line (``path: line N: ...``).
+
+========================  =====================================================================
+format                    file
+========================  =====================================================================
+``"glove"``               text, one ``word x1 ... xd`` per line, no header (GloVe's release)
+``"word2vec"``            text with a ``count dim`` header line (word2vec ``-binary 0``, ``.vec``)
+``"word2vec-binary"``     word2vec ``-binary 1`` (header line, then raw float32 records)
+``"fasttext"``            a fastText model ``.bin`` (Facebook format; only the word vectors are
+                          kept, the sub-word n-grams are dropped)
+``"npz"``                 a numpy archive with arrays ``words`` (str) and ``vectors`` (n x d)
+========================  =====================================================================
+
+``format="auto"`` picks by content: the fastText magic number, a ``.npz`` zip, a text header of
+two integers (word2vec text, or binary when the records are not text), other binary content
+(fastText models older than the magic number), else GloVe text.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from .embeddings import Embeddings
+
+__all__ = ["load_vectors", "save_vectors", "detect_format", "FORMATS"]
+
+FORMATS = ("auto", "glove", "word2vec", "word2vec-binary", "fasttext", "npz")
+
+# First 4 bytes of a fastText .bin model: the little-endian int32 793712314 (FASTTEXT_FILEFORMAT_MAGIC).
+_FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")
+
+
+def _text_header(path: Path) -> tuple[int, int] | None:
+    """``(count, dim)`` when the first line is a word2vec header, else None."""
+    with open(path, "rb") as fh:
+        first = fh.readline(4096)
+    parts = first.split()
+    if len(parts) == 2 and all(p.isdigit() for p in parts):
+        return int(parts[0]), int(parts[1])
+    return None
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    """Guess the vector format of ``path`` from its first bytes (see the module table)."""
+    path = Path(path)
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    if not head:
+        raise ValueError(f"{path}: empty file, no vectors")
+    if head[:4] == _FASTTEXT_MAGIC:
+        return "fasttext"
+    if head[:4] == b"PK\x03\x04":
+        return "npz"
+    if _text_header(path) is not None:
+        # word2vec binary records are raw float32 after "word ": almost never valid UTF-8 text
+        body = head.split(b"\n", 1)[1] if b"\n" in head else b""
+        try:
+            body[:1024].decode("utf-8")
+            text_like = b"\x00" not in body[:1024]
+        except UnicodeDecodeError:
+            text_like = False
+        return "word2vec" if text_like else "word2vec-binary"
+    if b"\x00" in head:
+        # fastText models written before the magic number (e.g. gensim's lee_fasttext.bin) start
+        # directly with int32 hyper-parameters: binary, and no word2vec header
+        return "fasttext"
+    return "glove"
+
+
+def _first_bad_text_line(path: Path, header: bool) -> str | None:
+    """Name the first malformed line of a text vector file, or None when every line is fine."""
+    dim = None
+    expected_count = None
+    count = 0
+    with open(path, encoding="utf-8", errors="strict") as fh:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(fh, start=1):
+                parts = line.rstrip("\n").rstrip().split(" ")
+                if header and lineno == 1:
+                    try:
+                        expected_count, dim = int(parts[0]), int(parts[1])
+                    except (ValueError, IndexError):
+                        return f"line 1: expected a 'count dim' header, got {line.strip()[:60]!r}"
+                    continue
+                if not line.strip():
+                    if header:
+                        return f"line {lineno}: empty line"
+                    continue
+                word, values = parts[0], parts[1:]
+                if dim is None:
+                    dim = len(values)
+                if len(values) != dim:
+                    return (f"line {lineno}: word {word!r} has {len(values)} values, expected {dim}")
+                for k, v in enumerate(values, start=1):
+                    try:
+                        x = float(v)
+                    except ValueError:
+                        return f"line {lineno}: value {k} of word {word!r} is not a number: {v[:30]!r}"
+                    if not np.isfinite(x):
+                        return f"line {lineno}: value {k} of word {word!r} is {v!r} (not finite)"
+                count += 1
+        except UnicodeDecodeError as exc:
+            return f"line {lineno + 1}: not UTF-8 text ({exc.reason})"
+    if expected_count is not None and count < expected_count:
+        return (f"line {lineno + 1}: file ends after {count} vectors, the header promises "
+                f"{expected_count}")
+    return None
+
+
+def _load_text(path: Path, fmt: str, limit: int | None) -> Embeddings:
+    from gensim.models import KeyedVectors
+
+    header = fmt == "word2vec"
+    try:
+        kv = KeyedVectors.load_word2vec_format(str(path), binary=False, no_header=not header,
+                                               limit=limit, unicode_errors="strict")
+    except (ValueError, EOFError, UnicodeDecodeError, IndexError) as exc:
+        where = _first_bad_text_line(path, header)
+        raise ValueError(f"{path}: {where or 'not a ' + fmt + ' text vector file'} "
+                         f"(gensim: {exc})") from None
+    return _from_kv(kv, path, header_lines=1 if header else 0)
+
+
+def _duplicate_line(path: Path, header: bool) -> str:
+    """Name the first repeated word of a text vector file and both its lines."""
+    seen: dict[str, int] = {}
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if (header and lineno == 1) or not line.strip():
+                continue
+            word = line.split(" ", 1)[0]
+            if word in seen:
+                return f"line {lineno}: word {word!r} repeats line {seen[word]}"
+            seen[word] = lineno
+    return "duplicate words"
+
+
+def _from_kv(kv, path: Path, header_lines: int) -> Embeddings:
+    words = list(kv.index_to_key)
+    # gensim keeps the first of repeated words and leaves None placeholders behind: refuse, since
+    # which vector a repeated word should get is ambiguous
+    if any(w is None for w in words):
+        raise ValueError(f"{path}: {_duplicate_line(path, header_lines == 1)}")
+    vectors = np.asarray(kv.vectors)
+    bad = ~np.isfinite(vectors).all(axis=1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{path}: line {i + 1 + header_lines}: the vector of {words[i]!r} is not finite")
+    try:
+        return Embeddings(words, vectors)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def _load_word2vec_binary(path: Path, limit: int | None) -> Embeddings:
+    from gensim.models import KeyedVectors
+
+    try:
+        kv = KeyedVectors.load_word2vec_format(str(path), binary=True, limit=limit,
+                                               unicode_errors="strict")
+    except (ValueError, EOFError, UnicodeDecodeError, IndexError) as exc:
+        head = _text_header(path)
+        promise = f"; the header (line 1) promises {head[0]} vectors of dimension {head[1]}" if head else ""
+        raise ValueError(f"{path}: corrupt word2vec binary file{promise} (gensim: {exc})") from None
+    # Binary records have no lines; a record index is the best location we can give.
+    words = list(kv.index_to_key)
+    if any(w is None for w in words):
+        raise ValueError(f"{path}: repeated words in a word2vec binary file "
+                         f"({len(words) - words.count(None)} distinct of {len(words)} records)")
+    vectors = np.asarray(kv.vectors)
+    bad = ~np.isfinite(vectors).all(axis=1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{path}: record {i + 1} (word {words[i]!r}) holds a non-finite value")
+    return Embeddings(words, vectors)
+
+
+def _load_fasttext(path: Path, limit: int | None) -> Embeddings:
+    from gensim.models.fasttext import load_facebook_vectors
+
+    try:
+        kv = load_facebook_vectors(str(path))
+    except (ValueError, EOFError, UnicodeDecodeError, IndexError, OSError, AssertionError) as exc:
+        # gensim asserts on the header of a truncated/corrupt model: translate it to a ValueError
+        raise ValueError(f"{path}: corrupt fastText .bin model (gensim: {exc!r})") from None
+    words = list(kv.index_to_key)
+    vectors = np.asarray(kv.vectors)
+    if limit is not None:
+        words, vectors = words[:limit], vectors[:limit]
+    return Embeddings(words, vectors)
+
+
+def _load_npz(path: Path, limit: int | None) -> Embeddings:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            missing = {"words", "vectors"} - set(z.files)
+            if missing:
+                raise ValueError(f"{path}: a vector archive needs arrays 'words' and 'vectors', "
+                                 f"missing {sorted(missing)} (has {sorted(z.files)})")
+            words, vectors = z["words"], z["vectors"]
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise ValueError(f"{path}: not a readable .npz archive ({exc})") from None
+    if limit is not None:
+        words, vectors = words[:limit], vectors[:limit]
+    try:
+        return Embeddings(words, vectors)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def load_vectors(path: str | os.PathLike, *, format: str = "auto", limit: int | None = None) -> Embeddings:
+    """Read word vectors from a file into :class:`~text.Embeddings`.
+
+    Parameters
+    ----------
+    path : str or path-like
+    format : {"auto", "glove", "word2vec", "word2vec-binary", "fasttext", "npz"}, default "auto"
+        See the module table; ``"auto"`` detects it with :func:`detect_format`.
+    limit : int, optional
+        Read only the first ``limit`` vectors (files are usually in frequency order).
+
+    Returns
+    -------
+    Embeddings
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        Unknown format, or a malformed file: the message names the file and, for text formats,
+        the first bad line (``path: line N: ...``).
+
+    Examples
+    --------
+    >>> emb = load_vectors("wiki.en.vec", limit=50_000)       # doctest: +SKIP
+    >>> emb = load_vectors("lee_fasttext.bin")                  # doctest: +SKIP
+    """
+    path = Path(path)
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
+    if limit is not None:
+        from mdp.validation import check_int
+
+        limit = check_int(limit, "limit", low=1)
+    if not path.is_file():
+        raise FileNotFoundError(f"no vector file at {path}")
+    fmt = detect_format(path) if format == "auto" else format
+    if fmt in ("glove", "word2vec"):
+        return _load_text(path, fmt, limit)
+    if fmt == "word2vec-binary":
+        return _load_word2vec_binary(path, limit)
+    if fmt == "fasttext":
+        return _load_fasttext(path, limit)
+    return _load_npz(path, limit)
+
+
+def save_vectors(emb: Embeddings, path: str | os.PathLike) -> Path:
+    """Write ``emb`` as a ``.npz`` archive (``words``, ``vectors``) readable by :func:`load_vectors`.
+
+    The file is written atomically (:func:`mdp.io.atomic_write`).
+    """
+    from mdp.io import atomic_write
+
+    if not isinstance(emb, Embeddings):
+        raise TypeError(f"emb must be an Embeddings, got {type(emb).__name__}")
+    return atomic_write(path, lambda fh: np.savez(fh, words=emb.words, vectors=emb.vectors))

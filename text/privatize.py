@@ -1,0 +1,191 @@
+"""Privatize a text word by word with a mechanism over a word space (seed imola2022, section 5.1).
+
+Each in-vocabulary token ``w`` is replaced by an independent draw of ``M(w)`` from the mechanism
+(any registered family built on a word space, or Madlib). Tokens that are not words of the space
+follow the ``oov`` policy; punctuation follows the ``punctuation`` policy.
+
+Privacy: each replaced token is ``epsilon``-mDP with respect to the word metric; a text of ``k``
+replaced tokens is ``k * epsilon``-mDP by composition (in the sense that two texts differing in
+tokens ``w_i -> w_i'`` are indistinguishable up to ``exp(epsilon * sum_i d(w_i, w_i'))``). Tokens
+kept under ``oov="keep"`` and ``punctuation="keep"`` are released *unprotected*: use
+``oov="drop"`` or ``oov="mask"`` when out-of-vocabulary words may be sensitive.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from mdp.mechanism import Mechanism
+from mdp.validation import check_rng
+
+__all__ = ["privatize", "tokenize", "TOKEN_PATTERN", "OOV_POLICIES", "PUNCTUATION_POLICIES"]
+
+#: Default tokens: words (letters/digits/underscore, inner apostrophes kept, e.g. "don't"), or a
+#: single character that is neither a word character nor white space (punctuation, symbols).
+TOKEN_PATTERN = re.compile(r"\w+(?:['\u2019]\w+)*|[^\w\s]")
+OOV_POLICIES = ("keep", "drop", "mask", "error")
+PUNCTUATION_POLICIES = ("keep", "drop", "privatize")
+
+
+def tokenize(text: str) -> list[str]:
+    """Split ``text`` into the default tokens (:data:`TOKEN_PATTERN`)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    return TOKEN_PATTERN.findall(text)
+
+
+def _is_punctuation(token: str) -> bool:
+    return not any(ch.isalnum() or ch == "_" for ch in token)
+
+
+def _restore_case(original: str, word: str) -> str:
+    if original.isupper() and len(original) > 1:
+        return word.upper()
+    if original[:1].isupper():
+        return word[:1].upper() + word[1:]
+    return word
+
+
+class _Plan:
+    """What happens to each token: ``("word", vocab_word)``, ``("keep",)``, ``("drop",)``, ``("mask",)``."""
+
+    def __init__(self, vocab: dict, oov: str, punctuation: str, lowercase: bool):
+        self.vocab, self.oov, self.punctuation, self.lowercase = vocab, oov, punctuation, lowercase
+
+    def __call__(self, token: str) -> tuple:
+        if _is_punctuation(token) and self.punctuation != "privatize":
+            return (self.punctuation,)
+        if token in self.vocab:
+            return ("word", token)
+        if self.lowercase and token.lower() in self.vocab:
+            return ("word", token.lower())
+        if self.oov == "error":
+            raise KeyError(f"token {token!r} is not a word of the mechanism's space "
+                           f"({len(self.vocab)} words); oov='error'")
+        return (self.oov,)
+
+
+def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=None,
+              tokenizer: Callable[[str], list[str]] | None = None, oov: str = "keep",
+              punctuation: str = "keep", lowercase: bool = True, preserve_case: bool = True,
+              mask_token: str = "<unk>") -> str | list[str]:
+    """Replace every in-vocabulary token by the mechanism's output (one fresh draw per token).
+
+    Parameters
+    ----------
+    text_or_tokens : str or sequence of str
+        A text (returns a string) or a list of tokens (returns a list).
+    mechanism : Mechanism
+        Built on a space whose labels are words (e.g. ``mdp.build("madlib",
+        text.sample_vocabulary(...), eps)``).
+    rng : None, int or numpy.random.Generator
+    tokenizer : callable ``str -> list[str]``, optional
+        Only for string input. ``None`` (default) uses :data:`TOKEN_PATTERN` and keeps the text
+        between tokens (spaces, line breaks) verbatim. With a custom tokenizer the output tokens
+        are joined with single spaces.
+    oov : {"keep", "drop", "mask", "error"}, default "keep"
+        Tokens that are not words of the space: left unchanged (released unprotected), removed,
+        replaced by ``mask_token``, or ``KeyError`` naming the token.
+    punctuation : {"keep", "drop", "privatize"}, default "keep"
+        Tokens without letters or digits: left unchanged, removed, or treated like any other
+        token (privatized when they are words of the space, as in the full GloVe, else ``oov``).
+    lowercase : bool, default True
+        A token not in the vocabulary is looked up lower-cased as well (GloVe is lower-case).
+    preserve_case : bool, default True
+        Give the replacement the case pattern of the token (``"Paris"`` -> ``"London"``,
+        ``"NASA"`` -> ``"ESA"``-style upper case).
+    mask_token : str, default "<unk>"
+
+    Returns
+    -------
+    str or list of str
+
+    Raises
+    ------
+    TypeError
+        ``mechanism`` is not a Mechanism, its space has no word labels, or the input is neither
+        a string nor a sequence of strings.
+    ValueError
+        Unknown ``oov`` / ``punctuation`` policy.
+    KeyError
+        ``oov="error"`` and a token is not in the vocabulary.
+
+    Examples
+    --------
+    >>> import mdp, text                                                 # doctest: +SKIP
+    >>> space = text.sample_vocabulary(text.load_glove(), 200, rng=0)    # doctest: +SKIP
+    >>> mech = mdp.build("madlib", space, 8.0, rng=0)                    # doctest: +SKIP
+    >>> text.privatize("The cat sat.", mech, rng=1, oov="mask")          # doctest: +SKIP
+    """
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
+    if mechanism.space.labels is None:
+        raise TypeError("mechanism's space has no labels: text privatization needs a word space")
+    if oov not in OOV_POLICIES:
+        raise ValueError(f"oov must be one of {OOV_POLICIES}, got {oov!r}")
+    if punctuation not in PUNCTUATION_POLICIES:
+        raise ValueError(f"punctuation must be one of {PUNCTUATION_POLICIES}, got {punctuation!r}")
+    if not isinstance(mask_token, str):
+        raise TypeError(f"mask_token must be a string, got {type(mask_token).__name__}")
+    rng = check_rng(rng)
+    vocab = {str(w): i for i, w in enumerate(mechanism.space.labels.tolist())}
+    plan = _Plan(vocab, oov, punctuation, lowercase)
+
+    if isinstance(text_or_tokens, str):
+        text = text_or_tokens
+        if tokenizer is None:
+            matches = list(TOKEN_PATTERN.finditer(text))
+            tokens = [m.group() for m in matches]
+        else:
+            if not callable(tokenizer):
+                raise TypeError(f"tokenizer must be callable, got {type(tokenizer).__name__}")
+            matches = None
+            tokens = list(tokenizer(text))
+    else:
+        if tokenizer is not None:
+            raise TypeError("tokenizer applies to string input only; got a sequence of tokens")
+        if not isinstance(text_or_tokens, (Sequence, np.ndarray)):
+            raise TypeError("text_or_tokens must be a string or a sequence of strings, got "
+                            f"{type(text_or_tokens).__name__}")
+        tokens = list(text_or_tokens)
+        matches = None
+    for k, tok in enumerate(tokens):
+        if not isinstance(tok, str):
+            raise TypeError(f"token {k} must be a string, got {tok!r} ({type(tok).__name__})")
+        if not tok:
+            raise ValueError(f"token {k} is empty")
+
+    actions = [plan(tok) for tok in tokens]
+    to_sample = [a[1] for a in actions if a[0] == "word"]
+    # One vectorised call: every token gets its own independent draw.
+    drawn = iter(np.atleast_1d(mechanism.sample(to_sample, rng=rng)).tolist() if to_sample else [])
+    out: list[str | None] = []
+    for tok, a in zip(tokens, actions):
+        if a[0] == "word":
+            w = str(next(drawn))
+            out.append(_restore_case(tok, w) if preserve_case else w)
+        elif a[0] == "keep":
+            out.append(tok)
+        elif a[0] == "mask":
+            out.append(mask_token)
+        else:
+            out.append(None)
+
+    if not isinstance(text_or_tokens, str):
+        return [t for t in out if t is not None]
+    if matches is None:
+        return " ".join(t for t in out if t is not None)
+    # Rebuild the text: replacements in place, the text between tokens (always white space: the
+    # pattern matches every other character) untouched, except that a dropped token takes the
+    # white space before it with it ("a , b" with "," dropped gives "a b").
+    pieces, pos = [], 0
+    for m, t in zip(matches, out):
+        if t is not None:
+            pieces += [text[pos:m.start()], t]
+        pos = m.end()
+    pieces.append(text[pos:])
+    result = "".join(pieces)
+    return result if text[:1].isspace() else result.lstrip()
