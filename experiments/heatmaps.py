@@ -57,7 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-users", type=int, default=200, help="keep cells with >= this many users")
     parser.add_argument("--n-users", type=int, default=200, help="users sampled per trial")
     parser.add_argument("--eps-fixed", type=float, default=1.0, help="eps of the n and Delta sweeps")
-    parser.add_argument("--sigma", type=float, default=0.01, help="heatmap Gaussian s.d. (unit square)")
+    parser.add_argument("--sigma", type=float, default=0.02, help="heatmap Gaussian s.d. (unit square)")
+    parser.add_argument("--sigmas", type=float, nargs="+", default=[0.005, 0.01, 0.02, 0.04],
+                        help="sigma sensitivity sweep (metrics of the same runs at several sigmas)")
     parser.add_argument("--emd-resolution", type=int, default=64, help="grid side for the exact EMD")
     parser.add_argument("--top-percent", type=float, nargs="+", default=[0.01, 0.1, 1.0])
     parser.add_argument("--runs", type=int, default=60, help="eps sweep: runs per eps over all cells")
@@ -80,9 +82,10 @@ def _markdown(df: pd.DataFrame, floatfmt: str = ".4f") -> str:
 def _config(args) -> dict:
     if args.quick:
         return dict(eps=[0.1, 1.0, 5.0], n=[50, 200, 500], deltas=[64, 128, 256], runs=6, trials=2,
-                    max_cells=3)
+                    max_cells=3, sigma_eps=[1.0], sigma_trials=1)
     return dict(eps=[0.1, 0.5, 1.0, 2.0, 5.0, 10.0], n=[50, 100, 200, 300, 400, 500],
-                deltas=[64, 128, 256], runs=args.runs, trials=args.trials, max_cells=None)
+                deltas=[64, 128, 256], runs=args.runs, trials=args.trials, max_cells=None,
+                sigma_eps=[0.5, 1.0, 2.0, 5.0], sigma_trials=2)
 
 
 def load_cells(path: Path, min_users: int) -> list[dict]:
@@ -134,33 +137,35 @@ def _metrics(est: np.ndarray, truth_heat: np.ndarray, sigma: float, emd_res: int
             "EMD": emd_grid(block_sum(h, f), block_sum(truth_heat, f), cell_size=f / h.shape[0])}
 
 
-def _trial(cell, delta, n, eps, args, rng, extra) -> list[dict]:
+def _trial(cell, delta, n, eps, args, rng, extra, sigmas=None) -> list[dict]:
     P = _user_matrix(cell, delta)
     idx = rng.choice(P.shape[0], size=min(n, P.shape[0]), replace=False)
     counts = np.asarray(P[idx].sum(axis=0)).reshape(delta, delta)
-    truth_heat = gaussian_heatmap(counts / counts.sum(), args.sigma)
     ests = _estimates(counts, eps, args.top_percent, rng)
     secs = ests.pop("_seconds")
     rows = []
-    for alg, est in ests.items():
-        rows.append(dict(extra, cell=cell["name"], delta=delta, n=len(idx), epsilon=eps, algorithm=alg,
-                         seconds=secs if alg == OURS else np.nan,
-                         **_metrics(est, truth_heat, args.sigma, args.emd_resolution)))
+    for sigma in sigmas or [args.sigma]:
+        truth_heat = gaussian_heatmap(counts / counts.sum(), sigma)
+        for alg, est in ests.items():
+            rows.append(dict(extra, cell=cell["name"], delta=delta, n=len(idx), epsilon=eps,
+                             sigma=sigma, algorithm=alg, seconds=secs if alg == OURS else np.nan,
+                             **_metrics(est, truth_heat, sigma, args.emd_resolution)))
     return rows
 
 
-def summarise(raw: pd.DataFrame, by: str) -> pd.DataFrame:
+def summarise(raw: pd.DataFrame, by: str | list[str]) -> pd.DataFrame:
     """Mean and 95% t-interval half-width of every metric per (by, algorithm)."""
+    by = [by] if isinstance(by, str) else list(by)
     def ci(x):
         x = x.dropna()
         return stats.t.ppf(0.975, len(x) - 1) * stats.sem(x) if len(x) > 1 else np.nan
 
-    g = raw.groupby([by, "algorithm"], sort=True)[METRICS]
+    g = raw.groupby([*by, "algorithm"], sort=True)[METRICS]
     mean = g.mean().add_suffix("_mean")
     half = g.agg(ci).add_suffix("_ci95")
     runs = g.size().rename("runs")
     out = pd.concat([mean, half, runs], axis=1).reset_index()
-    return out[[by, "algorithm", "runs"] + [f"{m}_{s}" for m in METRICS for s in ("mean", "ci95")]]
+    return out[[*by, "algorithm", "runs"] + [f"{m}_{s}" for m in METRICS for s in ("mean", "ci95")]]
 
 
 def _plot_sweep(summary: pd.DataFrame, by: str, path: Path, title: str, logx: bool) -> None:
@@ -277,14 +282,20 @@ def main(args) -> None:
     for d in tqdm([m for m in cfg["deltas"] for _ in range(cfg["trials"])], desc="heatmaps: Delta sweep"):
         raw_d += _trial(big, d, args.n_users, args.eps_fixed, args, rng, {"sweep": "delta"})
 
-    raw = pd.DataFrame(raw_eps + raw_n + raw_d)
+    raw_s = []
+    jobs = [(eps, c) for eps in cfg["sigma_eps"] for c in cells for _ in range(cfg["sigma_trials"])]
+    for eps, c in tqdm(jobs, desc="heatmaps: sigma sweep"):
+        raw_s += _trial(c, 256, args.n_users, eps, args, rng, {"sweep": "sigma"}, sigmas=args.sigmas)
+
+    raw = pd.DataFrame(raw_eps + raw_n + raw_d + raw_s)
+    s_sum = summarise(pd.DataFrame(raw_s), ["sigma", "epsilon"])
     eps_sum = summarise(pd.DataFrame(raw_eps), "epsilon")
     n_sum = summarise(pd.DataFrame(raw_n), "n")
     d_sum = summarise(pd.DataFrame(raw_d), "delta")
 
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "raw.csv", raw.to_csv(index=False))
-    for name, s in (("epsilon", eps_sum), ("n", n_sum), ("delta", d_sum)):
+    for name, s in (("epsilon", eps_sum), ("n", n_sum), ("delta", d_sum), ("sigma", s_sum)):
         atomic_write_text(out / f"summary_{name}.csv", s.to_csv(index=False))
     _plot_sweep(eps_sum, "epsilon", out / "fig1_epsilon.png",
                 f"Delta=256, n={args.n_users}, {len(cells)} cells x {per_cell} trials", logx=True)
@@ -304,6 +315,9 @@ def main(args) -> None:
           "## Cells", "", _markdown(cell_table), "",
           "## Epsilon sweep (Figure 1)", "", _markdown(eps_sum), "",
           "## Number of users", "", _markdown(n_sum), "",
-          "## Resolution Delta", "", _markdown(d_sum), "", _claims(eps_sum, d_sum)]
+          "## Resolution Delta", "", _markdown(d_sum), "",
+          "## Heatmap width sigma (same runs, metrics at several sigma)", "",
+          _markdown(s_sum[["sigma", "epsilon", "algorithm", "runs"] + [f"{m}_mean" for m in METRICS]]),
+          "", _claims(eps_sum, d_sum)]
     atomic_write_text(out / "summary.md", "\n".join(md))
     print(f"wrote {out}/summary.md, summary_*.csv, raw.csv and 4 figures")
