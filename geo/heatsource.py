@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,9 +55,11 @@ __all__ = [
     "heat_matrix",
     "least_residual",
     "lemma5",
+    "mean_ci",
     "privatize_readings",
     "random_sources",
     "recover",
+    "run_trials",
     "sensitivity",
     "sensor_positions",
     "source_positions",
@@ -431,8 +434,8 @@ class RecoveryResult:
 
     @property
     def infeasible(self) -> bool:
-        """The requested radius admitted no ``f`` in the box."""
-        return self.policy == "widened"
+        """The requested radius admitted no ``f`` in the box (radius was widened)."""
+        return self.rho > self.rho_requested
 
     @property
     def is_zero(self) -> bool:
@@ -469,7 +472,10 @@ def _solve_socp(A: np.ndarray, y: np.ndarray, rho: float):
         eq = A @ f - r == y
         prob = cp.Problem(cp.Minimize(cp.sum(f)), [eq, cp.norm(r, 2) <= rho, f >= 0, f <= 1])
     try:
-        prob.solve(solver=cp.CLARABEL)
+        with warnings.catch_warnings():
+            # "Solution may be inaccurate" is reported through the status and the certificate.
+            warnings.simplefilter("ignore", UserWarning)
+            prob.solve(solver=cp.CLARABEL)
     except cp.error.SolverError as exc:
         return None, None, f"solver error: {exc}"
     if f.value is None or eq.dual_value is None:
@@ -495,8 +501,9 @@ def recover(A, y, rho: float, *, margin: float = 1e-4, compress: bool | None = N
 
     Policy:
 
-    - **zero**: if :math:`\|y\|_2 \le \rho` then ``f = 0`` is optimal (objective 0); it is
-      returned without a solver and flagged (its EMD is undefined; see :func:`emd_error`).
+    - **zero**: if :math:`\|y\|_2 \le \rho` (the radius used, after the policy below) then
+      ``f = 0`` is optimal (objective 0); it is returned without a solver and flagged ``"zero"``
+      (its EMD is undefined; see :func:`emd_error`).
     - **infeasible**: with ``rho = sigma sqrt(m)`` the box often admits no feasible ``f``
       (30-70 % of trials at T = 0.05, nonnegativity binds). Then
       ``rho = (1 + margin) * r_min``, ``r_min`` the achievable least residual on the box
@@ -536,11 +543,6 @@ def recover(A, y, rho: float, *, margin: float = 1e-4, compress: bool | None = N
     if comp is None and (compress if compress is not None else n > LARGE_N):
         comp = compress_matrix(full)
 
-    if np.linalg.norm(y) <= rho_req:
-        return RecoveryResult(np.zeros(n), rho_req, rho_req, "zero", 0.0, 0.0, 0.0,
-                              float(np.linalg.norm(y)), 0.0, True, "closed-form",
-                              0.0, comp.rank if comp else None, time.perf_counter() - start)
-
     if comp is not None:
         M, yy = comp.B, comp.U.T @ y
         outside = float(np.linalg.norm(y - comp.U @ yy))  # ||(I - UU^T) y||: fixed part of residual
@@ -549,8 +551,12 @@ def recover(A, y, rho: float, *, margin: float = 1e-4, compress: bool | None = N
     r_min_c, _ = least_residual(M, yy)
     r_min = float(np.hypot(r_min_c, outside))
     rho_used, policy = rho_req, "as-requested"
-    if r_min >= rho_req:
+    if r_min >= rho_req and r_min > 0:
         rho_used, policy = (1.0 + margin) * r_min, "widened"
+    if np.linalg.norm(y) <= rho_used:
+        return RecoveryResult(np.zeros(n), rho_req, float(rho_used), "zero", 0.0, 0.0, 0.0,
+                              float(np.linalg.norm(y)), 0.0, True, "closed-form", r_min,
+                              comp.rank if comp else None, time.perf_counter() - start)
     rho_c = float(np.sqrt(max(rho_used**2 - outside**2, 0.0)))
 
     f, z, status = _solve_socp(M, yy, rho_c)
@@ -650,3 +656,60 @@ def lemma5(M) -> Lemma5Check:
     bound = 1.0 / (kappa * np.sqrt(M.shape[1]))
     return Lemma5Check(sens, kappa, float(bound), M.shape[1] <= M.shape[0],
                        bool(sens >= bound * (1 - 1e-12)))
+
+
+# --------------------------------------------------------------------------------------------
+# Trials (shared by the `mdp heatsource` command and the experiment)
+# --------------------------------------------------------------------------------------------
+
+def run_trials(A, sigma: float, trials: int, *, k: int = 1, sources=None, rng=None) -> list[dict]:
+    r"""Repeat: sources -> readings ``A f0 + N(0, sigma^2 I)`` -> :func:`recover` with
+    ``rho = sigma sqrt(m)`` (seed Algorithm 1) -> :func:`emd_error` (seed section 5).
+
+    Parameters
+    ----------
+    A : ndarray (m, n) or CompressedMatrix
+    sigma : float
+        Per-sensor noise (e.g. ``SensorCalibration.sigma`` for the private algorithm).
+    trials : int
+    k : int
+        Number of unit sources (``k = 1``: at 0.5; else uniformly at random), unless ``sources``
+        (a fixed source vector) is given.
+    rng : None, int or Generator
+
+    Returns
+    -------
+    list of dict
+        One per trial: ``emd`` (zero policy "uniform"), ``emd_nan`` (NaN when ``f = 0``),
+        ``policy``, ``infeasible``, ``zero``, ``optimal``, ``gap``, ``seconds``, ``f0``, ``f``.
+    """
+    rng = check_rng(rng)
+    trials = check_int(trials, "trials", low=1)
+    full = A.A if isinstance(A, CompressedMatrix) else _check_matrix(A)
+    m, n = full.shape
+    sigma = check_positive(sigma, "sigma")
+    out = []
+    for _ in range(trials):
+        f0 = np.asarray(sources, dtype=float) if sources is not None else random_sources(n, k, rng=rng)
+        y = full @ f0 + sigma * rng.standard_normal(m)
+        res = recover(A, y, sigma * np.sqrt(m))
+        out.append(dict(emd=emd_error(f0, res.f), emd_nan=emd_error(f0, res.f, zero_policy="nan"),
+                        policy=res.policy, infeasible=res.infeasible, zero=res.is_zero,
+                        optimal=res.optimal, gap=res.gap, seconds=res.seconds, f0=f0, f=res.f))
+    return out
+
+
+def mean_ci(values, level: float = 0.95) -> tuple[float, float]:
+    r"""Mean and half-width of the Student-t confidence interval
+    :math:`\bar x \pm t_{(1+level)/2,\,N-1}\, s/\sqrt N` (the seed's 95 % bars over 10 trials);
+    NaNs are ignored, half-width is NaN with fewer than two values."""
+    from scipy.stats import t as student_t
+
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if x.size == 0:
+        return float("nan"), float("nan")
+    if x.size < 2:
+        return float(x.mean()), float("nan")
+    half = student_t.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
+    return float(x.mean()), float(half)

@@ -169,7 +169,7 @@ def test_tiny_epsilon_high_dimension_matches_direction_only_snapping(words10):
     rng = np.random.default_rng(9)
     u = rng.standard_normal((20_000, words10.points.shape[1]))
     ref = np.bincount(np.argmax(u @ words10.points.T, axis=1), minlength=words10.n)
-    mech = mdp.build("madlib", words10, 1e-7, rng=0, n_samples=10)
+    mech = mdp.build("madlib", words10, 1e-7, rng=0, n_samples=2_000)
     for w in (0, 7):
         out = words10.index_of(mech.sample([words10.labels[w]] * 20_000, rng=w))
         obs = np.bincount(out, minlength=words10.n)
@@ -177,7 +177,8 @@ def test_tiny_epsilon_high_dimension_matches_direction_only_snapping(words10):
         assert stats.chi2_contingency(np.vstack([obs[keep], ref[keep]])).pvalue > 1e-3
     # rows of the estimated matrix agree with the same reference (input no longer matters)
     np.testing.assert_allclose(mech.matrix, np.tile(mech.matrix[0], (words10.n, 1)), atol=1e-6)
-    assert np.abs(mech.matrix[0] - ref / ref.sum()).max() < 0.03
+    # both sides are 20,000-draw estimates: standard error <= 0.0035 each
+    assert np.abs(mech.matrix[0] - ref / ref.sum()).max() < 0.02
 
 
 # -- registry, persistence, bad input ------------------------------------------------------------

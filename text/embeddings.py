@@ -64,7 +64,7 @@ class Embeddings:
             raise ValueError(f"vectors must be finite: the vector of {str(words[i])!r} (row {i}) "
                              "holds NaN or inf")
         word_list = words.tolist()
-        index = dict(zip(word_list, range(len(word_list))))
+        index = dict(zip(word_list, range(len(word_list)), strict=True))
         if "" in index:
             raise ValueError(f"words must be non-empty, row {word_list.index('')} is ''")
         if len(index) != len(word_list):

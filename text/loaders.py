@@ -81,36 +81,37 @@ def _first_bad_text_line(path: Path, header: bool) -> str | None:
     dim = None
     expected_count = None
     count = 0
-    with open(path, encoding="utf-8", errors="strict") as fh:
-        lineno = 0
-        try:
-            for lineno, line in enumerate(fh, start=1):
-                parts = line.rstrip("\n").rstrip().split(" ")
-                if header and lineno == 1:
-                    try:
-                        expected_count, dim = int(parts[0]), int(parts[1])
-                    except (ValueError, IndexError):
-                        return f"line 1: expected a 'count dim' header, got {line.strip()[:60]!r}"
-                    continue
-                if not line.strip():
-                    if header:
-                        return f"line {lineno}: empty line"
-                    continue
-                word, values = parts[0], parts[1:]
-                if dim is None:
-                    dim = len(values)
-                if len(values) != dim:
-                    return (f"line {lineno}: word {word!r} has {len(values)} values, expected {dim}")
-                for k, v in enumerate(values, start=1):
-                    try:
-                        x = float(v)
-                    except ValueError:
-                        return f"line {lineno}: value {k} of word {word!r} is not a number: {v[:30]!r}"
-                    if not np.isfinite(x):
-                        return f"line {lineno}: value {k} of word {word!r} is {v!r} (not finite)"
-                count += 1
-        except UnicodeDecodeError as exc:
-            return f"line {lineno + 1}: not UTF-8 text ({exc.reason})"
+    lineno = 0
+    with open(path, "rb") as fh:            # binary: decode line by line to locate bad bytes
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return f"line {lineno}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+            parts = line.rstrip("\r\n").rstrip().split(" ")
+            if header and lineno == 1:
+                try:
+                    expected_count, dim = int(parts[0]), int(parts[1])
+                except (ValueError, IndexError):
+                    return f"line 1: expected a 'count dim' header, got {line.strip()[:60]!r}"
+                continue
+            if not line.strip():
+                if header:
+                    return f"line {lineno}: empty line"
+                continue
+            word, values = parts[0], parts[1:]
+            if dim is None:
+                dim = len(values)
+            if len(values) != dim:
+                return f"line {lineno}: word {word!r} has {len(values)} values, expected {dim}"
+            for k, v in enumerate(values, start=1):
+                try:
+                    x = float(v)
+                except ValueError:
+                    return f"line {lineno}: value {k} of word {word!r} is not a number: {v[:30]!r}"
+                if not np.isfinite(x):
+                    return f"line {lineno}: value {k} of word {word!r} is {v!r} (not finite)"
+            count += 1
     if expected_count is not None and count < expected_count:
         return (f"line {lineno + 1}: file ends after {count} vectors, the header promises "
                 f"{expected_count}")

@@ -163,7 +163,7 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
     # One vectorised call: every token gets its own independent draw.
     drawn = iter(np.atleast_1d(mechanism.sample(to_sample, rng=rng)).tolist() if to_sample else [])
     out: list[str | None] = []
-    for tok, a in zip(tokens, actions):
+    for tok, a in zip(tokens, actions, strict=True):
         if a[0] == "word":
             w = str(next(drawn))
             out.append(_restore_case(tok, w) if preserve_case else w)
@@ -182,7 +182,7 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
     # pattern matches every other character) untouched, except that a dropped token takes the
     # white space before it with it ("a , b" with "," dropped gives "a b").
     pieces, pos = [], 0
-    for m, t in zip(matches, out):
+    for m, t in zip(matches, out, strict=True):
         if t is not None:
             pieces += [text[pos:m.start()], t]
         pos = m.end()

