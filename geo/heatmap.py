@@ -1,19 +1,19 @@
 r"""Differentially private heatmaps by sparse EMD aggregation (Ghazi et al., AAAI 2023).
 
 Setting (seed section 2): each of ``n`` users holds a distribution ``p_i`` (l1 mass <= 1) on the
-``Delta x Delta`` grid ``G_Delta`` of the unit square, ``Delta = 2^l``. The aggregate
+``Delta x Delta`` grid ``G_Delta`` of the unit square, ``Delta = 2^ell``. The aggregate
 ``s = sum_i p_i`` is released epsilon-DP (add/remove one user) as a normalised distribution
 ``a_hat`` close to ``a = s / n`` in EMD; the heatmap is its Gaussian filter (section 2.3).
 
 Pipeline
 --------
 1. :func:`pyramid` -- the level partition maps ``P_i s`` (block sums, ``4^i`` cells at level i);
-   the scaled pyramidal transform (Definition 3.1) is ``P s = [P_0 s, P_1 s / 2, ..., P_l s / 2^l]``.
+   the scaled pyramidal transform (Definition 3.1) is ``P s = [P_0 s, P_1 s / 2, ..., P_l s / 2^ell]``.
 2. :func:`level_budgets` / :func:`noisy_pyramid` -- Algorithm 1: ``P_i s + Lap(1/eps_i)`` per cell,
-   ``eps_i = eps gamma^(i-q) / Z`` on levels ``i = q..l`` (section 4 skips levels below
+   ``eps_i = eps gamma^(i-q) / Z`` on levels ``i = q..ell`` (section 4 skips levels below
    ``q = floor(log2 sqrt(w))``), ``Z`` making the budgets sum to ``eps``.
 3. :func:`reconstruct` -- Algorithm 2: keep the top-``w`` children per level, then solve
-   ``min_{s' >= 0} ||y_hat - P s'||_1`` as an LP with ``O(w l)`` variables on HiGHS.
+   ``min_{s' >= 0} ||y_hat - P s'||_1`` as an LP with ``O(w ell)`` variables on HiGHS.
 4. :func:`gaussian_heatmap` -- section 2.3.
 
 Rows of a grid index the second coordinate (``y``/latitude/image row) in increasing order, columns
@@ -46,7 +46,7 @@ __all__ = [
 
 
 def _check_grid(counts, name: str = "counts") -> tuple[np.ndarray, int]:
-    """A square, finite, non-negative grid whose side is a power of two; returns (array, l)."""
+    """A square, finite, non-negative grid whose side is a power of two; returns (array, ell)."""
     s = np.asarray(counts, dtype=float)
     if s.ndim != 2 or s.shape[0] != s.shape[1]:
         raise ValueError(f"{name} must be a square Delta x Delta grid, got shape {s.shape}")
@@ -61,7 +61,7 @@ def _check_grid(counts, name: str = "counts") -> tuple[np.ndarray, int]:
 
 
 def pyramid(counts) -> list[np.ndarray]:
-    r"""Level partition maps ``P_i s`` for ``i = 0..l`` (seed Definition 3.1, unscaled).
+    r"""Level partition maps ``P_i s`` for ``i = 0..ell`` (seed Definition 3.1, unscaled).
 
     Level ``i`` is the ``2^i x 2^i`` array of sums over blocks of side ``Delta / 2^i``:
     ``(P_i s)(c) = sum_{x in c} s(x)``.
@@ -69,15 +69,15 @@ def pyramid(counts) -> list[np.ndarray]:
     Parameters
     ----------
     counts : array_like, shape (Delta, Delta)
-        Non-negative grid, ``Delta = 2^l``.
+        Non-negative grid, ``Delta = 2^ell``.
 
     Returns
     -------
-    list of ``l + 1`` arrays; element ``i`` has shape ``(2^i, 2^i)``.
+    list of ``ell + 1`` arrays; element ``i`` has shape ``(2^i, 2^i)``.
     """
-    s, l = _check_grid(counts)
+    s, ell = _check_grid(counts)
     levels = [s]
-    for _ in range(l):
+    for _ in range(ell):
         t = levels[-1]
         m = t.shape[0] // 2
         levels.append(t.reshape(m, 2, m, 2).sum(axis=(1, 3)))
@@ -87,7 +87,7 @@ def pyramid(counts) -> list[np.ndarray]:
 def pyramidal_transform(counts) -> np.ndarray:
     r"""The scaled pyramidal transform ``P s`` (seed Definition 3.1) as one vector.
 
-    .. math:: P s = [P_0 s,\ 2^{-1} P_1 s,\ \dots,\ 2^{-l} P_l s]
+    .. math:: P s = [P_0 s,\ 2^{-1} P_1 s,\ \dots,\ 2^{-\ell} P_\ell s]
 
     Row ``c`` of level ``i`` is the indicator of cell ``c`` times its side ``2^{-i}``, so by
     Lemma 3.5 (Indyk and Thaper 2003) ``||z||_EMD <= ||P z||_1`` with the L1 ground distance on the
@@ -95,9 +95,9 @@ def pyramidal_transform(counts) -> np.ndarray:
     """
     z = np.asarray(counts, dtype=float)
     _check_grid(np.abs(z))
-    l = z.shape[0].bit_length() - 1
+    ell = z.shape[0].bit_length() - 1
     out, t = [], z
-    for i in range(l, -1, -1):
+    for i in range(ell, -1, -1):
         out.append(t.ravel() / 2.0**i)
         if i:
             m = t.shape[0] // 2
@@ -112,12 +112,12 @@ def start_level(w: int) -> int:
     return (w.bit_length() - 1) // 2
 
 
-def level_budgets(epsilon: float, l: int, *, w: int = 20, gamma: float = 2**-0.5,
+def level_budgets(epsilon: float, ell: int, *, w: int = 20, gamma: float = 2**-0.5,
                   start: int | None = None) -> np.ndarray:
     r"""Per-level privacy budgets of Algorithm 1 (seed section 3.3 with section 4's choices).
 
-    .. math:: \varepsilon_i = \frac{\gamma^{|i - q|}}{Z}\,\varepsilon \ (q \le i \le l), \qquad
-              \varepsilon_i = 0 \ (i < q), \qquad Z = \sum_{i=q}^{l} \gamma^{i - q}
+    .. math:: \varepsilon_i = \frac{\gamma^{|i - q|}}{Z}\,\varepsilon \ (q \le i \le \ell), \qquad
+              \varepsilon_i = 0 \ (i < q), \qquad Z = \sum_{i=q}^{\ell} \gamma^{i - q}
 
     so that :math:`\sum_i \varepsilon_i = \varepsilon` (basic composition).
 
@@ -125,26 +125,26 @@ def level_budgets(epsilon: float, l: int, *, w: int = 20, gamma: float = 2**-0.5
     ----------
     epsilon : float
         Total budget, > 0.
-    l : int
-        ``log2 Delta`` (levels ``0..l``).
+    ell : int
+        ``log2 Delta`` (levels ``0..ell``).
     w : int, default 20
         Tree width; sets the default start level ``q = floor(log2 sqrt(w))``.
     gamma : float, default 1/sqrt(2)
         Decay rate in ``(0, 1]`` (the seed's choice minimises its error bound).
     start : int, optional
-        Override of ``q`` (``0 <= start <= l``); ``min(q, l)`` by default.
+        Override of ``q`` (``0 <= start <= ell``); ``min(q, ell)`` by default.
 
     Returns
     -------
-    ndarray, shape (l + 1,)
+    ndarray, shape (ell + 1,)
         ``eps_i`` (zero for unmeasured levels).
     """
     epsilon = check_epsilon(epsilon)
-    l = check_int(l, "l", low=0)
+    ell = check_int(ell, "ell", low=0)
     gamma = check_probability(gamma, "gamma", inclusive_low=False)
-    q = min(start_level(w), l) if start is None else check_int(start, "start", low=0, high=l)
-    eps = np.zeros(l + 1)
-    eps[q:] = gamma ** np.arange(l + 1 - q)
+    q = min(start_level(w), ell) if start is None else check_int(start, "start", low=0, high=ell)
+    eps = np.zeros(ell + 1)
+    eps[q:] = gamma ** np.arange(ell + 1 - q)
     return eps * (epsilon / eps.sum())
 
 
@@ -159,13 +159,13 @@ def noisy_pyramid(counts, epsilon: float, *, w: int = 20, gamma: float = 2**-0.5
 
     Returns
     -------
-    list of length ``l + 1``: the noisy counts of level ``i``, or ``None`` for unmeasured levels.
+    list of length ``ell + 1``: the noisy counts of level ``i``, or ``None`` for unmeasured levels.
     """
     levels = pyramid(counts)
     rng = check_rng(rng)
     budgets = level_budgets(epsilon, len(levels) - 1, w=w, gamma=gamma, start=start)
     return [None if e == 0 else lv + rng.laplace(0.0, 1.0 / e, size=lv.shape)
-            for lv, e in zip(levels, budgets)]
+            for lv, e in zip(levels, budgets, strict=True)]
 
 
 def _top(values: np.ndarray, k: int) -> np.ndarray:
@@ -174,7 +174,7 @@ def _top(values: np.ndarray, k: int) -> np.ndarray:
 
 
 def reconstruct(noisy: list[np.ndarray | None], w: int = 20) -> tuple[np.ndarray, dict]:
-    r"""Algorithm 2 (RECONSTRUCT) with the ``O(w l)``-variable LP of seed section 4.
+    r"""Algorithm 2 (RECONSTRUCT) with the ``O(w ell)``-variable LP of seed section 4.
 
     Selection: on the first measured level ``q`` keep the ``min(w, 4^q)`` largest cells (all of
     them when ``4^q <= w``, as with ``w = 20``); on each finer level keep the ``w`` largest children
@@ -183,10 +183,10 @@ def reconstruct(noisy: list[np.ndarray | None], w: int = 20) -> tuple[np.ndarray
 
     LP: ``min_{s' >= 0} ||y_hat - P s'||_1`` with ``y_hat = y'`` on kept cells and 0 elsewhere.
     Mass of ``s'`` inside a left-out cell ``d`` of level ``i`` costs
-    ``sum_{j=i}^{l} 2^{-j}`` per unit *wherever* it sits in ``d`` (each of its level-j sub-cells
+    ``sum_{j=i}^{\ell} 2^{-j}`` per unit *wherever* it sits in ``d`` (each of its level-j sub-cells
     has ``y_hat = 0``), so one variable per left-out cell and one per kept pixel suffice:
 
-    .. math:: \min_{u \ge 0,\ t} \sum_{c \in S} 2^{-i(c)} t_c + \sum_{d} u_d \sum_{j=i(d)}^{l} 2^{-j}
+    .. math:: \min_{u \ge 0,\ t} \sum_{c \in S} 2^{-i(c)} t_c + \sum_{d} u_d \sum_{j=i(d)}^{\ell} 2^{-j}
               \quad \text{s.t.}\ |Y_c - \textstyle\sum_{v \subseteq c} u_v| \le t_c
 
     with ``Y_c = P_i s + nu_i`` the noisy count of kept cell ``c`` (``2^i y'(c)``).
@@ -210,25 +210,25 @@ def reconstruct(noisy: list[np.ndarray | None], w: int = 20) -> tuple[np.ndarray
         ``lp_objective``.
     """
     w = check_int(w, "w", low=1)
-    l = len(noisy) - 1
+    ell = len(noisy) - 1
     measured = [i for i, y in enumerate(noisy) if y is not None]
     if not measured:
         raise ValueError("noisy must contain at least one measured level")
     q = measured[0]
-    if measured != list(range(q, l + 1)):
-        raise ValueError(f"measured levels must be contiguous up to l={l}, got {measured}")
+    if measured != list(range(q, ell + 1)):
+        raise ValueError(f"measured levels must be contiguous up to ell={ell}, got {measured}")
     for i in measured:
         if np.shape(noisy[i]) != (2**i, 2**i):
             raise ValueError(f"noisy[{i}] must have shape {(2**i, 2**i)}, got {np.shape(noisy[i])}")
 
     # Selection (Algorithm 2 lines 3-7).
-    selected: list = [None] * (l + 1)
-    left_out: list = [None] * (l + 1)
+    selected: list = [None] * (ell + 1)
+    left_out: list = [None] * (ell + 1)
     side = 2**q
     rr, cc = np.divmod(np.arange(side * side), side)
     keep = _top(np.asarray(noisy[q]).ravel(), min(w, side * side))
     selected[q] = (rr[keep], cc[keep])
-    for i in range(q + 1, l + 1):
+    for i in range(q + 1, ell + 1):
         pr, pc = selected[i - 1]
         cr = np.concatenate([2 * pr + dr for dr in (0, 0, 1, 1)])
         ccol = np.concatenate([2 * pc + dc for dc in (0, 1, 0, 1)])
@@ -242,7 +242,7 @@ def reconstruct(noisy: list[np.ndarray | None], w: int = 20) -> tuple[np.ndarray
 
     # LP rows: one per kept cell; index lookup per level.
     row_of, n_rows, Y, row_w = [], 0, [], []
-    for i in range(l + 1):
+    for i in range(ell + 1):
         if selected[i] is None:
             row_of.append(None)
             continue
@@ -255,26 +255,26 @@ def reconstruct(noisy: list[np.ndarray | None], w: int = 20) -> tuple[np.ndarray
         n_rows += r.size
     Y, row_w = np.concatenate(Y), np.concatenate(row_w)
 
-    # LP variables: kept pixels (level l) then left-out cells of levels q+1..l.
+    # LP variables: kept pixels (level ell) then left-out cells of levels q+1..ell.
     var_level, var_r, var_c, var_cost = [], [], [], []
-    r, c = selected[l]
-    var_level.append(np.full(r.size, l))
+    r, c = selected[ell]
+    var_level.append(np.full(r.size, ell))
     var_r.append(r)
     var_c.append(c)
     var_cost.append(np.zeros(r.size))
-    for i in range(q + 1, l + 1):
+    for i in range(q + 1, ell + 1):
         r, c = left_out[i]
         var_level.append(np.full(r.size, i))
         var_r.append(r)
         var_c.append(c)
-        var_cost.append(np.full(r.size, sum(2.0**-j for j in range(i, l + 1))))
+        var_cost.append(np.full(r.size, sum(2.0**-j for j in range(i, ell + 1))))
     var_level, var_r, var_c = map(np.concatenate, (var_level, var_r, var_c))
     var_cost = np.concatenate(var_cost)
     n_vars = var_level.size
 
     # Incidence A[row c, var v] = 1 iff v lies inside kept cell c.
     rows_idx, cols_idx = [], []
-    for j in range(q, l + 1):
+    for j in range(q, ell + 1):
         inside = var_level >= j
         v = np.flatnonzero(inside)
         shift = var_level[v] - j
@@ -293,12 +293,12 @@ def reconstruct(noisy: list[np.ndarray | None], w: int = 20) -> tuple[np.ndarray
         raise RuntimeError(f"reconstruction LP failed: {res.message}")
     u = np.maximum(res.x[:n_vars], 0.0)
 
-    delta = 2**l
+    delta = 2**ell
     s_hat = np.zeros((delta, delta))
-    for lev, r, c, val in zip(var_level, var_r, var_c, u):
+    for lev, r, c, val in zip(var_level, var_r, var_c, u, strict=True):
         if val <= 0:
             continue
-        b = 2 ** (l - lev)
+        b = 2 ** (ell - lev)
         s_hat[r * b:(r + 1) * b, c * b:(c + 1) * b] += val / (b * b)
     info = {"selected": selected, "n_variables": n_vars + n_rows, "lp_objective": float(res.fun)}
     return s_hat, info
@@ -342,9 +342,9 @@ def dp_sparse_emd_aggregate(counts, epsilon: float, *, w: int = 20, gamma: float
         Normalised distribution (sums to 1). If the reconstruction is all zero (possible only when
         every kept noisy count is <= 0) the uniform distribution is returned.
     """
-    s, l = _check_grid(counts)
+    s, ell = _check_grid(counts)
     w = check_int(w, "w", low=1)
-    budgets = level_budgets(epsilon, l, w=w, gamma=gamma, start=start)
+    budgets = level_budgets(epsilon, ell, w=w, gamma=gamma, start=start)
     noisy = noisy_pyramid(s, epsilon, w=w, gamma=gamma, start=start, rng=rng)
     s_hat, info = reconstruct(noisy, w)
     a_hat = _normalise_or_uniform(s_hat)

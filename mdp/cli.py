@@ -194,7 +194,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in EXTERNAL_COMMANDS:
+        # Hand every remaining argument (options included) to the command's own parser;
+        # argparse.REMAINDER would swallow leading options into the wrong parser.
+        args = argparse.Namespace(func=None, external=EXTERNAL_COMMANDS[argv[0]][0],
+                                  external_name=argv[0], rest=argv[1:])
+    else:
+        args = parser.parse_args(argv)
     try:
         if getattr(args, "external", None):
             try:

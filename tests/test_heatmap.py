@@ -70,16 +70,16 @@ def test_start_level_is_floor_log2_sqrt_w():
 
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 7.5])
-@pytest.mark.parametrize("l", [3, 6, 8])
-def test_level_budgets_sum_to_epsilon_and_decay(eps, l):
-    b = level_budgets(eps, l)
+@pytest.mark.parametrize("ell", [3, 6, 8])
+def test_level_budgets_sum_to_epsilon_and_decay(eps, ell):
+    b = level_budgets(eps, ell)
     q = 2
     assert b.sum() == pytest.approx(eps, rel=1e-12)
     assert np.all(b[:q] == 0)
-    assert b[q + 1:] / b[q:-1] == pytest.approx(np.full(l - q, 2**-0.5))
-    # Closed form eps_i = eps gamma^(i-q) (1 - gamma) / (1 - gamma^(l-q+1)).
+    assert b[q + 1:] / b[q:-1] == pytest.approx(np.full(ell - q, 2**-0.5))
+    # Closed form eps_i = eps gamma^(i-q) (1 - gamma) / (1 - gamma^(ell-q+1)).
     g = 2**-0.5
-    assert b[q] == pytest.approx(eps * (1 - g) / (1 - g ** (l - q + 1)))
+    assert b[q] == pytest.approx(eps * (1 - g) / (1 - g ** (ell - q + 1)))
 
 
 def test_level_budgets_parameters():
@@ -131,8 +131,8 @@ def test_privacy_loss_bound_with_neighbours():
         y = noisy_pyramid(s, eps, rng=rng)
         lv0, lv1 = pyramid(s), pyramid(s + p)
         loss = sum(b * (np.abs(yi - a1).sum() - np.abs(yi - a0).sum())
-                   for b, yi, a0, a1 in zip(budgets, y, lv0, lv1) if yi is not None)
-        sens = [np.abs(a1 - a0).sum() for a0, a1 in zip(lv0, lv1)]
+                   for b, yi, a0, a1 in zip(budgets, y, lv0, lv1, strict=True) if yi is not None)
+        sens = [np.abs(a1 - a0).sum() for a0, a1 in zip(lv0, lv1, strict=True)]
         assert sens == pytest.approx([p.sum()] * 7)
         assert abs(loss) <= eps * p.sum() + 1e-9
         worst = max(worst, abs(loss) / p.sum())
@@ -143,7 +143,7 @@ def test_privacy_loss_bound_with_neighbours():
 
 def _full_lp_objective(noisy, selected, delta):
     """min_{s >= 0} ||y_hat - P s||_1 with one variable per pixel (brute-force formulation)."""
-    l = int(np.log2(delta))
+    ell = int(np.log2(delta))
     rows, target, weight = [], [], []
     for i, y in enumerate(noisy):
         if y is None:
@@ -164,7 +164,7 @@ def _full_lp_objective(noisy, selected, delta):
     res = linprog(np.concatenate([np.zeros(n), wts]), A_ub=A_ub, b_ub=np.concatenate([Y, -Y]),
                   bounds=(0, None), method="highs")
     assert res.status == 0
-    return res.fun, (A, Y, wts), l
+    return res.fun, (A, Y, wts), ell
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -195,7 +195,7 @@ def test_aggregate_output_and_determinism():
     a = dp_sparse_emd_aggregate(s, 1.0, rng=5)
     assert a.shape == (128, 128) and np.all(a >= 0) and a.sum() == pytest.approx(1.0)
     assert np.array_equal(a, dp_sparse_emd_aggregate(s, 1.0, rng=5))
-    # The LP has O(w l) variables.
+    # The LP has O(w ell) variables.
     _, info = dp_sparse_emd_aggregate(s, 1.0, rng=5, return_info=True)
     assert info["n_variables"] <= 20 * 4 * 8 + 16
 
@@ -287,3 +287,28 @@ def test_user_distributions_and_cells():
         points_to_cells(x, y, delta=2, bounds=(1, 0, 0, 1))
     with pytest.raises(ValueError, match="row and col"):
         user_distributions(users, row, col, delta=2)
+
+
+# ---------------------------------------------------------------- command line -------------------
+
+def test_heatmap_command(tmp_path):
+    from mdp.cli import main
+
+    rng = np.random.default_rng(12)
+    lines = ["user,x,y"] + [f"{u},{rng.normal(0.3 + 0.4 * (u % 2), 0.05):.4f},{rng.uniform(0, 1):.4f}"
+                            for u in rng.integers(0, 60, 400)]
+    src = tmp_path / "points.csv"
+    src.write_text("\n".join(lines) + "\n")
+    out, npy = tmp_path / "heat.png", tmp_path / "a.npy"
+    assert main(["heatmap", str(src), "--epsilon", "1", "--delta-grid", "32", "--bounds", "0", "1",
+                 "0", "1", "--seed", "0", "-o", str(out), "--save-npy", str(npy)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    a = np.load(npy)
+    assert a.shape == (32, 32) and a.sum() == pytest.approx(1.0)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("user,x,y\n1,0.1,0.2\n2,abc,0.3\n")
+    from geo.heatmap_command import read_points
+
+    with pytest.raises(ValueError, match="line 3"):
+        read_points(bad)
+    assert main(["heatmap", str(bad), "--epsilon", "1", "-o", str(out)]) == 2

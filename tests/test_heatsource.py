@@ -280,3 +280,40 @@ def test_lemma5_fails_when_n_exceeds_m():
     chk = lemma5(np.vstack([np.cos(theta), np.sin(theta)]))
     assert not chk.applies and not chk.holds
     assert chk.sensitivity < chk.bound / 10
+
+
+# ---------------------------------------------------------------- command and experiment
+
+def test_heatsource_command_prints_calibration_and_emd(capsys, tmp_path):
+    import argparse
+
+    from geo.heatsource_command import configure_parser, run_cli
+
+    parser = argparse.ArgumentParser()
+    configure_parser(parser)
+    png = tmp_path / "ex.png"
+    args = parser.parse_args(["--n", "100", "--m", "50", "--T", "0.05", "--epsilon", "1",
+                              "--delta", "1e-3", "--trials", "3", "--plot", str(png)])
+    assert run_cli(args) == 0
+    out = capsys.readouterr().out
+    sigma = gaussian_sigma(1.0, 1e-3, sensitivity(heat_matrix(100, 50, 0.05)))
+    assert "Delta_2(A) = 0.135897" in out
+    assert f"sigma = {sigma:.6g}" in out
+    assert "classical  n/a" in out and "certified optimal: 3/3" in out
+    assert png.stat().st_size > 1000
+    bad = parser.parse_args(["--n", "1"])
+    with pytest.raises(ValueError, match="n must be >= 2, got 1"):
+        run_cli(bad)
+
+
+def test_experiment_job_counts_policies():
+    from experiments.heatsources import _jobs, _run_job
+
+    jobs = _jobs({"n": [30], "m": [10], "T": [0.05], "sigma": [0.3], "epsilon": [1.0]}, ["seed"])
+    assert {(j["figure"], j["variable"]) for j in jobs} >= {("3", "sigma"), ("6", "epsilon")}
+    job = dict(figure="6", variable="epsilon", value=1.0, rule="seed", n=30, m=10, T=0.05,
+               epsilon=1.0, delta=0.1)
+    rec = _run_job(job, 4, 1, np.random.default_rng(0))
+    assert rec["sigma"] == pytest.approx(2 * np.log(12.5) * rec["sensitivity"])
+    assert rec["optimal"] == 4 and 0 <= rec["infeasible"] <= 4 and 0 <= rec["zero"] <= 4
+    assert rec["delta_exact"] <= 0.1

@@ -81,6 +81,11 @@ def test_estimated_matrix_matches_1d_closed_form(eps):
     # the closed form is eps-mDP (the analytic guarantee), and not by a wide margin
     assert eps_tight(exact, space.distances) <= eps * (1 + 1e-9)
     assert eps_tight(exact, space.distances) > 0.5 * eps
+    # eps_tight and loss measured on the estimate agree with the closed form (1-D is tight)
+    for delta in (0.0, 1e-3):
+        assert mech.eps_tight(delta) == pytest.approx(eps_tight(exact, space.distances, delta), rel=0.03)
+    assert abs(mech.loss(0.95) - mdp.accounting.loss(exact, space.distances, 0.95)) < \
+        5 * mech.stats["matrix_estimate"]["max_row_loss_std_error"]
 
 
 def test_sample_draws_fresh_noise_not_the_matrix():

@@ -12,7 +12,7 @@ from .embeddings import Embeddings, load_glove
 from .fasttext import train_lee_fasttext
 from .loaders import load_vectors, save_vectors
 from .privatize import privatize, tokenize
-from .vocabulary import sample_vocabulary
+from .vocabulary import sample_vocabulary, word_space
 
 __all__ = ["Embeddings", "load_glove", "load_vectors", "save_vectors", "train_lee_fasttext",
-           "sample_vocabulary", "privatize", "tokenize"]
+           "sample_vocabulary", "word_space", "privatize", "tokenize"]

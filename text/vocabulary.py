@@ -9,7 +9,7 @@ from mdp.validation import check_int, check_probability, check_rng
 
 from .embeddings import Embeddings
 
-__all__ = ["sample_vocabulary", "space_from_spec"]
+__all__ = ["sample_vocabulary", "word_space", "space_from_spec"]
 
 
 def sample_vocabulary(emb: Embeddings, size: int, *, rng=None, p_random: float = 0.5,
@@ -61,6 +61,15 @@ def sample_vocabulary(emb: Embeddings, size: int, *, rng=None, p_random: float =
             chosen.append(cand)
     idx = np.array(chosen)
     return MetricSpace.from_points(emb.vectors[idx], labels=emb.words[idx])
+
+
+def word_space(emb: Embeddings, words) -> MetricSpace:
+    """The Euclidean metric space of chosen ``words`` of ``emb`` (labels = the words).
+
+    Unknown words raise ``KeyError`` naming the word; repeated words raise ``ValueError``.
+    """
+    sub = emb.subset(list(words))
+    return MetricSpace.from_points(sub.vectors, labels=sub.words)
 
 
 def space_from_spec(spec: str) -> MetricSpace:

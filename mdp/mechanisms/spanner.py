@@ -1,0 +1,96 @@
+r"""SpannerMech (Bordenabe, Chatzikokolakis, Palamidessi, CCS 2014; seed imola2022 section 5).
+
+A *delta-spanner* of the space is a graph ``G`` on its points whose shortest-path distance
+satisfies ``d_G(u, v) <= delta D[u, v]``. Imposing the privacy rows only on the edges of ``G`` at
+level ``eps / delta``,
+
+.. math:: M_{uw} \le e^{(\epsilon/\delta) D_{uv}} M_{vw} \quad \forall (u, v) \in E(G),\ \forall w,
+
+is sound: chaining along a shortest path gives ``M_uw <= e^{(eps/delta) d_G(u,v)} M_vw <=
+e^{eps D_uv} M_vw``. The objective is the seed's worst-case loss ``min max_u sum_w D_uw M_uw``.
+The mechanism is sub-optimal by design (it buys a smaller LP with privacy budget); the notes
+measured +5% loss at ``delta = 1.1`` and +20% at ``delta = 1.5``.
+
+The spanner is the classic greedy one (Althoefer et al. 1993): scan pairs by increasing
+distance and add ``(u, v)`` when the current graph distance exceeds ``delta D[u, v]``. The
+all-pairs graph distances are kept in a dense matrix updated in ``O(n^2)`` per added edge.
+
+The default ``stretch = 1.5`` is our choice for the comparison: the seed does not state the
+dilation it used ("we implement the algorithm as it is described in Bordenabe et al. [2014]"),
+and 1.5 is in the range Bordenabe et al. explore (their experiments use 1.1-2.0).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import register
+from ..space import MetricSpace
+from ..validation import check_positive
+from .optimal import solve_worst_case_lp
+
+__all__ = ["greedy_spanner"]
+
+
+def greedy_spanner(distances: np.ndarray, stretch: float) -> np.ndarray:
+    """Edges ``(u, v)``, ``u < v``, of the greedy ``stretch``-spanner (array of shape (E, 2)).
+
+    Guarantees ``d_G(u, v) <= stretch * D[u, v]`` for every pair (a test checks it with
+    scipy's shortest paths).
+    """
+    stretch = float(stretch)
+    if not np.isfinite(stretch) or stretch < 1.0:
+        raise ValueError(f"stretch must be a finite number >= 1, got {stretch}")
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    iu, iv = np.triu_indices(n, 1)
+    order = np.argsort(D[iu, iv], kind="stable")
+    G = np.full((n, n), np.inf)
+    np.fill_diagonal(G, 0.0)
+    edges = []
+    for a, b in zip(iu[order], iv[order]):
+        d = D[a, b]
+        if G[a, b] <= stretch * d:
+            continue
+        edges.append((a, b))
+        # shortest paths through the new edge: u -> a -> b -> v or u -> b -> a -> v
+        via = np.minimum(G[:, a, None] + d + G[None, b, :], G[:, b, None] + d + G[None, a, :])
+        np.minimum(G, via, out=G)
+    return np.array(edges, dtype=np.int64).reshape(-1, 2)
+
+
+@register("spanner", description="SpannerMech: LP with privacy rows on a greedy delta-spanner (Bordenabe et al. 2014)",
+          quick_max_n=50)
+def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: float = 1.5,
+                  time_limit: float | None = None, solver: str = "ipm") -> tuple[np.ndarray, dict]:
+    """SpannerMech: worst-case-loss LP with privacy rows on spanner edges at ``eps / stretch``.
+
+    Parameters
+    ----------
+    space : MetricSpace
+    epsilon : float
+    rng : unused (deterministic)
+    stretch : float >= 1, default 1.5
+        Spanner dilation ``delta``. ``1`` keeps every non-implied pair (then the LP is OPTMech's).
+    time_limit : float or None
+        Seconds for the LP; :class:`mdp.lp.LPTimeout` on timeout.
+    solver : str, default "ipm"
+        HiGHS solver on the dualised LP.
+
+    Returns
+    -------
+    (M, stats) with the LP sizes, ``spanner_edges`` and solver statistics.
+    """
+    stretch = float(stretch)
+    if not np.isfinite(stretch) or stretch < 1.0:
+        raise ValueError(f"stretch must be a finite number >= 1, got {stretch}")
+    if time_limit is not None:
+        time_limit = check_positive(time_limit, "time_limit")
+    E = greedy_spanner(space.distances, stretch)
+    pu = np.r_[E[:, 0], E[:, 1]]
+    pv = np.r_[E[:, 1], E[:, 0]]
+    M, stats = solve_worst_case_lp(space.distances, pu, pv, epsilon / stretch, time_limit=time_limit,
+                                   solver=solver)
+    M /= M.sum(axis=1, keepdims=True)
+    stats.update(spanner_edges=len(E), stretch=stretch, loss=float(np.max(np.einsum("uw,uw->u", M, space.distances))))
+    return M, stats
