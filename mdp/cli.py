@@ -141,7 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="list registered mechanisms")
     p.set_defaults(func=cmd_list)
 
-    space_help = ("metric space: glove:N[:SEED] (embedded GloVe slice), FILE.csv (coordinates),"
+    space_help = ("metric space: glove:N[:SEED] (embedded GloVe slice), glove:N:SEED:full (400k GloVe,"
+                  " extra 'glove'), fasttext:N[:SEED] (fastText trained on gensim's Lee corpus),"
+                  " FILE.csv (coordinates),"
                   " FILE.npy (distance matrix), geolife:PATH:N, checkins:PATH:N")
     p = sub.add_parser("build", help="build a verified mechanism and save it")
     p.add_argument("--space", required=True, help=space_help)

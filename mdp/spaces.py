@@ -5,6 +5,9 @@ SPEC                            space
 ==============================  ==========================================================
 ``glove:N[:SEED]``              N words of the embedded GloVe slice, clustered sampling
                                 (seed imola2022 section 5.1), Euclidean distances
+``glove:N:SEED:full``           the same from the full 400k-word GloVe (extra ``glove``)
+``fasttext:N[:SEED]``           N words of a fastText model trained with gensim on gensim's
+                                Lee corpus (:func:`text.fasttext.train_lee_fasttext`)
 ``FILE.csv``                    points, one row of coordinates per line (optional header;
                                 a non-numeric first column is taken as labels)
 ``FILE.npy``                    a precomputed n x n distance matrix
@@ -33,6 +36,7 @@ DEFAULT_SPACE = "glove:50:0"
 
 SPACE_LOADERS: dict[str, str] = {
     "glove": "text.vocabulary:space_from_spec",
+    "fasttext": "text.vocabulary:space_from_spec",
     "geolife": "geo.popular:space_from_spec",
     "checkins": "geo.popular:space_from_spec",
 }
@@ -88,5 +92,5 @@ def load_space(spec: str | None) -> MetricSpace:
         if not path.exists():
             raise FileNotFoundError(f"no points file at {path}")
         return _points_csv(path)
-    raise ValueError(f"unknown space spec {spec!r}; use glove:N[:SEED], FILE.csv, FILE.npy, "
-                     "geolife:PATH:N or checkins:PATH:N")
+    raise ValueError(f"unknown space spec {spec!r}; use glove:N[:SEED], glove:N:SEED:full, "
+                     "fasttext:N[:SEED], FILE.csv, FILE.npy, geolife:PATH:N or checkins:PATH:N")
