@@ -14,6 +14,7 @@ Quick use::
 from . import mechanisms as _builtin_families  # noqa: F401
 from .accounting import eps_tight, loss, row_losses
 from .calibration import calibrate
+from .emd import emd, emd_1d, emd_downsampled, emd_grid
 from .lower_bound import LowerBound, lower_bound, lower_bounds
 from .mechanism import Mechanism, load
 from .registry import applicable, build, get, mechanisms, register
@@ -25,5 +26,5 @@ __version__ = "0.1.0"
 __all__ = [
     "MetricSpace", "Mechanism", "load", "build", "register", "mechanisms", "get", "applicable",
     "calibrate", "eps_tight", "loss", "row_losses", "lower_bound", "lower_bounds", "LowerBound",
-    "certify", "PrivacyError", "__version__",
+    "certify", "PrivacyError", "emd", "emd_1d", "emd_grid", "emd_downsampled", "__version__",
 ]
