@@ -68,19 +68,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials", type=int, default=10, help="n / Delta sweeps: trials per point")
 
 
-def _markdown(df: pd.DataFrame, floatfmt: str = ".4f") -> str:
-    """Pipe table (``DataFrame.to_markdown`` needs ``tabulate``, not a dependency)."""
-    def cell(v) -> str:
-        if isinstance(v, (float, np.floating)):
-            return "" if np.isnan(v) else format(float(v), floatfmt)
-        return str(v)
-
-    head = "| " + " | ".join(map(str, df.columns)) + " |"
-    rule = "|" + "|".join("---" for _ in df.columns) + "|"
-    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join([head, rule, *body])
-
-
 def _config(args) -> dict:
     if args.quick:
         return dict(eps=[0.1, 1.0, 5.0], n=[50, 200, 500], deltas=[64, 128, 256], runs=6, trials=2,
@@ -246,7 +233,7 @@ def _claims(eps_sum: pd.DataFrame, delta_sum: pd.DataFrame) -> str:
                         for a in others) for m in METRICS]
         rows.append(dict(epsilon=eps, **{f"beats Laplace on {m}": w for m, w in zip(METRICS, wins, strict=True)},
                          **{f"best of all on {m}": b for m, b in zip(METRICS, best_all, strict=True)}))
-    lines += [_markdown(pd.DataFrame(rows)), ""]
+    lines += [pd.DataFrame(rows).to_markdown(index=False, floatfmt=".4f"), ""]
     band = [r for r in rows if 0.5 <= r["epsilon"] <= 5]
     ok = all(all(r[f"beats Laplace on {m}"] for m in METRICS) for r in band)
     lines.append(f"- Ours beats the plain Laplace baseline on all four metrics for every "
@@ -316,12 +303,12 @@ def main(args) -> None:
           f"{args.emd_resolution}x{args.emd_resolution}; seed {args.seed}; "
           f"run time {time.perf_counter() - t_start:.0f} s; dp_sparse_emd_aggregate at Delta=256: "
           f"median {ours_secs.median():.3f} s, max {ours_secs.max():.3f} s per call.", "",
-          "## Cells", "", _markdown(cell_table), "",
-          "## Epsilon sweep (Figure 1)", "", _markdown(eps_sum), "",
-          "## Number of users", "", _markdown(n_sum), "",
-          "## Resolution Delta", "", _markdown(d_sum), "",
+          "## Cells", "", cell_table.to_markdown(index=False, floatfmt=".4f"), "",
+          "## Epsilon sweep (Figure 1)", "", eps_sum.to_markdown(index=False, floatfmt=".4f"), "",
+          "## Number of users", "", n_sum.to_markdown(index=False, floatfmt=".4f"), "",
+          "## Resolution Delta", "", d_sum.to_markdown(index=False, floatfmt=".4f"), "",
           "## Heatmap width sigma (same runs, metrics at several sigma)", "",
-          _markdown(s_sum[["sigma", "epsilon", "algorithm", "runs"] + [f"{m}_mean" for m in METRICS]]),
+          (s_sum[["sigma", "epsilon", "algorithm", "runs"] + [f"{m}_mean" for m in METRICS]]).to_markdown(index=False, floatfmt=".4f"),
           "", _claims(eps_sum, d_sum)]
     atomic_write_text(out / "summary.md", "\n".join(md))
     print(f"wrote {out}/summary.md, summary_*.csv, raw.csv and 4 figures")

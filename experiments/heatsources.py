@@ -108,15 +108,6 @@ def _run_job(job: dict, trials: int, k: int, rng: np.random.Generator) -> dict:
     return out
 
 
-def _markdown(df: pd.DataFrame) -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for _, row in df.iterrows():
-        cells = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in row]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
 def _savefig(fig, path: Path) -> None:
     atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=110))
 
@@ -211,8 +202,8 @@ def main(args: argparse.Namespace) -> None:
           "`optimal`: duality-gap certificate passed.\n",
           f"Totals: {int(df.infeasible.sum())} infeasible, {int(df.zero.sum())} zero, "
           f"{int(df.optimal.sum())}/{int(df.trials.sum())} certified optimal.\n",
-          _markdown(df[show]), "\n## Examples (Figures 1-2 style)\n",
-          _markdown(pd.DataFrame.from_records(examples))]
+          df[show].to_markdown(index=False, floatfmt=".4g"), "\n## Examples (Figures 1-2 style)\n",
+          pd.DataFrame.from_records(examples).to_markdown(index=False, floatfmt=".4g")]
     atomic_write_text(out / "heatsources.md", "\n".join(md))
     print(f"wrote {out}/heatsources.csv, heatsources.md, fig3_noisy.png, fig6_private.png, "
           f"examples.png in {elapsed:.0f} s; infeasible trials: {int(df.infeasible.sum())}, "

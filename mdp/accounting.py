@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .validation import check_positive, check_probability
+from .validation import check_probability
 
 __all__ = ["loss", "row_losses", "eps_tight", "pairwise_eps"]
 

@@ -22,7 +22,8 @@ from tqdm.auto import tqdm
 from .calibration import calibrate
 from .io import atomic_write, atomic_write_text
 from .lower_bound import lower_bounds
-from .registry import get, mechanisms as registered
+from .registry import get
+from .registry import mechanisms as registered
 from .space import MetricSpace
 from .spaces import DEFAULT_SPACE, load_space
 from .validation import check_positive, check_probability
@@ -86,7 +87,7 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
         rows.append({"mechanism": "uniform", "target_eps_tight": float(t), "eps_tight": 0.0,
                      "epsilon": 0.0, "loss_q": float(np.quantile(rl, q)), "loss_max": float(rl.max()),
                      "builds": 0, "seconds": 0.0, "guarantee": "matrix"})
-    for t, lb in zip(targets, lower_bounds(space, targets, delta=delta)):
+    for t, lb in zip(targets, lower_bounds(space, targets, delta=delta), strict=True):
         rows.append({"mechanism": "lower_bound", "target_eps_tight": float(t), "eps_tight": float(t),
                      "epsilon": float(t), "loss_q": lb.value, "loss_max": lb.value,
                      "builds": 0, "seconds": 0.0, "guarantee": "theorem3"})
@@ -133,7 +134,7 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
     out = Path(out_dir)
     atomic_write_text(out / "curves.csv", df.to_csv(index=False))
     table = df.pivot_table(index="target_eps_tight", columns="mechanism", values="loss_q")
-    atomic_write_text(out / "curves.md", table.to_markdown(floatfmt=".4g") if _has_tabulate() else table.to_string())
+    atomic_write_text(out / "curves.md", table.to_markdown(floatfmt=".4g"))
     plot_curves(df, out / "curves.png", title=f"{spec} (n={space.n})", q=q, delta=delta)
     print(f"space {spec}: {space!r}")
     print(table.round(4).to_string())
@@ -141,10 +142,3 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
           f"in {time.perf_counter() - t0:.1f} s")
     return df
 
-
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True

@@ -8,7 +8,7 @@ metric: finite, symmetric, zero diagonal, non-negative and satisfying the triang
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 from scipy.sparse.csgraph import shortest_path

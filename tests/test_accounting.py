@@ -16,7 +16,7 @@ def brute_eps_tight(M, D, delta):
         for v in range(n):
             if u == v:
                 continue
-            def ok(e):
+            def ok(e, u=u, v=v):
                 return all(M[u, S].sum() <= (np.exp(e * D[u, v]) * M[v, S].sum() if M[v, S].sum() > 0 else 0.0)
                            + delta + 1e-13 for S in subsets)
             if not ok(500.0):
