@@ -172,13 +172,18 @@ def out_dir(args, name: str) -> Path:
 
 
 def sweep(tasks: list[Task], args, out: Path, *, desc: str, timeout: float | None = None) -> pd.DataFrame:
-    """Run ``tasks`` through :func:`run_sweep` with the store ``out/results.sqlite``."""
+    """Run ``tasks`` through :func:`run_sweep` (store ``--store`` or ``out/results.sqlite``);
+    one row per task, in task order."""
     with ResultStore(getattr(args, "store", None) or out / "results.sqlite") as store:
         records = run_sweep(tasks, store, scheduler=args.scheduler, workers=args.workers,
                             timeout=timeout if timeout is not None else args.time_limit,
                             progress=not args.no_progress, desc=desc)
+    # run_sweep returns one record per distinct configuration: align rows with ``tasks`` (a
+    # configuration listed twice, e.g. the (r, lambda) point shared by both ablation halves,
+    # gets a row for each listing)
+    position = {key: i for i, key in enumerate(dict.fromkeys(t.key for t in tasks))}
     df = records_frame(records)
-    return df
+    return df.iloc[[position[t.key] for t in tasks]].reset_index(drop=True)
 
 
 def markdown_table(df: pd.DataFrame, *, floatfmt: str = ".3f", index: bool = True) -> str:

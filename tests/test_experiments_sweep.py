@@ -197,3 +197,22 @@ def test_dask_cluster_and_local_processes_give_identical_csv(tmp_path):
     assert other.config["space_fingerprint"] != tasks[1].config["space_fingerprint"]
     assert config_key(other.config) != config_key(tasks[1].config)
     assert json.loads(json.dumps(rec["result"]))["loss_q"] == pytest.approx(np.float64(direct.loss(0.95)))
+
+
+def test_reference_curves_lower_bound_delta_form_and_uniform():
+    """The plotted bound is Theorem 3 minus r*delta and stays below the exact optimum's loss."""
+    from experiments.common import reference_curves
+
+    rng = np.random.default_rng(3)
+    space = mdp.MetricSpace.from_points(rng.uniform(0, 3, size=(8, 2)))
+    opt = mdp.build("optimal", space, 1.0)
+    t = opt.eps_tight(1e-3)
+    ref = reference_curves("toy", space, [t, 2.0], q=0.95, delta=1e-3)
+    lb = ref[ref["mechanism"] == "lower_bound"].reset_index(drop=True)
+    pure = mdp.lower_bound(space, t)
+    assert lb.loc[0, "lower_bound_pure"] == pytest.approx(pure.value)
+    assert lb.loc[0, "loss_q"] == pytest.approx(max(0.0, pure.value - pure.r * 1e-3))
+    assert 0 < lb.loc[0, "loss_q"] <= opt.loss() + 1e-9
+    uni = ref[ref["mechanism"] == "uniform"]
+    assert uni["loss_max"].iloc[0] == pytest.approx(space.distances.mean(axis=1).max())
+    assert uni["loss_q"].iloc[0] == pytest.approx(np.quantile(space.distances.mean(axis=1), 0.95))

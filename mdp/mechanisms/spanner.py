@@ -48,7 +48,7 @@ def greedy_spanner(distances: np.ndarray, stretch: float) -> np.ndarray:
     G = np.full((n, n), np.inf)
     np.fill_diagonal(G, 0.0)
     edges = []
-    for a, b in zip(iu[order], iv[order]):
+    for a, b in zip(iu[order], iv[order], strict=True):
         d = D[a, b]
         if G[a, b] <= stretch * d:
             continue

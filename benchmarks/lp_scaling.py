@@ -1,0 +1,107 @@
+"""LP scaling of the LP mechanisms (seed imola2022 Table 2): seconds and non-zeros versus n.
+
+Spaces: a Geolife-like clustered space (the n most popular 0.005-degree Beijing cells: top-30
+cells per trace, histogram over traces, haversine distances between cell centres, km) and a text
+space (``text.sample_vocabulary(text.load_glove(), n, rng=0)``, Euclidean).
+
+Usage::
+
+    python benchmarks/lp_scaling.py --sizes 50 100 200 400 --mechanisms constopt spanner optimal \
+        --time-limit 900
+
+Each (space, mechanism, n) builds through :func:`mdp.build` (so the time includes certification)
+and prints LP seconds, total seconds, variables, rows, non-zeros and the loss. A mechanism is
+skipped for larger n after it times out. Figures depend on machine load: take the min of repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+
+import mdp
+from mdp.io import shared_data_dir
+from mdp.lp import LPTimeout
+from mdp.space import MetricSpace
+
+DEFAULT_EPS = {"geolife": 0.5, "glove": 1.0}
+PARAMS = {"constopt": {"r": 10, "lam": 0.1}, "spanner": {"stretch": 1.5}, "optimal": {}}
+
+
+def geolife_space(n: int, top: int = 30) -> MetricSpace:
+    """The n most popular Geolife cells (seed 5.1) from the compact per-trace cell counts."""
+    try:
+        from geo.popular import popular_cells  # noqa: F401  (another helper's module, if present)
+    except ImportError:
+        pass
+    z = np.load(shared_data_dir() / "geolife_beijing_cells_0p005.npz")
+    df = pd.DataFrame({"t": z["cell_trace"], "c": z["cell_id"], "k": z["cell_count"]})
+    df = df.sort_values(["t", "k", "c"], ascending=[True, False, True])
+    df = df[df.groupby("t").cumcount() < top]
+    hist = df["c"].value_counts().rename_axis("c").reset_index(name="cnt")
+    cells = hist.sort_values(["cnt", "c"], ascending=[False, True])["c"].to_numpy()[:n]
+    lat0, _, lon0, _, deg = z["box"]
+    pts = np.column_stack([lat0 + (cells // 180 + 0.5) * deg, lon0 + (cells % 180 + 0.5) * deg])
+    return MetricSpace.from_points(pts, metric="haversine", labels=[str(c) for c in cells])
+
+
+def glove_space(n: int) -> MetricSpace:
+    from text import load_glove, sample_vocabulary
+
+    return sample_vocabulary(load_glove(), n, rng=0)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", type=int, nargs="+", default=[50, 100, 200, 400])
+    p.add_argument("--mechanisms", nargs="+", default=["constopt", "spanner", "optimal"])
+    p.add_argument("--spaces", nargs="+", default=["geolife", "glove"], choices=["geolife", "glove"])
+    p.add_argument("--time-limit", type=float, default=900.0, help="seconds per LP")
+    p.add_argument("--repeats", type=int, default=1, help="report the min over repeats")
+    p.add_argument("--csv", default=None, help="also write the table to this CSV file")
+    args = p.parse_args()
+    rows = []
+    for space_name in args.spaces:
+        timed_out: set[str] = set()
+        for n in args.sizes:
+            space = geolife_space(n) if space_name == "geolife" else glove_space(n)
+            for name in args.mechanisms:
+                if name in timed_out or mdp.get(name).applies(space):
+                    continue
+                best = None
+                for _ in range(args.repeats):
+                    t0 = time.perf_counter()
+                    try:
+                        mech = mdp.build(name, space, DEFAULT_EPS[space_name], time_limit=args.time_limit,
+                                         **PARAMS[name])
+                    except LPTimeout:
+                        timed_out.add(name)
+                        best = None
+                        break
+                    total = time.perf_counter() - t0
+                    if best is None or total < best[0]:
+                        best = (total, mech)
+                if best is None:
+                    row = {"space": space_name, "n": n, "mechanism": name, "total_s": f"> {args.time_limit:g}"}
+                else:
+                    total, mech = best
+                    st = mech.stats
+                    row = {"space": space_name, "n": n, "mechanism": name, "lp_s": round(st["seconds"], 2),
+                           "total_s": round(total, 2), "variables": st["variables"], "rows": st["rows"],
+                           "nnz": st["nnz"], "loss": round(mech.loss(), 4), "L_0.95": round(mech.loss(0.95), 4),
+                           "gap": st.get("optimality_gap")}
+                rows.append(row)
+                print(row, flush=True)
+    table = pd.DataFrame(rows)
+    print(table.to_markdown(index=False))
+    if args.csv:
+        from mdp.io import atomic_write_text
+
+        atomic_write_text(args.csv, table.to_csv(index=False))
+
+
+if __name__ == "__main__":
+    main()

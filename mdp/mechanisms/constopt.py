@@ -1,0 +1,246 @@
+r"""ConstOPTMech (seed imola2022, section 3.2, Algorithm 1, Theorems 1-2).
+
+The LP fixes most entries to a *weighted exponential mechanism* whose weights ``Y`` the LP
+chooses, and leaves the entries ``M[u, v]`` with ``u in I(v)`` free (replacement function):
+
+.. math:: M_{uv} = Y_v e^{-e D_{uv}}\ \ (u \notin I(v)), \qquad
+          \min k \ \text{s.t.}\ \sum_v (D_{wv} + \lambda) M_{wv} \le k,\ \sum_v M_{wv} \ge 1,\
+          M \ge 0,\ Y \ge 0,\ \text{privacy rows at level } e = \epsilon / 2,
+
+and Algorithm 1 normalises the rows of the solution, ``H_uv = M_uv / sum_w M_uw``. Solving at
+``eps / 2`` is what makes the normalisation safe (Theorem 2: normalising moves each log-ratio
+by at most ``e D_uv`` more), so ``H`` is eps-mDP; :func:`mdp.build` re-verifies it.
+
+Formulation details (notes section 1)
+-------------------------------------
+* Penalty: the seed's eq. 6 prints ``lambda * sum_u M_uu``; the intended term (it penalises row
+  sums above 1 and reproduces Theorem 1's non-zero count) is ``lambda * sum_v M_wv``, used here.
+* Fixed entries are substituted, not stored: variables are ``Y`` (n), the free entries and ``k``.
+* Fixed-fixed privacy pairs hold by the triangle inequality and are dropped.
+* Free-vs-fixed: for a free ``(u, v)`` all rows against fixed ``u'`` in column ``v`` collapse to
+  ``lo_uv Y_v <= M_uv <= hi_uv Y_v`` with ``hi_uv = min_{u'} e^{e(D_uu' - D_u'v)}`` and
+  ``lo_uv = max_{u'} e^{-e(D_u'v + D_u'u)}`` (``Y_v`` is one scalar): 2 rows per free entry.
+* Free-free pairs in the same column keep their own rows: ``|I(v)|(|I(v)| - 1)`` per column.
+
+So the LP has ``n + 1 + sum_v |I(v)|`` variables and ``2n + sum_v (|I(v)|^2 + |I(v)|)`` rows
+(at most; a lower bound row is dropped when its column has no fixed entry), within Theorem 1's
+``2n + sum_v (2|I(v)|^2 + 3|I(v)|)``.
+
+Replacement ``I_NN,r`` (seed eq. 5): ``I(v) = {u : v is one of the r nearest points of u}``,
+where a point counts as its own nearest point (distance 0), so the diagonal is always free and
+each row has exactly ``r`` free entries (``sum_v |I(v)| = n r``). Other replacement functions
+can be passed as a callable returning the boolean "free" mask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..accounting import loss as mech_loss
+from ..lp import SparseLP
+from ..registry import register
+from ..space import MetricSpace
+from ..validation import check_int, check_positive
+
+__all__ = ["nn_replacement", "constopt_lp", "theorem1_counts"]
+
+#: Quantile used to choose among several lambdas (seed section 5.1, eq. 11).
+SELECTION_Q = 0.95
+
+
+def nn_replacement(distances: np.ndarray, r: int) -> np.ndarray:
+    """Free-entry mask of ``I_NN,r`` (seed eq. 5): ``free[u, v]`` iff v is among u's r nearest points.
+
+    ``u`` itself is its nearest point; ties are broken by index (stable sort).
+    """
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    order = np.argsort(D + np.diag(np.full(n, -1.0)), axis=1, kind="stable")[:, :r]
+    free = np.zeros((n, n), dtype=bool)
+    free[np.repeat(np.arange(n), r), order.ravel()] = True
+    return free
+
+
+def theorem1_counts(free: np.ndarray) -> dict:
+    """Theorem 1's upper bounds for the replacement ``free`` (``|I(v)|`` = column counts)."""
+    n = free.shape[0]
+    s = free.sum(axis=0).astype(np.int64)
+    return {"variables": int(n + 1 + s.sum()), "rows": int(2 * n + np.sum(2 * s ** 2 + 3 * s)),
+            "nnz": int(2 * n * n + np.sum(2 * s ** 2 + 5 * s))}
+
+
+def _bound_factors(D: np.ndarray, free: np.ndarray, fu: np.ndarray, fv: np.ndarray, e: float):
+    """``log hi`` and ``log lo`` of every free entry (min/max over the fixed entries of its column)."""
+    m = len(fu)
+    log_hi = np.full(m, np.inf)
+    log_lo = np.full(m, -np.inf)
+    n = D.shape[0]
+    block = max(1, int(4e6 // n))
+    for s in range(0, m, block):
+        u, v = fu[s:s + block], fv[s:s + block]
+        fixed = ~free[:, v].T  # (b, n): u' fixed in column v
+        a = D[u, :] - D[:, v].T  # D[u, u'] - D[u', v]
+        log_hi[s:s + block] = e * np.where(fixed, a, np.inf).min(axis=1)
+        b = -(D[:, v].T + D[u, :])
+        log_lo[s:s + block] = e * np.where(fixed, b, -np.inf).max(axis=1)
+    return log_hi, log_lo
+
+
+def constopt_lp(distances: np.ndarray, e: float, free: np.ndarray, lam: float):
+    """Assemble the ConstOPTMech LP at privacy level ``e`` (already halved) in one sparse matrix.
+
+    Variables: ``Y`` (n), the free entries in row-major order of ``free``, then ``k``.
+
+    Returns
+    -------
+    c, A, row_lower, row_upper, (fu, fv) : objective, CSR matrix, row bounds, free entries.
+    """
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    fu, fv = np.nonzero(free)
+    f = len(fu)
+    nv = n + f + 1
+    kcol = n + f
+    E = np.exp(-e * D)
+    W = D + lam  # per-entry coefficient of the penalised loss
+    rows, cols, vals = [], [], []
+    # loss rows 0..n-1 and row-sum rows n..2n-1: fixed entries through Y, free entries directly
+    fixed = ~free
+    wu, wv = np.nonzero(fixed)
+    ids = np.arange(f)
+    rows += [wu, fu, np.arange(n), n + wu, n + fu]
+    cols += [wv, n + ids, np.full(n, kcol), wv, n + ids]
+    vals += [W[wu, wv] * E[wu, wv], W[fu, fv], -np.ones(n), E[wu, wv], np.ones(f)]
+    lo = [np.full(n, -np.inf), np.ones(n)]
+    hi = [np.zeros(n), np.full(n, np.inf)]
+    nrow = 2 * n
+    # free-vs-fixed: M_uv - hi Y_v <= 0 and M_uv - lo Y_v >= 0 (only where the column has fixed entries)
+    log_hi, log_lo = _bound_factors(D, free, fu, fv, e)
+    for logb, lo_b, hi_b in ((log_hi, -np.inf, 0.0), (log_lo, 0.0, np.inf)):
+        sel = np.nonzero(np.isfinite(logb))[0]
+        r = nrow + np.arange(len(sel))
+        rows += [r, r]
+        cols += [n + sel, fv[sel]]
+        vals += [np.ones(len(sel)), -np.exp(logb[sel])]
+        lo.append(np.full(len(sel), lo_b))
+        hi.append(np.full(len(sel), hi_b))
+        nrow += len(sel)
+    # free-free pairs of the same column: M_uv - e^{e D_uu'} M_u'v <= 0
+    var_of = np.full((n, n), -1, dtype=np.int64)
+    var_of[fu, fv] = n + ids
+    col_members = [np.nonzero(free[:, v])[0] for v in range(n)]
+    pa, pb, pc = [], [], []
+    for v, mem in enumerate(col_members):
+        if len(mem) > 1:
+            a, b = np.meshgrid(mem, mem, indexing="ij")
+            off = a != b
+            pa.append(a[off])
+            pb.append(b[off])
+            pc.append(np.full(int(off.sum()), v))
+    if pa:
+        a, b, v = np.concatenate(pa), np.concatenate(pb), np.concatenate(pc)
+        r = nrow + np.arange(len(a))
+        rows += [r, r]
+        cols += [var_of[a, v], var_of[b, v]]
+        vals += [np.ones(len(a)), -np.exp(e * D[a, b])]
+        lo.append(np.full(len(a), -np.inf))
+        hi.append(np.zeros(len(a)))
+        nrow += len(a)
+    A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(nrow, nv))
+    c = np.zeros(nv)
+    c[kcol] = 1.0
+    return c, A, np.concatenate(lo), np.concatenate(hi), (fu, fv)
+
+
+def _check_lams(lam) -> tuple[float, ...]:
+    seq = (lam,) if np.isscalar(lam) else tuple(lam)
+    if not seq:
+        raise ValueError("lam must be a positive number or a non-empty sequence of them, got an empty sequence")
+    out = []
+    for x in seq:
+        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+            raise TypeError(f"lam must be a number or a sequence of numbers, got {x!r}")
+        if not np.isfinite(x) or x <= 0:
+            raise ValueError(f"lam must be > 0, got {x}")
+        out.append(float(x))
+    return tuple(out)
+
+
+@register("constopt", description="ConstOPTMech: LP over weighted-exponential weights + r-NN free entries (seed Alg. 1)",
+          quick_max_n=200)
+def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
+                   lam: float | Sequence[float] = (0.001, 0.1, 1.0),
+                   replacement: str | Callable = "nn", time_limit: float | None = None,
+                   solver: str = "ipm") -> tuple[np.ndarray, dict]:
+    """ConstOPTMech (Algorithm 1): LP at ``eps/2`` with the ``I_NN,r`` replacement, rows normalised.
+
+    Parameters
+    ----------
+    space : MetricSpace
+    epsilon : float
+    rng : unused (deterministic)
+    r : int, 1 <= r < n, default 10
+        Free entries per row (the point itself and its r - 1 nearest others).
+    lam : float or sequence of floats > 0, default (0.001, 0.1, 1.0)
+        Penalty on row sums (seed section 5.1 grid). With several values one LP is solved per
+        value and the mechanism with the least ``L_0.95`` is returned; all are in
+        ``stats["lambdas"]``.
+    replacement : "nn" or callable
+        ``"nn"`` is ``I_NN,r`` (:func:`nn_replacement`). A callable ``f(distances, r) -> free`` must
+        return an ``(n, n)`` boolean mask of the free entries (``free[u, v]`` iff ``u in I(v)``).
+    time_limit : float or None
+        Seconds per LP; :class:`mdp.lp.LPTimeout` on timeout.
+    solver : str, default "ipm"
+        HiGHS solver (see :class:`mdp.lp.SparseLP`).
+
+    Returns
+    -------
+    (H, stats) : the normalised matrix; stats hold the LP sizes (``variables``, ``rows``, ``nnz``),
+    ``theorem1`` (the seed's bounds), solver statistics of the chosen LP, ``lambda`` and ``lambdas``.
+    """
+    n = space.n
+    r = check_int(r, "r", low=1)
+    if r >= n:
+        raise ValueError(f"r must be < n = {n} (r >= n frees every entry: use 'optimal'), got {r}")
+    lams = _check_lams(lam)
+    if time_limit is not None:
+        time_limit = check_positive(time_limit, "time_limit")
+    D = space.distances
+    if isinstance(replacement, str):
+        if replacement != "nn":
+            raise ValueError(f"replacement must be 'nn' or a callable, got {replacement!r}")
+        free = nn_replacement(D, r)
+    elif callable(replacement):
+        free = np.asarray(replacement(D, r), dtype=bool)
+        if free.shape != (n, n):
+            raise ValueError(f"replacement must return an ({n}, {n}) boolean mask, got shape {free.shape}")
+    else:
+        raise TypeError(f"replacement must be 'nn' or a callable, got {type(replacement).__name__}")
+    e = epsilon / 2.0
+    E = np.exp(-e * D)
+    best = None
+    runs = []
+    for lam_i in lams:
+        c, A, lo, hi, (fu, fv) = constopt_lp(D, e, free, lam_i)
+        lp = SparseLP(c, A, row_lower=lo, row_upper=hi, solver=solver, time_limit=time_limit)
+        sol = lp.solve()
+        Y = np.maximum(sol.x[:n], 0.0)
+        M = E * Y[None, :]
+        M[fu, fv] = np.maximum(sol.x[n:n + len(fu)], 0.0)
+        H = M / M.sum(axis=1, keepdims=True)
+        run = {"lam": lam_i, "L_q": mech_loss(H, D, SELECTION_Q), "loss": mech_loss(H, D),
+               "lp_objective": sol.objective, **lp.stats}
+        runs.append(run)
+        if best is None or run["L_q"] < best[1]["L_q"]:
+            best = (H, run)
+    H, run = best
+    stats = {k: v for k, v in run.items() if k not in ("L_q", "loss")}
+    stats.update(**{"lambda": run["lam"], "lambdas": [{k: x[k] for k in ("lam", "L_q", "loss", "seconds")}
+                                                      for x in runs],
+                    "seconds_total": float(sum(x["seconds"] for x in runs)),
+                    "free_entries": int(free.sum()), "theorem1": theorem1_counts(free), "lp_epsilon": e})
+    del stats["lam"]
+    return H, stats

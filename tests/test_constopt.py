@@ -1,0 +1,87 @@
+"""'constopt' (ConstOPTMech): LP sizes vs Theorem 1, privacy, never below OPTMech, bad input."""
+
+import numpy as np
+import pytest
+
+import mdp
+from mdp.lp import SparseLP
+from mdp.mechanisms.constopt import constopt_lp, nn_replacement
+from mdp.space import MetricSpace
+
+SPACE = MetricSpace.from_points(np.random.default_rng(21).random((25, 2)) * 5)
+
+
+def test_nn_replacement_is_eq5():
+    D = SPACE.distances
+    free = nn_replacement(D, 4)
+    assert np.all(free.sum(axis=1) == 4) and np.all(np.diag(free))
+    for u in range(SPACE.n):
+        nearest = set(np.argsort(D[u], kind="stable")[:4].tolist())
+        assert set(np.nonzero(free[u])[0].tolist()) == nearest
+
+
+@pytest.mark.parametrize("r", [1, 3, 10])
+def test_lp_sizes_within_theorem1(r):
+    n = SPACE.n
+    mech = mdp.build("constopt", SPACE, 1.0, r=r, lam=0.1)
+    st = mech.stats
+    s = nn_replacement(SPACE.distances, r).sum(axis=0)
+    # our exact counts: variables as Theorem 1, rows without the redundant free-vs-fixed copies
+    assert st["variables"] == n + 1 + n * r == st["theorem1"]["variables"]
+    assert st["rows"] <= 2 * n + int(np.sum(s ** 2 + s))
+    assert st["rows"] <= st["theorem1"]["rows"] == 2 * n + int(np.sum(2 * s ** 2 + 3 * s))
+    assert st["nnz"] <= st["theorem1"]["nnz"] == 2 * n * n + int(np.sum(2 * s ** 2 + 5 * s))
+    # the seed's I_NN,r corollary: at most nr + n + 1 variables, n^2 r + 3nr + 2n rows
+    assert st["rows"] <= n * n * r + 3 * n * r + 2 * n
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+def test_private_and_never_below_optimal(eps):
+    opt = mdp.build("optimal", SPACE, eps)
+    c = mdp.build("constopt", SPACE, eps, r=5)
+    assert c.stats["privacy"]["measured_eps"] <= eps * (1 + 1e-9)
+    assert c.loss() >= opt.loss() - 1e-9
+    # several lambdas: all recorded, the best L_0.95 chosen
+    lq = [x["L_q"] for x in c.stats["lambdas"]]
+    assert len(lq) == 3 and c.loss(0.95) == pytest.approx(min(lq), rel=1e-9)
+
+
+def test_lp_solution_is_feasible_weighted_exponential():
+    # the LP's fixed entries equal Y_v exp(-e D) and every privacy row at e holds on the unnormalised M
+    e = 0.4
+    free = nn_replacement(SPACE.distances, 3)
+    c, A, lo, hi, (fu, fv) = constopt_lp(SPACE.distances, e, free, 0.1)
+    sol = SparseLP(c, A, row_lower=lo, row_upper=hi).solve()
+    n = SPACE.n
+    M = np.exp(-e * SPACE.distances) * np.maximum(sol.x[:n], 0)[None, :]
+    M[fu, fv] = sol.x[n:n + len(fu)]
+    K = np.exp(e * SPACE.distances)
+    viol = M[:, None, :] - K[:, :, None] * M[None, :, :]
+    assert viol.max() <= 1e-7
+    assert M.sum(axis=1).min() >= 1 - 1e-7
+
+
+def test_replacement_hook():
+    calls = []
+
+    def diag_only(D, r):
+        calls.append(r)
+        return np.eye(len(D), dtype=bool)
+
+    mech = mdp.build("constopt", SPACE, 1.0, r=2, lam=0.1, replacement=diag_only)
+    assert calls == [2] and mech.stats["free_entries"] == SPACE.n
+    with pytest.raises(ValueError, match="boolean mask"):
+        mdp.build("constopt", SPACE, 1.0, lam=0.1, replacement=lambda D, r: np.ones(3, bool))
+
+
+def test_bad_input():
+    for r in (0, SPACE.n, SPACE.n + 3):
+        with pytest.raises(ValueError, match="r must be"):
+            mdp.build("constopt", SPACE, 1.0, r=r)
+    for lam in (0, -1.0, (0.1, -2), ()):
+        with pytest.raises(ValueError, match="lam"):
+            mdp.build("constopt", SPACE, 1.0, lam=lam)
+    with pytest.raises(TypeError, match="lam"):
+        mdp.build("constopt", SPACE, 1.0, lam="big")
+    with pytest.raises(ValueError, match="replacement"):
+        mdp.build("constopt", SPACE, 1.0, replacement="far")

@@ -1,0 +1,47 @@
+"""'spanner' (SpannerMech): spanner property, soundness, never below OPTMech."""
+
+import numpy as np
+import pytest
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import shortest_path
+
+import mdp
+from mdp.mechanisms.spanner import greedy_spanner
+from mdp.space import MetricSpace
+
+SPACE = MetricSpace.from_points(np.random.default_rng(7).random((14, 2)) * 4)
+
+
+@pytest.mark.parametrize("stretch", [1.0, 1.2, 1.5, 3.0])
+def test_greedy_spanner_dilation(stretch):
+    D = SPACE.distances
+    E = greedy_spanner(D, stretch)
+    n = SPACE.n
+    G = csr_matrix((D[E[:, 0], E[:, 1]], (E[:, 0], E[:, 1])), shape=(n, n))
+    dG = shortest_path(G, directed=False)
+    assert np.all(dG <= stretch * D + 1e-12)
+    if stretch > 1.0:
+        assert len(E) < n * (n - 1) // 2
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+def test_never_below_optimal_and_private(eps):
+    opt = mdp.build("optimal", SPACE, eps)
+    sp_ = mdp.build("spanner", SPACE, eps, stretch=1.5)
+    assert sp_.loss() >= opt.loss() - 1e-9
+    assert sp_.stats["privacy"]["measured_eps"] <= eps * (1 + 1e-9)
+    assert sp_.stats["spanner_edges"] > 0 and sp_.stats["rows"] == 2 * SPACE.n + 2 * sp_.stats["spanner_edges"] * SPACE.n
+
+
+def test_stretch_one_is_optimal():
+    # the greedy 1-spanner keeps every pair not realised by a path, so its LP is OPTMech's
+    opt = mdp.build("optimal", SPACE, 1.0)
+    one = mdp.build("spanner", SPACE, 1.0, stretch=1.0)
+    assert one.loss() == pytest.approx(opt.loss(), abs=1e-7)
+
+
+def test_bad_stretch():
+    with pytest.raises(ValueError, match="stretch"):
+        mdp.build("spanner", SPACE, 1.0, stretch=0.9)
+    with pytest.raises(ValueError, match="stretch"):
+        greedy_spanner(SPACE.distances, float("nan"))
