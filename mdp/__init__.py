@@ -9,9 +9,7 @@ Quick use::
     mdp.lower_bound(space, 1.0)
 """
 
-# The built-in families live in the subpackage ``mdp.mechanisms``; import it first so that the
-# name ``mdp.mechanisms`` is then rebound to the registry's listing function below.
-from . import mechanisms as _builtin_families  # noqa: F401
+from . import families  # noqa: F401  (importing registers the built-in mechanism families)
 from .accounting import eps_tight, loss, row_losses
 from .calibration import calibrate
 from .emd import emd, emd_1d, emd_downsampled, emd_grid

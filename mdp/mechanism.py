@@ -197,7 +197,7 @@ def load(path: str | os.PathLike) -> Mechanism:
         raise ValueError(f"{path}: corrupt metadata ({exc})") from None
     if meta.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{path}: unsupported format version {meta.get('format_version')!r}")
-    import mdp.mechanisms  # noqa: F401  (registers Mechanism subclasses by kind)
+    import mdp.families  # noqa: F401  (registers Mechanism subclasses by kind)
 
     if kind not in _KINDS:
         raise ValueError(f"{path}: unknown mechanism kind {kind!r}")

@@ -90,7 +90,7 @@ def register(name: str, *, description: str, applies: Callable | None = None,
 
 
 def _ensure_loaded() -> None:
-    import mdp.mechanisms  # noqa: F401  (importing registers the built-in families)
+    import mdp.families  # noqa: F401  (importing registers the built-in families)
 
 
 def mechanisms() -> dict[str, str]:

@@ -17,7 +17,7 @@ def run(args, capsys):
 
 def test_console_script_installed():
     res = subprocess.run(["mdp", "list"], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0 and "exponential" in res.stdout and "module: mdp.mechanisms" in res.stdout
+    assert res.returncode == 0 and "exponential" in res.stdout and "module: mdp.families" in res.stdout
 
 
 def test_build_privatize_eps_roundtrip(tmp_path, capsys):

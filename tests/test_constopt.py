@@ -5,7 +5,7 @@ import pytest
 
 import mdp
 from mdp.lp import SparseLP
-from mdp.mechanisms.constopt import constopt_lp, nn_replacement
+from mdp.families.constopt import constopt_lp, nn_replacement
 from mdp.space import MetricSpace
 
 SPACE = MetricSpace.from_points(np.random.default_rng(21).random((25, 2)) * 5)

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 import mdp
-from mdp.mechanisms.optimal import max_privacy_violation, nonredundant_pairs
+from mdp.families.optimal import max_privacy_violation, nonredundant_pairs
 from mdp.space import MetricSpace
 
 

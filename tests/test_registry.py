@@ -11,7 +11,7 @@ def s():
 
 
 def test_mechanisms_listing():
-    names = mdp.mechanisms()
+    names = mdp.families()
     assert {"exponential", "weighted_exponential"} <= set(names)
     assert all(isinstance(d, str) and d for d in names.values())
 

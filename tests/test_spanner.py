@@ -6,7 +6,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
 import mdp
-from mdp.mechanisms.spanner import greedy_spanner
+from mdp.families.spanner import greedy_spanner
 from mdp.space import MetricSpace
 
 SPACE = MetricSpace.from_points(np.random.default_rng(7).random((14, 2)) * 4)

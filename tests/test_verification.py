@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from mdp import MetricSpace, PrivacyError, build, certify, eps_tight
-from mdp.mechanisms.exponential import exponential_matrix
+from mdp.families.exponential import exponential_matrix
 
 
 def space(n=8, seed=0):

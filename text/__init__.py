@@ -5,7 +5,7 @@
   ``.npz``), :func:`train_lee_fasttext` (a fastText model trained with gensim on a real corpus);
 * :func:`sample_vocabulary`: the seed's clustered vocabulary sampling, as a metric space;
 * :func:`privatize`: privatize a text or a token list with any mechanism on a word space
-  (including ``"madlib"``, :mod:`mdp.mechanisms.madlib`).
+  (including ``"madlib"``, :mod:`mdp.families.madlib`).
 """
 
 from .embeddings import Embeddings, load_glove

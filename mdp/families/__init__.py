@@ -2,8 +2,8 @@
 
 Every module of this package holds one family (or two closely related ones) and registers it
 with :func:`mdp.register`; all modules here are imported, so adding a file adds a family.
-``mdp list`` prints each name with its module, so a reader finds any registered mechanism in
-one hop (for instance ``exponential`` -> :mod:`mdp.mechanisms.exponential`).
+``mdp list`` prints each name with its module (``mdp.mechanisms()`` is the listing function), so a reader finds any registered mechanism in
+one hop (for instance ``exponential`` -> :mod:`mdp.families.exponential`).
 """
 
 import importlib
