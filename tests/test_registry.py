@@ -11,7 +11,7 @@ def s():
 
 
 def test_mechanisms_listing():
-    names = mdp.families()
+    names = mdp.mechanisms()
     assert {"exponential", "weighted_exponential"} <= set(names)
     assert all(isinstance(d, str) and d for d in names.values())
 
