@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             module.configure_parser(sub)
             return int(module.run_cli(sub.parse_args(args.rest)) or 0)
         return int(args.func(args) or 0)
-    except (ValueError, TypeError, KeyError, FileNotFoundError) as exc:
+    except (ValueError, TypeError, KeyError, FileNotFoundError, RuntimeError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"mdp: error: {msg}", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ beside the ``L_q`` curves, and so does the plot (a quantile loss may dip below i
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -75,12 +76,22 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
     tasks = [(name, float(t)) for name in names for t in targets]
     for name, t in tqdm(tasks, desc="calibrating", disable=not progress, unit="point"):
         t0 = time.perf_counter()
-        mech = calibrate(name, space, t, delta=delta, rng=seed)
+        try:
+            mech = calibrate(name, space, t, delta=delta, rng=seed)
+        except (RuntimeError, ValueError) as exc:
+            # One failed point (an LP the solver could not finish, a refused matrix) must not
+            # discard the rest of the curve: it is recorded with its reason and reported.
+            warnings.warn(f"{name} at eps_tight {t:g} failed: {exc}", stacklevel=2)
+            rows.append({"mechanism": name, "target_eps_tight": t, "eps_tight": np.nan,
+                         "epsilon": np.nan, "loss_q": np.nan, "loss_max": np.nan, "builds": 0,
+                         "seconds": time.perf_counter() - t0, "guarantee": "failed",
+                         "error": str(exc)})
+            continue
         cal = mech.stats["calibration"]
         rows.append({"mechanism": name, "target_eps_tight": t, "eps_tight": cal["eps_tight"],
                      "epsilon": mech.epsilon, "loss_q": mech.loss(q), "loss_max": mech.loss(),
                      "builds": cal["builds"], "seconds": time.perf_counter() - t0,
-                     "guarantee": mech.stats["privacy"].get("guarantee", "matrix")})
+                     "guarantee": mech.stats["privacy"].get("guarantee", "matrix"), "error": ""})
     uniform = np.full((space.n, space.n), 1.0 / space.n)
     rl = (uniform * space.distances).sum(axis=1)
     for t in targets:
@@ -110,6 +121,7 @@ def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float
         elif name == "lower_bound":
             ax.plot(g["target_eps_tight"], g["loss_q"], "k--", label="lower bound on worst-case loss (Thm 3)")
         else:
+            g = g.dropna(subset=["eps_tight"])
             ax.plot(g["eps_tight"], g["loss_q"], marker="o", ms=3.5, label=name)
     ax.set_xlabel(rf"$\epsilon_{{tight}}$ ($\delta$ = {delta:g})")
     ax.set_ylabel(rf"$L_{{{q:g}}}$ (expected distance)")

@@ -15,6 +15,7 @@ from scipy.ndimage import gaussian_filter
 
 from mdp.validation import check_int, check_positive, check_rng
 
+from ..heatmap import points_to_cells
 from .metrics import density_map
 
 __all__ = ["NYC_BOX", "to_pixels", "population_map", "sample_users"]
@@ -25,18 +26,16 @@ NYC_BOX = (-74.2589, 40.4774, -73.7004, 40.9176)
 
 def to_pixels(lat, lon, depth: int, box=NYC_BOX) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pixel ``(rows, cols)`` of the points inside ``box`` on the ``2^depth`` grid, and the
-    boolean mask of the points kept (points outside the box are dropped)."""
+    boolean mask of the points kept (points outside the box are dropped).
+
+    ``box = (lon_min, lat_min, lon_max, lat_max)``; the snapping is
+    :func:`geo.heatmap.points_to_cells` with x = lon, y = lat.
+    """
     depth = check_int(depth, "depth", low=0, high=14)
     lon_min, lat_min, lon_max, lat_max = box
-    if not (lon_max > lon_min and lat_max > lat_min):
-        raise ValueError(f"box must be (lon_min, lat_min, lon_max, lat_max), got {box}")
-    lat = np.asarray(lat, dtype=float)
-    lon = np.asarray(lon, dtype=float)
-    side = 1 << depth
-    keep = (lat >= lat_min) & (lat <= lat_max) & (lon >= lon_min) & (lon <= lon_max)
-    r = np.floor((lat[keep] - lat_min) / (lat_max - lat_min) * side).astype(np.int64)
-    c = np.floor((lon[keep] - lon_min) / (lon_max - lon_min) * side).astype(np.int64)
-    return np.clip(r, 0, side - 1), np.clip(c, 0, side - 1), keep
+    row, col, keep = points_to_cells(np.asarray(lon, dtype=float), np.asarray(lat, dtype=float),
+                                     delta=1 << depth, bounds=(lon_min, lon_max, lat_min, lat_max))
+    return row[keep], col[keep], keep
 
 
 def population_map(lat, lon, depth: int, *, smooth: float = 0.0, box=NYC_BOX) -> np.ndarray:

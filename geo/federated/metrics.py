@@ -7,13 +7,15 @@ normalised ground truth ``f``:
 .. math:: \mathrm{MSE} = \frac{1}{n^2}\sum_{x,y} (f^*(x,y) - f(x,y))^2, \qquad
           L_1 = \sum_{x,y} |f^*(x,y) - f(x,y)| \in [0, 2].
 
-EMD uses the shared evaluation :mod:`mdp.emd` (grid EMD, L1 ground distance in pixels of a
-block-summed map) and falls back to POT's exact solver when that function is not available.
+EMD uses the shared evaluation :func:`mdp.emd.emd_grid` (exact, L1 ground distance, in pixels of
+the original map after block-summing it with :func:`mdp.emd.block_sum`).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from mdp.emd import block_sum, emd_grid
 
 __all__ = ["density_map", "to_density", "mse", "l1", "block_sum", "emd_maps"]
 
@@ -55,16 +57,6 @@ def l1(est, truth) -> float:
     return float(np.abs(est - truth).sum())
 
 
-def block_sum(a, factor: int) -> np.ndarray:
-    """Sum ``factor x factor`` blocks of a square map (coarsening for EMD)."""
-    a = np.asarray(a, dtype=float)
-    n = a.shape[0]
-    if a.ndim != 2 or a.shape[1] != n or n % factor:
-        raise ValueError(f"block_sum needs a square map divisible by factor={factor}, got {a.shape}")
-    k = n // factor
-    return a.reshape(k, factor, k, factor).sum(axis=(1, 3))
-
-
 def emd_maps(est, truth, side: int = 64) -> tuple[float, str]:
     """EMD (L1 ground distance, in cells of the coarsened map) between two density maps after
     block-summing them to ``side x side``; returns ``(value in pixels of the original map,
@@ -72,14 +64,4 @@ def emd_maps(est, truth, side: int = 64) -> tuple[float, str]:
     est, truth = _check_pair(est, truth)
     factor = est.shape[0] // side
     p, q = block_sum(to_density(est), factor), block_sum(to_density(truth), factor)
-    try:
-        from mdp.emd import emd_grid
-    except ImportError:
-        emd_grid = None
-    if emd_grid is not None:
-        return float(emd_grid(p, q, ground="l1")) * factor, "mdp.emd.emd_grid"
-    import ot
-
-    ii, jj = np.divmod(np.arange(side * side), side)
-    cost = (np.abs(ii[:, None] - ii[None, :]) + np.abs(jj[:, None] - jj[None, :])).astype(float)
-    return float(ot.emd2(p.ravel(), q.ravel(), cost, numItermax=10**7)) * factor, "POT ot.emd2"
+    return float(emd_grid(p, q, ground="l1")) * factor, "mdp.emd.emd_grid"
