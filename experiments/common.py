@@ -5,21 +5,13 @@ Reference curves on a ``(eps, delta)`` axis
 -------------------------------------------
 *Uniform baseline*: output a uniformly random element; row loss ``mean_w d(u, w)``, eps_tight 0.
 
-*Lower bound*: Theorem 3 bounds the worst-case loss of every **pure** eps-mDP mechanism. A point of
-a curve is a mechanism with ``eps_tight(delta) = t``, i.e. (t, delta)-mDP (seed eq. 9), which is
-weaker than pure t-mDP, so Theorem 3 at ``t`` does not apply to it as such. Repeating the proof
-with eq. (9) (for a packing ``S`` with radius ``r``, every ``s`` in ``S`` keeps
-``p_s = Pr[M(s) in B(s, r)] >= 1 - L/r``, and eq. (9) gives
-``Pr[M(w) in B(s, r)] >= e^{-t d(w,s)} (p_s - delta)``; the balls are disjoint, so summing over
-``s``) gives
-
-.. math:: \mathcal{L}(M) \ge r\Big(1 - \delta - \frac{1}{N(w, S)}\Big),
-
-i.e. Theorem 3's value minus ``r * delta`` for the same packing. That is the curve we plot
-("lower bound, (eps, delta) form"); with delta = 1e-3 it is within 0.1 % of ``r`` of the pure
-bound. Like Theorem 3 it bounds the worst-case loss ``L`` (seed eq. 1); the seed plots it beside
-``L_q`` (eq. 11), which a mechanism may push below it on the worst 5 % of elements, so the CSV
-also carries each mechanism's worst-case loss.
+*Lower bound*: a point of a curve is a mechanism with ``eps_tight(delta) = t``, i.e.
+(t, delta)-mDP (seed eq. 9), which is weaker than pure t-mDP, so we plot
+:func:`mdp.lower_bound` at ``(t, delta)``: Theorem 3 redone with eq. 9,
+``L(M) >= r (1 - 1/N(w, S) - delta)`` (derivation in :mod:`mdp.lower_bound`). Like Theorem 3 it
+bounds the worst-case loss ``L`` (seed eq. 1); the seed plots it beside ``L_q`` (eq. 11), which a
+mechanism may push below it on the worst 5 % of elements, so the CSV also carries each
+mechanism's worst-case loss and the pure bound.
 """
 
 from __future__ import annotations
@@ -82,37 +74,20 @@ def measure(mech: mdp.Mechanism, *, q: float, delta: float) -> dict:
     return out
 
 
-#: Families whose LP optimum makes the privacy rows tight, so eps_tight(delta) is within a fraction
-#: of a percent below epsilon: one build at epsilon = target usually lands inside calibrate's own
-#: acceptance window (within rtol below the target), which calibrate only checks after a second,
-#: bracketing build.
-TIGHT_FAMILIES = frozenset({"optimal", "spanner"})
 
 
 def calibrated_point(config: dict, *, space: MetricSpace) -> dict:
     """Task: the mechanism of ``config`` calibrated to ``config["eps_tight"]`` on ``space``.
 
-    The mechanism is the one :func:`mdp.calibrate` would accept: built at the largest epsilon
-    found with ``target / (1 + rtol) <= eps_tight(delta) <= target``. For
-    :data:`TIGHT_FAMILIES` a single build at ``epsilon = target`` is tried first and kept when it
-    lands in that window (``stats["calibration"]["probe"]``); otherwise, and for every other
-    family, :func:`mdp.calibrate` searches. The builders' rng is the config's seed, so the result
-    depends on the config only.
+    The mechanism is the one :func:`mdp.calibrate` accepts: built at the largest epsilon found
+    with ``target / (1 + rtol) <= eps_tight(delta) <= target`` (one build for OPTMech and
+    SpannerMech, whose LP optimum puts eps_tight within a fraction of a percent of epsilon). The
+    builders' rng is the config's seed, so the result depends on the config only.
     """
     t0 = time.perf_counter()
     name, target, delta, rtol = config["mechanism"], config["eps_tight"], config["delta"], config["rtol"]
-    mech = None
-    if name in TIGHT_FAMILIES:
-        probe = mdp.build(name, space, target, rng=config["seed"], **config["params"])
-        et = probe.eps_tight(delta)
-        if target / (1.0 + rtol) <= et <= target:
-            mech = probe
-            mech.stats["calibration"] = {"target_eps_tight": target, "delta": delta, "builds": 1,
-                                         "epsilon": mech.epsilon, "eps_tight": et,
-                                         "trials": [(target, et)], "probe": True}
-    if mech is None:
-        mech = mdp.calibrate(name, space, target, delta=delta, rtol=rtol, rng=config["seed"],
-                             **config["params"])
+    mech = mdp.calibrate(name, space, target, delta=delta, rtol=rtol, rng=config["seed"],
+                         **config["params"])
     out = measure(mech, q=config["q"], delta=config["delta"])
     out["calibration_seconds"] = time.perf_counter() - t0
     return out
@@ -143,11 +118,12 @@ def reference_curves(space_name: str, space: MetricSpace, eps_grid, *, q: float,
     rows = [{"space": space_name, "n": space.n, "mechanism": "uniform", "eps_tight": float(t),
              "loss_q": mdp.loss(uniform, D, q), "loss_max": mdp.loss(uniform, D), "status": "ok"}
             for t in eps_grid]
-    for t, lb in zip(eps_grid, mdp.lower_bounds(space, list(eps_grid)), strict=True):
+    pure = mdp.lower_bounds(space, list(eps_grid))
+    approx = mdp.lower_bounds(space, list(eps_grid), delta=delta)
+    for t, lb, lb0 in zip(eps_grid, approx, pure, strict=True):
         rows.append({"space": space_name, "n": space.n, "mechanism": "lower_bound",
-                     "eps_tight": float(t), "loss_q": max(0.0, lb.value - lb.r * delta),
-                     "loss_max": max(0.0, lb.value - lb.r * delta),
-                     "lower_bound_pure": lb.value, "packing_c": lb.c, "packing_r": lb.r,
+                     "eps_tight": float(t), "loss_q": lb.value, "loss_max": lb.value,
+                     "lower_bound_pure": lb0.value, "packing_c": lb.c, "packing_r": lb.r,
                      "packing_Q": lb.Q, "status": "ok"})
     return pd.DataFrame(rows)
 
@@ -187,18 +163,8 @@ def sweep(tasks: list[Task], args, out: Path, *, desc: str, timeout: float | Non
 
 
 def markdown_table(df: pd.DataFrame, *, floatfmt: str = ".3f", index: bool = True) -> str:
-    """A pipe table (``DataFrame.to_markdown`` needs ``tabulate``, which is not a dependency)."""
-    frame = df.reset_index() if index else df
-
-    def cell(v) -> str:
-        if isinstance(v, (float, np.floating)):
-            return "" if np.isnan(v) else format(float(v), floatfmt)
-        return str(v)
-
-    head = "| " + " | ".join(map(str, frame.columns)) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([head, rule, *body])
+    """A pipe table (pandas ``to_markdown``)."""
+    return (df.reset_index() if index else df).to_markdown(index=False, floatfmt=floatfmt)
 
 
 def write_table(df: pd.DataFrame, path: Path) -> Path:

@@ -33,8 +33,9 @@ def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: 
     target_eps_tight : float > 0
     delta : float in [0, 1), default 0
     rtol : float, default 1e-3
-        Stop when the bracket ``[lo, hi]`` on epsilon satisfies ``hi / lo <= 1 + rtol``, or when a
-        build lands within ``rtol`` below the target.
+        Accept a build as soon as ``target / (1 + rtol) <= eps_tight <= target`` (so a family whose
+        eps_tight equals its epsilon, like OPTMech, needs one build); otherwise stop when the
+        bracket ``[lo, hi]`` on epsilon satisfies ``hi / lo <= 1 + rtol``.
     max_builds : int, default 40
     rng, **params
         Passed to :func:`mdp.build`.
@@ -66,12 +67,16 @@ def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: 
     def g(et: float) -> float:
         return math.log(max(et, 1e-300)) - math.log(target)
 
+    def accepted(et: float) -> bool:
+        # inside the acceptance window: at most the target and within rtol of it
+        return target / (1.0 + rtol) <= et <= target
+
     lo = hi = None           # lo: eps_tight <= target, hi: eps_tight > target
     eps = target
     et = measure(eps)
     if et <= target:
         lo, glo = eps, g(et)
-        while hi is None:
+        while hi is None and not accepted(et):
             if len(trials) >= max_builds:
                 break
             # eps_tight ~ c * eps: jump to the predicted crossing (at least x2), capped at x16
@@ -97,7 +102,7 @@ def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: 
     if lo is None:
         raise RuntimeError(f"calibrate({name!r}): no epsilon reached eps_tight <= {target} in {max_builds} builds")
     if hi is None:
-        # eps_tight stays below the target however large epsilon gets (e.g. a saturated space).
+        # Accepted at once, or eps_tight stays below the target however large epsilon gets.
         best = cache[lo]
     else:
         side = 0
