@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
 import pandas as pd
 
 import mdp
@@ -31,21 +30,11 @@ DEFAULT_EPS = {"geolife": 0.5, "glove": 1.0}
 PARAMS = {"constopt": {"r": 10, "lam": 0.1}, "spanner": {"stretch": 1.5}, "optimal": {}}
 
 
-def geolife_space(n: int, top: int = 30) -> MetricSpace:
-    """The n most popular Geolife cells (seed 5.1) from the compact per-trace cell counts."""
-    try:
-        from geo.popular import popular_cells  # noqa: F401  (another helper's module, if present)
-    except ImportError:
-        pass
-    z = np.load(shared_data_dir() / "geolife_beijing_cells_0p005.npz")
-    df = pd.DataFrame({"t": z["cell_trace"], "c": z["cell_id"], "k": z["cell_count"]})
-    df = df.sort_values(["t", "k", "c"], ascending=[True, False, True])
-    df = df[df.groupby("t").cumcount() < top]
-    hist = df["c"].value_counts().rename_axis("c").reset_index(name="cnt")
-    cells = hist.sort_values(["cnt", "c"], ascending=[False, True])["c"].to_numpy()[:n]
-    lat0, _, lon0, _, deg = z["box"]
-    pts = np.column_stack([lat0 + (cells // 180 + 0.5) * deg, lon0 + (cells % 180 + 0.5) * deg])
-    return MetricSpace.from_points(pts, metric="haversine", labels=[str(c) for c in cells])
+def geolife_space(n: int) -> MetricSpace:
+    """The n most popular Geolife cells (seed 5.1), via :func:`geo.popular.popular_cells`."""
+    from geo.popular import popular_cells
+
+    return popular_cells(shared_data_dir() / "geolife_beijing_cells_0p005.npz", n=n)
 
 
 def glove_space(n: int) -> MetricSpace:
@@ -92,7 +81,7 @@ def main() -> None:
                     row = {"space": space_name, "n": n, "mechanism": name, "lp_s": round(st["seconds"], 2),
                            "total_s": round(total, 2), "variables": st["variables"], "rows": st["rows"],
                            "nnz": st["nnz"], "loss": round(mech.loss(), 4), "L_0.95": round(mech.loss(0.95), 4),
-                           "gap": st.get("optimality_gap")}
+                           "rounds": st.get("rounds"), "rel_gap": st.get("relative_gap")}
                 rows.append(row)
                 print(row, flush=True)
     table = pd.DataFrame(rows)

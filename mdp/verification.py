@@ -13,18 +13,19 @@ Procedure
    The matrix passes when ``eps_tight <= eps * (1 + PURE_EPS_RTOL)``, ``PURE_EPS_RTOL = 1e-9``.
 3. *Repair* (only when the defect is a solver-tolerance artefact). LP solvers meet each row to
    ~1e-7 *absolute*, which for tiny probabilities is an unbounded *multiplicative* violation
-   (a 1e-15 entry beside an exact 0 is an infinite ratio). The repair raises every column to its
-   log-Lipschitz envelope at a slightly smaller ``eps'``
+   (a 1e-15 entry beside an exact 0 is an infinite ratio). :func:`repair_to_private`
 
-   .. math:: \tilde M_{vw} = \max_u M_{uw}\, e^{-\epsilon' D_{uv}}
+   a. raises every column to its log-Lipschitz envelope at ``eps``,
+      ``\tilde M_{vw} = \max_u M_{uw} e^{-\epsilon D_{uv}}`` (a maximum of eps-Lipschitz functions
+      of ``v`` in log space, so every column satisfies eps-mDP and ``\tilde M \ge M``), and
+      renormalises the rows, which perturbs log-ratios by the spread of the row sums;
+   b. mixes in the uniform matrix ``U`` (ratio 1, strictly inside the convex set of eps-mDP
+      matrices): ``(1-t) \tilde M + t U`` satisfies row ``(u, v, w)`` iff
+      ``t >= V / (V + (e^{eps D_uv} - 1)/n)`` with ``V = \tilde M_uw - e^{eps D_uv} \tilde M_vw``;
+      the smallest ``t`` over all triples is used.
 
-   (a maximum of ``eps'``-Lipschitz functions of ``v`` in log space, so every column satisfies
-   eps'-mDP and ``\tilde M \ge M``), then renormalises the rows. Normalisation by row sums
-   ``s`` moves each log-ratio by at most ``|log s_u - log s_v|``, so
-   ``eps' = eps - max_{u != v} |log s_u - log s_v| / D[u, v]`` restores eps. ``eps'`` is found by
-   measuring: start just below eps and, while the renormalised matrix measures above eps, lower
-   ``eps'`` by twice the excess (at most 30 rounds, never below eps / 2). The repair is refused when it would move any entry by more than
-   ``REPAIR_ATOL`` (then the matrix is simply not private and no tolerance explains it).
+   The result is measured again (step 2). The repair is refused when it would move any entry by
+   more than ``REPAIR_ATOL`` (then the matrix is simply not private and no tolerance explains it).
 
 The outcome is returned as a dict recorded in ``Mechanism.stats["privacy"]``.
 """
@@ -35,7 +36,7 @@ import numpy as np
 
 from .accounting import eps_tight
 
-__all__ = ["PrivacyError", "certify", "PURE_EPS_RTOL", "REPAIR_ATOL"]
+__all__ = ["PrivacyError", "certify", "repair_to_private", "PURE_EPS_RTOL", "REPAIR_ATOL"]
 
 #: Relative tolerance on the measured pure eps (floating-point rounding of exp/log).
 PURE_EPS_RTOL = 1e-9
@@ -60,6 +61,38 @@ def _envelope(M: np.ndarray, D: np.ndarray, eps: float) -> np.ndarray:
     for s in range(0, n, block):
         out[s:s + block] = np.max(K[:, s:s + block, None] * M[:, None, :], axis=0)
     return out
+
+
+def repair_to_private(M: np.ndarray, distances: np.ndarray, epsilon: float) -> tuple[np.ndarray, float]:
+    """Envelope at ``epsilon``, renormalise, then the smallest uniform mix (module docstring, 3).
+
+    Returns
+    -------
+    (matrix, t) : the repaired row-stochastic matrix and the uniform weight ``t`` used.
+    """
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    E = _envelope(np.asarray(M, dtype=float), D, epsilon)
+    E /= E.sum(axis=1, keepdims=True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        Ku = np.exp(epsilon * D)
+        den = (Ku - 1.0) / n
+        np.fill_diagonal(den, np.inf)
+        t = 0.0
+        block = max(1, int(4e6 // (n * n)))
+        for s in range(0, n, block):
+            X = E[:, s:s + block]
+            V = X[:, None, :] - Ku[:, :, None] * X[None, :, :]          # V[u, v, w]
+            if np.isnan(V).any():        # 0 against a positive entry at an overflowing ratio
+                t = 1.0
+                break
+            pos = V > 0
+            if pos.any():
+                t = max(t, float(np.max(V[pos] / (V[pos] + np.broadcast_to(den[:, :, None], V.shape)[pos]))))
+    if t > 0:
+        t = min(1.0, t * (1 + 1e-6) + 1e-15)
+        E = (1.0 - t) * E + t / n
+    return E, t
 
 
 def _underflow_hint(M: np.ndarray, D: np.ndarray, epsilon: float) -> str:
@@ -125,18 +158,8 @@ def certify(matrix, distances, epsilon: float, *, repair: bool = True) -> tuple[
         raise PrivacyError(
             f"matrix is {measured:.6g}-mDP but claims {epsilon:.6g}-mDP (ratio {measured / epsilon:.4g})."
             + _underflow_hint(M, D, epsilon))
-    # Envelope at eps' < eps, renormalise, measure; each miss shrinks eps' by twice the excess
-    # (normalisation moves log-ratios by |log s_u - log s_v| / D[u, v], which is what the margin
-    # eps - eps' has to absorb).
-    target = epsilon * (1.0 - 1e-12)
-    eps_r = target
-    for _ in range(30):
-        R = _envelope(M, D, eps_r)
-        H = R / R.sum(axis=1)[:, None]
-        after = eps_tight(H, D, 0.0)
-        if after <= limit or not np.isfinite(after) or eps_r <= 0.5 * epsilon:
-            break
-        eps_r -= max(2.0 * (after - target), 1e-12 * epsilon)
+    H, mix = repair_to_private(M, D, epsilon)
+    after = eps_tight(H, D, 0.0)
     change = float(np.abs(H - M).max())
     if change > REPAIR_ATOL or not after <= limit:
         raise PrivacyError(
@@ -144,5 +167,5 @@ def certify(matrix, distances, epsilon: float, *, repair: bool = True) -> tuple[
             f" the tolerance repair would change entries by up to {change:.3g} (limit {REPAIR_ATOL})"
             f" and reaches {after:.6g}, so the mechanism is refused." + _underflow_hint(M, D, epsilon))
     report.update(repaired=True, measured_eps_before=measured, measured_eps=after,
-                  repair_eps=eps_r, max_entry_change=change)
+                  uniform_mix=mix, max_entry_change=change)
     return H, report

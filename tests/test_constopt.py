@@ -2,10 +2,11 @@
 
 import numpy as np
 import pytest
+from scipy.optimize import linprog
 
 import mdp
+from mdp.families.constopt import constopt_lp, nn_replacement, solve_constopt_lp
 from mdp.lp import SparseLP
-from mdp.families.constopt import constopt_lp, nn_replacement
 from mdp.space import MetricSpace
 
 SPACE = MetricSpace.from_points(np.random.default_rng(21).random((25, 2)) * 5)
@@ -85,3 +86,21 @@ def test_bad_input():
         mdp.build("constopt", SPACE, 1.0, lam="big")
     with pytest.raises(ValueError, match="replacement"):
         mdp.build("constopt", SPACE, 1.0, replacement="far")
+
+
+@pytest.mark.parametrize("eps", [0.6, 2.5])
+def test_lazy_free_free_rows_same_optimum(eps):
+    # lazy generation of the free-free rows returns the full LP's optimum, feasible for ALL rows
+    free = nn_replacement(SPACE.distances, 6)
+    c, A, lo, hi, (fu, fv), n_base = constopt_lp(SPACE.distances, eps / 2, free, 0.1, split=True)
+    full = linprog(c, A_ub=np.vstack([A[np.isfinite(hi)].toarray(), -A[~np.isfinite(hi)].toarray()]),
+                   b_ub=np.r_[hi[np.isfinite(hi)], -lo[~np.isfinite(hi)]],
+                   bounds=[(0, None)] * (A.shape[1] - 1) + [(None, None)], method="highs")
+    sol, st = solve_constopt_lp(c, A, lo, hi, n_base, lazy=True)
+    assert sol.objective == pytest.approx(full.fun, abs=1e-8)
+    act = A @ sol.x
+    assert np.all(act <= hi + 1e-8) and np.all(act >= lo - 1e-8)
+    assert st["rows"] == A.shape[0] and st["rows_solved"] <= A.shape[0]
+    lazy = mdp.build("constopt", SPACE, eps, r=6, lam=0.1)
+    eager = mdp.build("constopt", SPACE, eps, r=6, lam=0.1, lazy=False)
+    assert lazy.stats["lp_objective"] == pytest.approx(eager.stats["lp_objective"], abs=1e-8)

@@ -64,10 +64,12 @@ def test_certify_repairs_tolerance_artefact():
     M, space = _opt_matrix()
     D = space.distances
     # an LP-tolerance artefact: one entry pushed 1e-9 above its tightest privacy bound
-    K = np.exp(1.0 * D)
-    np.fill_diagonal(K, np.inf)
-    u, w = 0, 2
-    M[u, w] = np.min(K[u] * M[:, w]) + 1e-9
+    prod = np.exp(1.0 * D)[:, :, None] * M[None, :, :]  # prod[u, v, w] = e^{eps D_uv} M[v, w]
+    prod[np.arange(len(D)), np.arange(len(D))] = np.inf
+    bound = prod.min(axis=1)
+    u, w = np.unravel_index(np.argmin(bound - M), M.shape)  # a tight upper bound
+    assert bound[u, w] - M[u, w] <= 1e-12
+    M[u, w] = bound[u, w] + 1e-9
     assert mdp.eps_tight(M, D, 0.0) > 1.0  # really violating
     H, report = certify(M, D, 1.0)
     assert report["repaired"] and report["measured_eps"] <= 1.0 * (1 + 1e-9)

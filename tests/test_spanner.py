@@ -45,3 +45,11 @@ def test_bad_stretch():
         mdp.build("spanner", SPACE, 1.0, stretch=0.9)
     with pytest.raises(ValueError, match="stretch"):
         greedy_spanner(SPACE.distances, float("nan"))
+
+
+def test_lazy_and_full_spanner_lp_agree():
+    full = mdp.build("spanner", SPACE, 1.0)
+    lazy = mdp.build("spanner", SPACE, 1.0, method="lazy")
+    assert lazy.stats["lp_objective"] == pytest.approx(full.stats["lp_objective"], abs=1e-8)
+    with pytest.raises(ValueError, match="method"):
+        mdp.build("spanner", SPACE, 1.0, method="magic")

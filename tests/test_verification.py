@@ -20,9 +20,9 @@ def test_passes_valid_matrix_unchanged():
 def test_repairs_lp_tolerance_artefact():
     # An LP-like optimum where a solver returned an exact 0 for a ~1e-13 probability (seen in
     # practice): an infinite multiplicative violation caused by an absolute tolerance.
-    s = MetricSpace.from_points(20 * np.random.default_rng(1).uniform(size=(8, 2)))
+    s = MetricSpace.from_points(40 * np.random.default_rng(1).uniform(size=(8, 2)))
     eps = 2.0
-    M = exponential_matrix(s.distances, 2 * eps).copy()    # exp mech at 2 eps is eps-mDP
+    M = exponential_matrix(s.distances, eps).copy()        # the exponential mechanism is eps-mDP
     u, w = np.unravel_index(np.argmin(M), M.shape)
     assert M[u, w] < 1e-9
     M[u, w] = 0.0

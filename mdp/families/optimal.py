@@ -28,23 +28,37 @@ How it is solved here (and why)
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import scipy.sparse as sp
 
-from ..lp import LPError, SparseLP
+from ..lp import LPError, LPTimeout, SparseLP
 from ..registry import register
 from ..space import MetricSpace
-from ..validation import check_positive
-from ..verification import certify
+from ..validation import check_int, check_positive
+from ..verification import certify, repair_to_private
 
 __all__ = ["nonredundant_pairs", "solve_worst_case_lp", "lagrangian_lower_bound",
            "max_privacy_violation", "OPTIMAL_MAX_N"]
 
 #: Largest space on which "optimal" applies: the full LP has n^2 (n-1) rows (10^7 at n=216).
 OPTIMAL_MAX_N = 250
+#: Largest n included in quick runs (``mdp curves`` builds ~30-60 calibrated mechanisms).
+QUICK_MAX_N = 30
 #: Largest absolute violation ``M[u,w] - e^{eps D_uv} M[v,w]`` accepted from the solver (it is
 #: then repaired by :func:`mdp.verification.certify`); beyond it the build fails.
 VIOLATION_ATOL = 1e-6
+#: Absolute violation above which :func:`separate` adds a row (the final matrix is re-checked and
+#: certified anyway; rows meet HiGHS's 1e-10 primal tolerance).
+SEPARATION_TOL = 1e-9
+#: Rows ``M_uw <= e^{eps D_uv} M_vw`` with a coefficient above 1e12 are left out of the LPs: HiGHS
+#: rejects matrix values near its infinity (1e20; seen at eps = 8 on a 50-word GloVe space) and such
+#: a row only forbids ``M_vw < 1e-12 M_uw``. The final check and :func:`mdp.verification.certify`
+#: measure every row anyway and lift such entries to their envelope (a change of at most 1e-12).
+MAX_LOG_COEFFICIENT = float(np.log(1e12))
+#: Relative Lagrangian gap of the lazy solve above which the final row set is re-solved cold by IPM.
+POLISH_RTOL = 1e-8
 
 
 def nonredundant_pairs(distances: np.ndarray, rtol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
@@ -125,14 +139,18 @@ def lagrangian_lower_bound(A: sp.csr_matrix, y: np.ndarray, n: int) -> float:
 
 
 def max_privacy_violation(M: np.ndarray, distances: np.ndarray, epsilon: float) -> float:
-    """``max_{u,v,w} M[u,w] - e^{eps D[u,v]} M[v,w]`` over ALL ``n^2 (n-1)`` triples (vectorised)."""
-    K = np.exp(epsilon * np.asarray(distances, dtype=float))
+    """``max_{u,v,w} e^{-eps D[u,v]} M[u,w] - M[v,w]`` over ALL ``n^2 (n-1)`` triples (vectorised).
+
+    The scaled form is the amount by which ``M[v,w]`` must rise (what the envelope repair of
+    :func:`mdp.verification.certify` moves it by); ``<= 0`` means every privacy row holds.
+    """
+    K = np.exp(-epsilon * np.asarray(distances, dtype=float))
     n = M.shape[0]
     worst = -np.inf
     block = max(1, int(4e6 // (n * n)))
     for s in range(0, n, block):
         X = M[:, s:s + block]  # columns w in the block
-        V = X[:, None, :] - K[:, :, None] * X[None, :, :]  # V[u, v, w]
+        V = K[:, :, None] * X[:, None, :] - X[None, :, :]  # V[u, v, w]
         worst = max(worst, float(V.max()))
     return worst
 
@@ -149,6 +167,186 @@ def _pair_violation(M, D, pu, pv, eps_pair) -> float:
         excess = Mu - np.exp(e * D[u, v])[:, None] * M[v]
         worst = max(worst, float(np.max(np.where(Mu > 0, excess / np.where(Mu > 0, Mu, 1.0), 0.0))))
     return worst
+
+
+def _privacy_rows(D: np.ndarray, eps: float, u: np.ndarray, v: np.ndarray, w: np.ndarray) -> sp.csr_matrix:
+    """Rows ``e^{eps D_uv} M_vw - M_uw >= 0`` for the triples ``(u, v, w)`` (columns as :func:`_primal_rows`)."""
+    n = D.shape[0]
+    m = len(u)
+    indices = np.empty(2 * m, dtype=np.int64)
+    indices[0::2] = u * n + w
+    indices[1::2] = v * n + w
+    data = np.empty(2 * m)
+    data[0::2] = -1.0
+    data[1::2] = np.exp(eps * D[u, v])
+    A = sp.csr_matrix((data, indices, np.arange(0, 2 * m + 1, 2)), shape=(m, n * n + 1))
+    A.sort_indices()
+    return A
+
+
+def _unique_triples(n: int, u, v, w):
+    key = np.unique((np.asarray(u, np.int64) * n + v) * n + w)
+    return key // (n * n), (key // n) % n, key % n
+
+
+def initial_triples(distances: np.ndarray, allowed: np.ndarray, knn: int = 2):
+    r"""The starting row set of the lazy solve: rows through each column's own point, and near pairs.
+
+    For column ``w``: every allowed row ``(u, w, w)`` and ``(w, u, w)`` (measured on the exact
+    optima of text spaces: ~98% of the binding rows are ``M_uw >= e^{-eps D_uw} M_ww``, an
+    exponential profile around the diagonal), plus every allowed row of the ``knn`` nearest
+    neighbour pairs (both orders) in every column, which keeps low-dimensional (map) spaces from
+    chaining mass through unconstrained pairs in the first rounds.
+    """
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    uu, ww = np.nonzero(~np.eye(n, dtype=bool))
+    iu, iv, iw = np.r_[uu, ww], np.r_[ww, uu], np.r_[ww, ww]
+    if knn > 0:
+        nb = np.argsort(D + np.diag(np.full(n, -1.0)), axis=1, kind="stable")[:, 1:knn + 1]
+        a = np.repeat(np.arange(n), nb.shape[1])
+        b = nb.ravel()
+        a, b = np.r_[a, b], np.r_[b, a]
+        iu = np.r_[iu, np.repeat(a, n)]
+        iv = np.r_[iv, np.repeat(b, n)]
+        iw = np.r_[iw, np.tile(np.arange(n), len(a))]
+    ok = allowed[iu, iv]
+    return _unique_triples(n, iu[ok], iv[ok], iw[ok])
+
+
+def separate(M: np.ndarray, distances: np.ndarray, eps: float, allowed: np.ndarray, tol: float):
+    r"""Violated privacy rows of ``M``: for each entry, its most violated row in either role.
+
+    Evaluates the scaled violation ``V[u, v, w] = e^{-eps D_uv} M_uw - M_vw`` (the amount by which
+    ``M_vw`` must rise to satisfy the row, which is what the envelope repair of
+    :func:`mdp.verification.certify` moves it by) for every allowed ordered pair and every column
+    (vectorised over column blocks, ``n^3`` values) and returns, for each entry ``(u, w)`` with a
+    violation above ``tol``, the worst ``v`` (the row bounding ``M_uw`` from above) and, for each
+    ``(v, w)``, the worst ``u`` (the row bounding ``M_vw`` from below): at most ``2 n^2`` rows per
+    round, unique.
+
+    Returns
+    -------
+    u, v, w : int arrays of the rows to add; worst : the largest violation (``-inf`` if none).
+    """
+    D = np.asarray(distances, dtype=float)
+    n = M.shape[0]
+    K = np.exp(-eps * D)
+    mask = ~allowed[:, :, None]
+    out_u, out_v, out_w = [], [], []
+    worst = -np.inf
+    block = max(1, int(4e6 // (n * n)))
+    for s in range(0, n, block):
+        X = M[:, s:s + block]
+        V = K[:, :, None] * X[:, None, :] - X[None, :, :]  # V[u, v, w]
+        np.copyto(V, -np.inf, where=mask)
+        worst = max(worst, float(V.max()))
+        a = V.argmax(axis=1)  # worst v for each (u, w)
+        hit = np.take_along_axis(V, a[:, None, :], 1)[:, 0, :] > tol
+        uu, ww = np.nonzero(hit)
+        out_u.append(uu), out_v.append(a[uu, ww]), out_w.append(ww + s)
+        b = V.argmax(axis=0)  # worst u for each (v, w)
+        hit = np.take_along_axis(V, b[None, :, :], 0)[0] > tol
+        vv, ww = np.nonzero(hit)
+        out_u.append(b[vv, ww]), out_v.append(vv), out_w.append(ww + s)
+    u, v, w = _unique_triples(n, np.concatenate(out_u), np.concatenate(out_v), np.concatenate(out_w))
+    return u, v, w, worst
+
+
+def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: float, *,
+                             time_limit: float | None = None, solver: str = "simplex", knn: int = 2,
+                             tol: float = SEPARATION_TOL, max_rounds: int = 500) -> tuple[np.ndarray, dict]:
+    r"""Worst-case-loss LP with privacy rows on the ``allowed`` pairs, by lazy row generation.
+
+    Solves the primal LP (variables ``M``, ``k``) restricted to :func:`initial_triples`, then
+    repeatedly adds the rows returned by :func:`separate` for the current solution and re-solves
+    with HiGHS's dual simplex, warm-started from the previous basis (added rows keep the basis
+    dual feasible), until no allowed row is violated by more than ``tol``. The restricted LP is
+    a relaxation of the full one, so its Lagrangian bound (:func:`lagrangian_lower_bound` with
+    zero multipliers on the rows never added) is a rigorous lower bound on the full optimum.
+
+    Parameters
+    ----------
+    distances : ndarray (n, n)
+    allowed : bool ndarray (n, n)
+        Ordered pairs whose rows ``M_uw <= e^{eps D_uv} M_vw`` are imposed in every column.
+    eps : float
+    time_limit : float or None
+        Wall-clock seconds for the whole loop (solves and separation); :class:`mdp.lp.LPTimeout`.
+    solver : {"simplex", "ipm"}
+        Solver of the *first* restricted LP (re-solves always use the warm-started dual simplex).
+    knn : int
+        Near-neighbour pairs in the initial rows.
+    tol : float
+        Absolute violation below which a row counts as satisfied.
+    max_rounds : int
+
+    Returns
+    -------
+    M : ndarray (n, n) (negatives clipped, not renormalised)
+    stats : dict with ``rounds``, ``rows`` (rows of the final restricted LP), ``nnz``,
+        ``full_rows`` (rows of the unrestricted LP), solver statistics, ``lp_objective``,
+        ``lower_bound`` and ``final_violation`` (largest allowed-row violation).
+    """
+    t0 = time.perf_counter()
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    N = n * n
+    allowed = allowed & (eps * D <= MAX_LOG_COEFFICIENT)
+    base = _primal_rows(D, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    iu, iv, iw = initial_triples(D, allowed, knn)
+    A = sp.vstack([base, _privacy_rows(D, eps, iu, iv, iw)], format="csr")
+    m = A.shape[0]
+    c = np.zeros(N + 1)
+    c[-1] = 1.0
+    lp = SparseLP(c, A, row_lower=np.r_[np.ones(n), np.zeros(m - n)],
+                  row_upper=np.r_[np.ones(n), np.full(m - n, np.inf)],
+                  col_lower=np.r_[np.zeros(N), -np.inf], col_upper=np.r_[np.ones(N), np.inf],
+                  solver=solver, time_limit=time_limit,
+                  options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
+    blocks = [A]
+    in_lp = np.zeros(n ** 3, dtype=bool)
+    in_lp[(iu * n + iv) * n + iw] = True
+    rounds = 0
+    polished = False
+    while True:
+        sol = lp.solve()
+        rounds += 1
+        M = np.maximum(sol.x[:N].reshape(n, n), 0.0)
+        su, sv, sw, worst = separate(M, D, eps, allowed, tol)
+        key = (su * n + sv) * n + sw
+        new = ~in_lp[key]
+        # rows already in the LP are violated only within HiGHS's (scaled) tolerance: no progress
+        # is possible by adding them again; the final check and certification handle the rest
+        su, sv, sw = su[new], sv[new], sw[new]
+        if len(su) == 0:
+            A = sp.vstack(blocks, format="csr")
+            bound = lagrangian_lower_bound(A, sol.row_dual, n)
+            if polished or sol.objective - bound <= POLISH_RTOL * abs(sol.objective):
+                break
+            # the warm dual simplex can stop with a Lagrangian gap far above its tolerances on badly
+            # scaled columns (seen: 6.6e-5 relative at eps = 2, entries ~1e-9): one cold
+            # IPM + crossover solve of the final row set repairs it
+            polished = True
+            lp._h.clearSolver()
+            lp.set_solver("ipm")
+            continue
+        in_lp[key[new]] = True
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {rounds} rounds of row "
+                            f"generation ({lp.num_row} rows); no solution is returned")
+        if rounds >= max_rounds:
+            raise LPError(f"row generation did not converge in {max_rounds} rounds (largest violation {worst:.3g})")
+        P = _privacy_rows(D, eps, su, sv, sw)
+        blocks.append(P)
+        lp.add_rows(P, np.zeros(len(su)), np.full(len(su), np.inf))
+        lp.set_solver("simplex")
+    stats = dict(lp.stats)
+    stats.update(rounds=rounds, polished=polished, full_rows=2 * n + int(allowed.sum()) * n, privacy_rows=A.shape[0] - 2 * n,
+                 formulation="primal worst-case-loss LP, lazy row generation (warm dual simplex)",
+                 lp_objective=sol.objective, lower_bound=bound, final_violation=worst,
+                 wall_seconds=time.perf_counter() - t0)
+    return M, stats
 
 
 def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair,
@@ -177,6 +375,8 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
     eps_pair = np.broadcast_to(np.asarray(eps_pair, dtype=float), pu.shape)
+    keep = eps_pair * D[pu, pv] <= MAX_LOG_COEFFICIENT
+    pu, pv, eps_pair = pu[keep], pv[keep], eps_pair[keep]
     A = _primal_rows(D, pu, pv, eps_pair)
     N = n * n
     m = A.shape[0]
@@ -215,10 +415,14 @@ def _applies(space: MetricSpace) -> str | None:
     return None
 
 
+METHODS = ("lazy", "full")
+
+
 @register("optimal", description="exact optimal mechanism, worst-case-loss LP on HiGHS (OPTMech; seed 2.1)",
-          applies=_applies, quick_max_n=30)
+          applies=_applies, quick_max_n=QUICK_MAX_N)
 def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: float | None = None,
-                  redundancy_rtol: float = 1e-12, solver: str = "ipm") -> tuple[np.ndarray, dict]:
+                  redundancy_rtol: float = 1e-12, method: str = "lazy", solver: str = "simplex",
+                  knn: int | None = None) -> tuple[np.ndarray, dict]:
     """The exact eps-mDP mechanism of least worst-case loss (OPTMech).
 
     Parameters
@@ -227,19 +431,29 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     epsilon : float
     rng : unused (deterministic)
     time_limit : float or None
-        Seconds for the LP solve; on timeout :class:`mdp.lp.LPTimeout` is raised (no matrix).
+        Wall-clock seconds for the LP work; on timeout :class:`mdp.lp.LPTimeout` is raised (no matrix).
     redundancy_rtol : float in [0, 1e-9], default 1e-12
         Relative tolerance of the exact redundancy test (:func:`nonredundant_pairs`).
-    solver : {"ipm", "simplex", "choose", "pdlp"}, default "ipm"
-        HiGHS solver on the dualised LP.
+    method : {"lazy", "full"}, default "lazy"
+        ``"lazy"``: row generation (:func:`solve_worst_case_lp_lazy`); ``"full"``: every
+        non-redundant row at once, dualised (:func:`solve_worst_case_lp`).
+    solver : str, default "simplex"
+        ``"lazy"``: solver of the first restricted LP ("simplex" or "ipm"); ``"full"``: HiGHS
+        solver of the dualised LP (default there: use "ipm").
+    knn : int >= 0 or None
+        Near-neighbour pairs in the initial rows of the lazy method (:func:`initial_triples`).
+        ``None``: 2 for spaces of points in at most 3 dimensions or on the sphere (map spaces,
+        where they halve the rounds), 0 otherwise (text: the diagonal rows already hold ~98% of the
+        binding rows and extra rows only slow the first solve).
 
     Returns
     -------
     (M, stats) : the optimal matrix and LP statistics: sizes (``variables``, ``rows`` of the
-    full LP solved, ``nnz``), ``full_privacy_rows`` = n^2(n-1), ``redundant_pairs``, solver,
-    iterations, seconds, ``lp_objective``, ``lower_bound``, ``loss``, ``optimality_gap`` and
-    ``max_privacy_violation`` over all n^2(n-1) triples (before the tolerance repair of
-    :func:`mdp.verification.certify`; ``loss`` and ``optimality_gap`` are of the certified matrix).
+    LP last solved, ``nnz``), ``full_privacy_rows`` = n^2(n-1), ``redundant_pairs``, solver,
+    iterations, ``rounds`` (lazy), seconds, ``lp_objective``, ``lower_bound``, ``loss``,
+    ``optimality_gap``, ``relative_gap`` and ``max_privacy_violation`` over all n^2(n-1) triples
+    (before the tolerance repair of :func:`mdp.verification.certify`; ``loss`` and the gaps are of
+    the certified matrix).
 
     Raises
     ------
@@ -253,19 +467,34 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     redundancy_rtol = float(redundancy_rtol)
     if not 0.0 <= redundancy_rtol <= 1e-9:
         raise ValueError(f"redundancy_rtol must be in [0, 1e-9], got {redundancy_rtol}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if knn is None:
+        pts = space.points
+        knn = 2 if space.metric == "haversine" or (pts is not None and np.ndim(pts) == 2 and pts.shape[1] <= 3) else 0
+    knn = check_int(knn, "knn", low=0)
     D = space.distances
     n = space.n
     pu, pv = nonredundant_pairs(D, redundancy_rtol)
-    M, stats = solve_worst_case_lp(D, pu, pv, epsilon, time_limit=time_limit, solver=solver)
+    if method == "lazy":
+        if solver not in ("simplex", "ipm"):
+            raise ValueError(f"solver must be 'simplex' or 'ipm' with method='lazy', got {solver!r}")
+        allowed = np.zeros((n, n), dtype=bool)
+        allowed[pu, pv] = True
+        M, stats = solve_worst_case_lp_lazy(D, allowed, epsilon, time_limit=time_limit, solver=solver, knn=knn)
+    else:
+        M, stats = solve_worst_case_lp(D, pu, pv, epsilon, time_limit=time_limit, solver=solver)
     M /= M.sum(axis=1, keepdims=True)
     violation = max_privacy_violation(M, D, epsilon)
     if violation > VIOLATION_ATOL:
         raise LPError(f"the LP solution violates a privacy row by {violation:.3g} (> {VIOLATION_ATOL}); "
                       "the solver did not converge to a feasible optimum")
+    M, mix = repair_to_private(M, D, epsilon)
     # the gap is measured on the matrix that is returned: certify first (the registry re-checks)
     M, _ = certify(M, D, epsilon)
     loss = float(np.max(np.einsum("uw,uw->u", M, D)))
+    gap = loss - stats["lower_bound"]
     stats.update(full_privacy_rows=n * n * (n - 1), redundant_pairs=n * (n - 1) - len(pu),
-                 max_privacy_violation=violation, loss=loss,
-                 optimality_gap=loss - stats["lower_bound"])
+                 max_privacy_violation=violation, loss=loss, optimality_gap=gap,
+                 relative_gap=gap / loss if loss > 0 else 0.0, method=method, uniform_mix=mix)
     return M, stats

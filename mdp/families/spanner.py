@@ -27,7 +27,7 @@ import numpy as np
 from ..registry import register
 from ..space import MetricSpace
 from ..validation import check_positive
-from .optimal import solve_worst_case_lp
+from .optimal import solve_worst_case_lp, solve_worst_case_lp_lazy
 
 __all__ = ["greedy_spanner"]
 
@@ -60,9 +60,10 @@ def greedy_spanner(distances: np.ndarray, stretch: float) -> np.ndarray:
 
 
 @register("spanner", description="SpannerMech: LP with privacy rows on a greedy delta-spanner (Bordenabe et al. 2014)",
-          quick_max_n=50)
+          quick_max_n=30)
 def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: float = 1.5,
-                  time_limit: float | None = None, solver: str = "ipm") -> tuple[np.ndarray, dict]:
+                  time_limit: float | None = None, method: str = "full", solver: str | None = None,
+                  knn: int = 0) -> tuple[np.ndarray, dict]:
     """SpannerMech: worst-case-loss LP with privacy rows on spanner edges at ``eps / stretch``.
 
     Parameters
@@ -74,8 +75,14 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         Spanner dilation ``delta``. ``1`` keeps every non-implied pair (then the LP is OPTMech's).
     time_limit : float or None
         Seconds for the LP; :class:`mdp.lp.LPTimeout` on timeout.
-    solver : str, default "ipm"
-        HiGHS solver on the dualised LP.
+    method : {"lazy", "full"}, default "full"
+        ``"lazy"``: row generation over the spanner rows
+        (:func:`mdp.families.optimal.solve_worst_case_lp_lazy`); ``"full"``: all spanner rows at
+        once, dualised (:func:`mdp.families.optimal.solve_worst_case_lp`).
+    solver : str or None
+        HiGHS solver (default: "simplex" for the first lazy round, "ipm" for the full LP).
+    knn : int, default 0
+        Near-neighbour pairs (that are spanner edges) in the initial lazy rows.
 
     Returns
     -------
@@ -89,8 +96,16 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
     E = greedy_spanner(space.distances, stretch)
     pu = np.r_[E[:, 0], E[:, 1]]
     pv = np.r_[E[:, 1], E[:, 0]]
-    M, stats = solve_worst_case_lp(space.distances, pu, pv, epsilon / stretch, time_limit=time_limit,
-                                   solver=solver)
+    if method == "lazy":
+        allowed = np.zeros((space.n, space.n), dtype=bool)
+        allowed[pu, pv] = True
+        M, stats = solve_worst_case_lp_lazy(space.distances, allowed, epsilon / stretch, time_limit=time_limit,
+                                            solver=solver or "simplex", knn=knn)
+    elif method == "full":
+        M, stats = solve_worst_case_lp(space.distances, pu, pv, epsilon / stretch, time_limit=time_limit,
+                                       solver=solver or "ipm")
+    else:
+        raise ValueError(f"method must be 'lazy' or 'full', got {method!r}")
     M /= M.sum(axis=1, keepdims=True)
     stats.update(spanner_edges=len(E), stretch=stretch, loss=float(np.max(np.einsum("uw,uw->u", M, space.distances))))
     return M, stats
