@@ -125,7 +125,7 @@ def certify(matrix, distances, epsilon: float, *, repair: bool = True) -> tuple[
         A row-stochastic matrix whose measured pure eps is ``<= epsilon * (1 + PURE_EPS_RTOL)``.
     report : dict
         ``verified`` (True), ``claimed_eps``, ``measured_eps``, ``repaired`` and, when repaired,
-        ``measured_eps_before``, ``repair_eps`` and ``max_entry_change``.
+        ``measured_eps_before``, ``uniform_mix`` and ``max_entry_change``.
 
     Raises
     ------

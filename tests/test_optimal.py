@@ -181,7 +181,7 @@ def test_lazy_timeout_is_an_error():
         mdp.build("optimal", space, 2.0, knn=-1)
 
 
-def test_polish_to_private_minimal_uniform_mix():
+def test_repair_to_private_minimal_uniform_mix():
     from mdp.verification import repair_to_private
 
     space = SPACES["random12"]
