@@ -139,7 +139,6 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
                    help="local worker processes (default min(2, cores); 0 = serial, in this process)")
     g.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                    help="stop any single task after this many seconds (stored as 'timeout')")
-    g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("--store", default=None, metavar="PATH",
                    help="results store (default OUT/results.sqlite); finished tasks found there are reused")
 

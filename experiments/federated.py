@@ -73,7 +73,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--c-sweep", default="0.1,0.3,1", help="values of c for the sensitivity table")
     parser.add_argument("--repeats", type=int, default=None, help="runs per setting (default 3, quick 1)")
     parser.add_argument("--emd-side", type=int, default=None, help="EMD grid side (default 128, quick 64)")
-    parser.add_argument("--no-progress", action="store_true")
 
 
 def _settings(quick: bool):

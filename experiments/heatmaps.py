@@ -263,19 +263,19 @@ def main(args) -> None:
     per_cell = math.ceil(cfg["runs"] / len(cells))
     raw_eps = []
     jobs = [(eps, c) for eps in cfg["eps"] for c in cells for _ in range(per_cell)]
-    for eps, c in tqdm(jobs, desc="heatmaps: eps sweep"):
+    for eps, c in tqdm(jobs, desc="heatmaps: eps sweep", disable=args.no_progress):
         raw_eps += _trial(c, 256, args.n_users, eps, args, rng, {"sweep": "epsilon"})
     # n and Delta sweeps on the largest cell.
     big = cells[0]
     raw_n, raw_d = [], []
-    for n in tqdm([m for m in cfg["n"] for _ in range(cfg["trials"])], desc="heatmaps: n sweep"):
+    for n in tqdm([m for m in cfg["n"] for _ in range(cfg["trials"])], desc="heatmaps: n sweep", disable=args.no_progress):
         raw_n += _trial(big, 256, n, args.eps_fixed, args, rng, {"sweep": "n"})
-    for d in tqdm([m for m in cfg["deltas"] for _ in range(cfg["trials"])], desc="heatmaps: Delta sweep"):
+    for d in tqdm([m for m in cfg["deltas"] for _ in range(cfg["trials"])], desc="heatmaps: Delta sweep", disable=args.no_progress):
         raw_d += _trial(big, d, args.n_users, args.eps_fixed, args, rng, {"sweep": "delta"})
 
     raw_s = []
     jobs = [(eps, c) for eps in cfg["sigma_eps"] for c in cells for _ in range(cfg["sigma_trials"])]
-    for eps, c in tqdm(jobs, desc="heatmaps: sigma sweep"):
+    for eps, c in tqdm(jobs, desc="heatmaps: sigma sweep", disable=args.no_progress):
         raw_s += _trial(c, 256, args.n_users, eps, args, rng, {"sweep": "sigma"}, sigmas=args.sigmas)
 
     raw = pd.DataFrame(raw_eps + raw_n + raw_d + raw_s)

@@ -64,7 +64,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=1, help="sources per trial (1: at 0.5; else random)")
     parser.add_argument("--rules", nargs="+", default=["seed", "analytic"],
                         choices=["seed", "analytic"], help="calibrations for Figure 6")
-    parser.add_argument("--no-progress", action="store_true")
 
 
 def _jobs(grid: dict, rules: list[str]) -> list[dict]:

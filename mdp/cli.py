@@ -109,7 +109,7 @@ def cmd_curves(args) -> int:
 
 
 def cmd_experiment(args) -> int:
-    from experiments import EXPERIMENTS, load_experiment
+    from experiments import EXPERIMENTS, experiment_parser, load_experiment
 
     if args.list or not args.name:
         for name in sorted(EXPERIMENTS):
@@ -120,18 +120,8 @@ def cmd_experiment(args) -> int:
             print(f"{name:14s} {desc}")
         return 0
     module = load_experiment(args.name)
-    sub = argparse.ArgumentParser(prog=f"mdp experiment {args.name}")
-    _experiment_common(sub)
-    module.add_arguments(sub)
-    sub_args = sub.parse_args(args.rest)
-    module.main(sub_args)
+    module.main(experiment_parser(args.name).parse_args(args.rest))
     return 0
-
-
-def _experiment_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--quick", action="store_true", help="small, fast version")
-    p.add_argument("-o", "--out", default=None, help="output directory (default results/NAME)")
-    p.add_argument("--seed", type=int, default=0, help="random seed")
 
 
 def build_parser() -> argparse.ArgumentParser:

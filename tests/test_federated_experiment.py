@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pandas as pd
 
-from experiments import federated
+from experiments import experiment_parser, federated
 
 
 def test_federated_experiment_small(tmp_path, shared_data):
-    p = argparse.ArgumentParser()
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("-o", "--out")
-    p.add_argument("--seed", type=int, default=0)
-    federated.add_arguments(p)
-    args = p.parse_args(["--quick", "-o", str(tmp_path), "--depth", "6", "--smooth", "1",
+    args = experiment_parser("federated").parse_args(["--quick", "-o", str(tmp_path), "--depth", "6", "--smooth", "1",
                          "--emd-side", "16", "--c-sweep", "0.3", "--no-progress",
                          "--data", str(shared_data / "gowalla_nyc_checkins.txt.gz")])
     federated.main(args)
