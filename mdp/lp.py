@@ -202,7 +202,8 @@ class SparseLP:
             left = self._time_limit - self._spent
             if left <= 0:
                 raise LPTimeout(f"LP time limit of {self._time_limit:g} s reached")
-            h.setOptionValue("time_limit", float(left))
+            # HiGHS compares time_limit with its run clock, which accumulates over run() calls
+            h.setOptionValue("time_limit", float(h.getRunTime() + left))
         t0 = time.perf_counter()
         h.run()
         dt = time.perf_counter() - t0

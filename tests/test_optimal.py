@@ -198,3 +198,51 @@ def test_repair_to_private_minimal_uniform_mix():
     E, t_big = repair_to_private(M, D, 50.0)
     assert t_big == 0.0
     assert np.allclose(E, M)
+
+
+@pytest.mark.parametrize("switch", [0.0, 0.5])
+@pytest.mark.parametrize("eps", [0.3, 1.0, 3.0])
+def test_interior_rounds_match_linprog(eps, switch, monkeypatch):
+    # solver="ipm": IPM rounds without crossover (switch 0: the interior optimum is accepted on
+    # its gap; switch 0.5: crossover after the first round that adds < 50% rows, then warm simplex)
+    import mdp.families.optimal as opt
+
+    monkeypatch.setattr(opt, "IPM_SWITCH_FRACTION", switch)
+    space = MetricSpace.from_points(np.random.default_rng(8).random((20, 2)) * 4)
+    mech = mdp.build("optimal", space, eps, solver="ipm")
+    ref = linprog_optimum(space.distances, eps)
+    st = mech.stats
+    assert "IPM rounds" in st["formulation"] and st["rounds"] >= 2
+    if switch == 0.0:
+        assert st["crossover_iterations"] == 0 and "no crossover" in st["formulation"]
+    else:
+        assert "then crossover" in st["formulation"]
+    assert mech.loss() == pytest.approx(ref, abs=2e-7)
+    assert st["lower_bound"] <= ref + 1e-9
+    assert st["relative_gap"] <= 1e-6
+    assert max_privacy_violation(mech.matrix, space.distances, eps) <= 1e-12
+
+
+def test_interior_rounds_polish_by_crossover(monkeypatch):
+    # an interior gap above IPM_POLISH_RTOL triggers crossover + warm dual simplex rounds
+    import mdp.families.optimal as opt
+
+    monkeypatch.setattr(opt, "IPM_POLISH_RTOL", -1.0)
+    monkeypatch.setattr(opt, "IPM_SWITCH_FRACTION", 0.0)
+    space = MetricSpace.from_points(np.random.default_rng(5).random((16, 2)) * 4)
+    mech = mdp.build("optimal", space, 1.0, solver="ipm")
+    assert mech.stats["polished"] and mech.stats["crossover_iterations"] > 0
+    assert mech.loss() == pytest.approx(linprog_optimum(space.distances, 1.0), abs=1e-7)
+
+
+def test_default_solver_is_interior_on_large_map_spaces(monkeypatch):
+    import mdp.families.optimal as opt
+
+    small = MetricSpace.from_points(np.random.default_rng(1).random((12, 2)))
+    text_like = MetricSpace.from_points(np.random.default_rng(1).normal(size=(12, 10)))
+    assert "dual simplex" in opt.build_optimal(small, 1.0)[1]["formulation"]
+    monkeypatch.setattr(opt, "IPM_MIN_N", 12)  # as if these were large: map spaces switch, text not
+    assert "IPM rounds" in opt.build_optimal(small, 1.0)[1]["formulation"]
+    assert "dual simplex" in opt.build_optimal(text_like, 1.0)[1]["formulation"]
+    with pytest.raises(ValueError, match="solver"):
+        mdp.build("optimal", small, 1.0, solver="pdlp")

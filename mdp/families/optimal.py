@@ -12,12 +12,17 @@ How it is solved here (and why)
   metrics keep only geodesic-free pairs). The test uses a relative tolerance ``redundancy_rtol``
   (default 1e-12, far below the certification tolerance); the final check below covers the
   dropped rows anyway.
-* **Dualised solve.** The LP has ``n^2 + 1`` variables and up to ``n^2 (n - 1)`` rows. HiGHS's
-  interior point method factors a system whose size is the number of *rows*, so the LP is passed
-  in its dual form (``n^2 + 1`` rows, one column per privacy row) and ``M`` is read from the row
-  duals of that dual; measured here at n = 50 this is 2-5x faster than the primal IPM and 5-10x
-  faster than the primal dual simplex. (Lazy row generation with warm-started dual simplex was
-  tried and was slower: each round is cheap but tens of rounds are needed on text spaces.)
+* **Lazy row generation (default, ``method="lazy"``).** Start from the rows through each column's
+  own point (about 98% of the binding rows of the exact optimum are
+  ``M[u,w] >= e^{-eps D[u,w]} M[w,w]``), plus 2-nearest-neighbour pairs on map spaces; each round
+  separates all ``n^2 (n - 1)`` rows in vectorised numpy and adds the worst violated row per
+  entry, then re-solves (warm dual simplex on text and small spaces; interior point without
+  crossover on map spaces with n >= 80, switching to crossover + warm simplex for the last
+  rounds). See :func:`solve_worst_case_lp_lazy`.
+* **Dualised full solve (``method="full"``).** The LP has ``n^2 + 1`` variables and up to
+  ``n^2 (n - 1)`` rows. HiGHS's interior point method factors a system whose size is the number
+  of *rows*, so the full LP is passed in its dual form (``n^2 + 1`` rows, one column per privacy
+  row) and ``M`` is read from the row duals of that dual.
 * **Certification of exactness.** After solving, all ``n^2 (n - 1)`` privacy constraints are
   evaluated on the returned matrix (vectorised, column blocks) and the largest violation is
   recorded; a violation beyond solver tolerance raises. The optimality gap is the certified loss
@@ -59,6 +64,21 @@ SEPARATION_TOL = 1e-9
 MAX_LOG_COEFFICIENT = float(np.log(1e12))
 #: Relative Lagrangian gap of the lazy solve above which the final row set is re-solved cold by IPM.
 POLISH_RTOL = 1e-8
+#: IPM optimality tolerance of the interior lazy rounds (``solver="ipm"``; HiGHS default 1e-8).
+IPM_OPTIMALITY_TOL = 1e-10
+#: Relative Lagrangian gap accepted from the interior rounds; above it one crossover solve and
+#: warm dual simplex rounds follow (as in the simplex path).
+IPM_POLISH_RTOL = 1e-7
+#: Separation tolerance of the interior rounds.
+IPM_SEPARATION_TOL = 1e-8
+#: Interior rounds switch to crossover + warm dual simplex once a round adds fewer rows than
+#: this fraction of the LP (0: never). Geolife n = 100, eps = 0.5: 0 -> 13 interior rounds in
+#: 222 s (the last 7 add < 4% rows each at ~19 s); 0.05 -> 5 interior rounds, one crossover,
+#: 6 warm simplex rounds, 155 s.
+IPM_SWITCH_FRACTION = 0.05
+#: Smallest map space on which ``build_optimal`` defaults to interior rounds (at n = 50 the
+#: simplex rounds are still cheaper: Geolife 7.8 s against 10.4 s).
+IPM_MIN_N = 80
 
 
 def nonredundant_pairs(distances: np.ndarray, rtol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
@@ -253,6 +273,16 @@ def separate(M: np.ndarray, distances: np.ndarray, eps: float, allowed: np.ndarr
     return u, v, w, worst
 
 
+def _next_solve_to_vertex(lp: SparseLP) -> None:
+    """Make the next solve a cold IPM + crossover (a vertex and a basis for warm re-solves)."""
+    lp._h.setOptionValue("run_crossover", "on")
+    # crossover turns HiGHS's default IPM accuracy into a vertex (with the tighter one IPX can
+    # end "imprecise" and HiGHS reports status Unknown)
+    lp._h.setOptionValue("ipm_optimality_tolerance", 1e-8)
+    lp._h.clearSolver()
+    lp.set_solver("ipm")
+
+
 def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: float, *,
                              time_limit: float | None = None, solver: str = "simplex", knn: int = 2,
                              tol: float = SEPARATION_TOL, max_rounds: int = 500) -> tuple[np.ndarray, dict]:
@@ -274,7 +304,15 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
     time_limit : float or None
         Wall-clock seconds for the whole loop (solves and separation); :class:`mdp.lp.LPTimeout`.
     solver : {"simplex", "ipm"}
-        Solver of the *first* restricted LP (re-solves always use the warm-started dual simplex).
+        ``"simplex"``: every round by HiGHS's dual simplex, warm-started from the previous basis.
+        ``"ipm"``: every round by HiGHS's interior point method *without crossover*
+        (``ipm_optimality_tolerance = IPM_OPTIMALITY_TOL``, rows separated at
+        ``IPM_SEPARATION_TOL``); the interior optimum is accepted when its Lagrangian gap is
+        within ``IPM_POLISH_RTOL``, otherwise one IPM + crossover solve yields a vertex and warm
+        dual simplex rounds finish as in the simplex path. The same switch happens as soon as a
+        round adds fewer than ``IPM_SWITCH_FRACTION`` of the rows (the tail rounds). If IPM +
+        crossover ends without an optimum, a cold dual simplex solve replaces it. Either way the
+        returned ``M`` is checked on all rows and the gap is a rigorous bound.
     knn : int
         Near-neighbour pairs in the initial rows.
     tol : float
@@ -304,14 +342,42 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
                   col_lower=np.r_[np.zeros(N), -np.inf], col_upper=np.r_[np.ones(N), np.inf],
                   solver=solver, time_limit=time_limit,
                   options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
+    interior = solver == "ipm"
+    if interior:
+        # IPM rounds without crossover: on the Geolife cells a round costs ~11-19 s at n = 100
+        # against 25-45 s for the warm dual simplex, and the interior (central) optimum violates
+        # rows in fewer rounds (10 vs 12+) than the simplex vertex
+        lp._h.setOptionValue("run_crossover", "off")
+        lp._h.setOptionValue("ipm_optimality_tolerance", IPM_OPTIMALITY_TOL)
+    simplex_tol = tol
+    if interior:
+        # an interior optimum meets its rows only to the IPM tolerances (~1e-9): chasing smaller
+        # violations adds rounds that change nothing (the final check and the repair cover them)
+        tol = max(tol, IPM_SEPARATION_TOL)
     blocks = [A]
     in_lp = np.zeros(n ** 3, dtype=bool)
     in_lp[(iu * n + iv) * n + iw] = True
     rounds = 0
     polished = False
+    trace = []
+    crossover_pending = False
     while True:
-        sol = lp.solve()
+        t_round = time.perf_counter()
+        try:
+            sol = lp.solve()
+        except LPTimeout:
+            raise
+        except LPError:
+            if not crossover_pending:
+                raise
+            # IPX + crossover can end with status Unknown on these degenerate LPs (seen at n = 20,
+            # eps = 0.3): the dual simplex from scratch is the dependable fallback
+            lp._h.clearSolver()
+            lp.set_solver("simplex")
+            sol = lp.solve()
+        crossover_pending = False
         rounds += 1
+        trace.append((lp.num_row, round(time.perf_counter() - t_round, 2), sol.objective))
         M = np.maximum(sol.x[:N].reshape(n, n), 0.0)
         su, sv, sw, worst = separate(M, D, eps, allowed, tol)
         key = (su * n + sv) * n + sw
@@ -322,14 +388,18 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
         if len(su) == 0:
             A = sp.vstack(blocks, format="csr")
             bound = lagrangian_lower_bound(A, sol.row_dual, n)
-            if polished or sol.objective - bound <= POLISH_RTOL * abs(sol.objective):
+            rtol = IPM_POLISH_RTOL if interior else POLISH_RTOL
+            if polished or sol.objective - bound <= rtol * abs(sol.objective):
                 break
             # the warm dual simplex can stop with a Lagrangian gap far above its tolerances on badly
-            # scaled columns (seen: 6.6e-5 relative at eps = 2, entries ~1e-9): one cold
-            # IPM + crossover solve of the final row set repairs it
+            # scaled columns (seen: 6.6e-5 relative at eps = 2, entries ~1e-9), and an interior
+            # solve can stop short of IPM_POLISH_RTOL: one cold IPM + crossover solve of the final
+            # row set repairs it (its vertex may violate further rows: the loop goes on with the
+            # warm dual simplex)
             polished = True
-            lp._h.clearSolver()
-            lp.set_solver("ipm")
+            interior = False
+            _next_solve_to_vertex(lp)
+            crossover_pending = True
             continue
         in_lp[key[new]] = True
         if time_limit is not None and time.perf_counter() - t0 > time_limit:
@@ -340,10 +410,19 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
         P = _privacy_rows(D, eps, su, sv, sw)
         blocks.append(P)
         lp.add_rows(P, np.zeros(len(su)), np.full(len(su), np.inf))
-        lp.set_solver("simplex")
+        if interior and len(su) < IPM_SWITCH_FRACTION * lp.num_row:
+            # few rows left to find: one IPM + crossover solve gives a vertex, the tail rounds
+            # then re-solve by the warm dual simplex
+            interior, tol = False, simplex_tol
+            _next_solve_to_vertex(lp)
+            crossover_pending = True
+            continue
+        lp.set_solver("ipm" if interior else "simplex")
     stats = dict(lp.stats)
-    stats.update(rounds=rounds, polished=polished, full_rows=2 * n + int(allowed.sum()) * n, privacy_rows=A.shape[0] - 2 * n,
-                 formulation="primal worst-case-loss LP, lazy row generation (warm dual simplex)",
+    stats.update(rounds=rounds, polished=polished, round_trace=trace, full_rows=2 * n + int(allowed.sum()) * n, privacy_rows=A.shape[0] - 2 * n,
+                 formulation="primal worst-case-loss LP, lazy row generation "
+                 + ("(warm dual simplex)" if solver != "ipm" else "(IPM rounds, no crossover)"
+                    if interior else "(IPM rounds, then crossover + warm dual simplex)"),
                  lp_objective=sol.objective, lower_bound=bound, final_violation=worst,
                  wall_seconds=time.perf_counter() - t0)
     return M, stats
@@ -421,7 +500,7 @@ METHODS = ("lazy", "full")
 @register("optimal", description="exact optimal mechanism, worst-case-loss LP on HiGHS (OPTMech; seed 2.1)",
           applies=_applies, quick_max_n=QUICK_MAX_N)
 def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: float | None = None,
-                  redundancy_rtol: float = 1e-12, method: str = "lazy", solver: str = "simplex",
+                  redundancy_rtol: float = 1e-12, method: str = "lazy", solver: str | None = None,
                   knn: int | None = None) -> tuple[np.ndarray, dict]:
     """The exact eps-mDP mechanism of least worst-case loss (OPTMech).
 
@@ -437,9 +516,13 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     method : {"lazy", "full"}, default "lazy"
         ``"lazy"``: row generation (:func:`solve_worst_case_lp_lazy`); ``"full"``: every
         non-redundant row at once, dualised (:func:`solve_worst_case_lp`).
-    solver : str, default "simplex"
-        ``"lazy"``: solver of the first restricted LP ("simplex" or "ipm"); ``"full"``: HiGHS
-        solver of the dualised LP (default there: use "ipm").
+    solver : str or None
+        ``"lazy"``: ``"simplex"`` (warm-started dual simplex rounds) or ``"ipm"`` (interior point
+        rounds without crossover, see :func:`solve_worst_case_lp_lazy`); ``None``: ``"ipm"`` on
+        map spaces (as for ``knn``) with ``n >= IPM_MIN_N`` (Geolife n = 100, eps = 0.5: 155 s
+        against > 240 s for simplex rounds of 25-45 s), ``"simplex"`` otherwise (text spaces
+        converge in 3-8 cheap simplex rounds). ``"full"``: HiGHS solver of the dualised LP
+        (``None``: ``"ipm"``).
     knn : int >= 0 or None
         Near-neighbour pairs in the initial rows of the lazy method (:func:`initial_triples`).
         ``None``: 2 for spaces of points in at most 3 dimensions or on the sphere (map spaces,
@@ -469,9 +552,12 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         raise ValueError(f"redundancy_rtol must be in [0, 1e-9], got {redundancy_rtol}")
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    pts = space.points
+    map_space = space.metric == "haversine" or (pts is not None and np.ndim(pts) == 2 and pts.shape[1] <= 3)
     if knn is None:
-        pts = space.points
-        knn = 2 if space.metric == "haversine" or (pts is not None and np.ndim(pts) == 2 and pts.shape[1] <= 3) else 0
+        knn = 2 if map_space else 0
+    if solver is None:
+        solver = "ipm" if method == "full" or (map_space and space.n >= IPM_MIN_N) else "simplex"
     knn = check_int(knn, "knn", low=0)
     D = space.distances
     n = space.n
