@@ -24,7 +24,14 @@ from .common import (
     write_markdown,
     write_table,
 )
-from .size_sweep import VARIANTS, add_size_arguments, check_families, run_size_sweep, variant_label
+from .size_sweep import (
+    VARIANTS,
+    add_size_arguments,
+    check_families,
+    run_size_sweep,
+    sweep_sizes,
+    variant_label,
+)
 
 DESCRIPTION = "Figure 2: L_0.95 vs size of the space at fixed eps_tight (ExpMech, ConstOPT r=5,10, Spanner)"
 
@@ -32,9 +39,7 @@ FIG2_VARIANTS = ["exponential", "constopt-5", "constopt-10", "spanner"]
 
 
 def add_arguments(parser) -> None:
-    add_size_arguments(parser, default_variants=FIG2_VARIANTS)
-    parser.add_argument("--max-n", type=int, default=None, help="largest size (default 400; --quick 150)")
-    parser.add_argument("--step", type=int, default=50)
+    add_size_arguments(parser, default_variants=FIG2_VARIANTS, quick_max_n=150)
     add_sweep_arguments(parser)
 
 
@@ -69,8 +74,7 @@ def main(args) -> None:
     out = out_dir(args, "loss-vs-size")
     t0 = time.perf_counter()
     families = check_families(args.families or (["glove"] if args.quick else ["fasttext", "glove", "geolife"]))
-    max_n = args.max_n or (150 if args.quick else 400)
-    sizes = args.sizes or list(range(50, max_n + 1, args.step))
+    sizes = sweep_sizes(args)
     if args.time_limit is None:
         args.time_limit = 300.0 if args.quick else 1800.0
     df = run_size_sweep(args, out, families=families, sizes=sizes, variants=args.variants,

@@ -31,6 +31,7 @@ from .size_sweep import (
     check_families,
     lp_columns,
     run_size_sweep,
+    sweep_sizes,
     variant_label,
 )
 
@@ -40,9 +41,7 @@ LP_VARIANTS = ["constopt-10", "constopt-5", "spanner", "optimal"]
 
 
 def add_arguments(parser) -> None:
-    add_size_arguments(parser, default_variants=LP_VARIANTS)
-    parser.add_argument("--max-n", type=int, default=None, help="largest size (default 400; --quick 100)")
-    parser.add_argument("--step", type=int, default=50)
+    add_size_arguments(parser, default_variants=LP_VARIANTS, quick_max_n=100)
     add_sweep_arguments(parser)
 
 
@@ -103,8 +102,7 @@ def main(args) -> None:
     out = out_dir(args, "scalability")
     t0 = time.perf_counter()
     families = check_families(args.families or (["glove"] if args.quick else ["fasttext", "glove", "geolife"]))
-    max_n = args.max_n or (100 if args.quick else 400)
-    sizes = args.sizes or list(range(50, max_n + 1, args.step))
+    sizes = sweep_sizes(args)
     if args.time_limit is None:
         args.time_limit = 300.0 if args.quick else 1800.0
     df = run_size_sweep(args, out, families=families, sizes=sizes, variants=args.variants,

@@ -84,13 +84,24 @@ def run_size_sweep(args, out, *, families, sizes, variants, seed: int, desc: str
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def add_size_arguments(parser, *, default_variants: list[str]) -> None:
+def add_size_arguments(parser, *, default_variants: list[str], quick_max_n: int) -> None:
+    """Options of a size sweep; the sizes are 50, 100, ... up to ``--max-n`` (see :func:`sweep_sizes`)."""
     parser.add_argument("--families", nargs="+", default=None, help="fasttext, glove, geolife")
     parser.add_argument("--sizes", type=int, nargs="+", default=None)
+    parser.add_argument("--max-n", type=int, default=None,
+                        help=f"largest size (default 400; --quick {quick_max_n})")
+    parser.add_argument("--step", type=int, default=50)
+    parser.set_defaults(quick_max_n=quick_max_n)
     parser.add_argument("--variants", nargs="+", default=default_variants, choices=sorted(VARIANTS))
     parser.add_argument("--delta", type=float, default=1e-3)
     parser.add_argument("--q", type=float, default=0.95)
     parser.add_argument("--rtol", type=float, default=5e-3)
+
+
+def sweep_sizes(args) -> list[int]:
+    """``--sizes``, else 50, 50 + step, ... up to ``--max-n`` (400, or the quick limit)."""
+    max_n = args.max_n or (args.quick_max_n if args.quick else 400)
+    return args.sizes or list(range(50, max_n + 1, args.step))
 
 
 def check_families(families) -> list[str]:
