@@ -169,6 +169,22 @@ def test_huge_eps_coefficients_are_dropped_then_certified():
     assert 0 <= mech.stats["optimality_gap"] <= 1e-6 * mech.loss()
 
 
+@pytest.mark.parametrize("eps", [2.0, 2.5, 3.0])
+def test_high_eps_wide_range(shared_data, eps):
+    # the 30 most popular Geolife cells (D up to 15.2 km): e^{eps D} spans 13-20 orders of magnitude.
+    # With rows up to 1e12 kept, HiGHS returned status "Unbounded" at eps = 2.5 (the LP is bounded)
+    # and a 7.6e-3 gap at eps = 3; with rows above 1e7 left out, every point solves, and the result
+    # is private on every row and agrees with its own rigorous Lagrangian bound.
+    from geo.popular import popular_cells
+
+    space = popular_cells(shared_data / "geolife_beijing_cells_0p005.npz", n=30)
+    assert eps * space.distances.max() > np.log(1e13)
+    mech = mdp.build("optimal", space, eps)
+    assert max_privacy_violation(mech.matrix, space.distances, eps) <= 1e-12
+    assert mech.stats["privacy"]["measured_eps"] <= eps * (1 + 1e-9)
+    assert 0 <= mech.stats["optimality_gap"] <= 1e-6 * mech.loss()
+
+
 def test_lazy_timeout_is_an_error():
     from mdp.lp import LPTimeout
 

@@ -57,11 +57,19 @@ VIOLATION_ATOL = 1e-6
 #: Absolute violation above which :func:`separate` adds a row (the final matrix is re-checked and
 #: certified anyway; rows meet HiGHS's 1e-10 primal tolerance).
 SEPARATION_TOL = 1e-9
-#: Rows ``M_uw <= e^{eps D_uv} M_vw`` with a coefficient above 1e12 are left out of the LPs: HiGHS
-#: rejects matrix values near its infinity (1e20; seen at eps = 8 on a 50-word GloVe space) and such
-#: a row only forbids ``M_vw < 1e-12 M_uw``. The final check and :func:`mdp.verification.certify`
-#: measure every row anyway and lift such entries to their envelope (a change of at most 1e-12).
-MAX_LOG_COEFFICIENT = float(np.log(1e12))
+#: Rows ``M_uw <= e^{eps D_uv} M_vw`` with a coefficient above ``C`` are left out of the LPs, for
+#: ``C`` tried in this order. A left-out row only forbids ``M_vw < M_uw / C``: the restricted LP is a
+#: relaxation (its Lagrangian bound stays a rigorous lower bound on the optimum), and the final check
+#: and :func:`mdp.verification.certify` measure every row and lift such entries to their envelope (a
+#: change of at most ``1 / C``). ``1e12`` (below HiGHS's 1e20 infinity, which rejected
+#: ``e^{eps D}`` at eps = 8 on a 50-word GloVe space) is exact to ~1e-12 but on very wide ranges
+#: HiGHS returned "Unknown", "Unbounded" or "Solve error" for these bounded LPs, or a 7.6e-3
+#: relative gap (fastText-50 at eps = 8 and 12, Geolife cells at eps = 2.25-3: e^{eps D} spans 13-16
+#: orders of magnitude); the next values then solve them (``test_high_eps_wide_range``).
+MAX_COEFFICIENTS = (1e12, 1e7, 1e5)
+#: A build retries with the next coefficient limit when its relative gap (certified loss against the
+#: best Lagrangian bound so far) is above this.
+RETRY_RTOL = 1e-6
 #: Relative Lagrangian gap of the lazy solve above which the final row set is re-solved cold by IPM.
 POLISH_RTOL = 1e-8
 #: IPM optimality tolerance of the interior lazy rounds (``solver="ipm"``; HiGHS default 1e-8).
@@ -285,7 +293,8 @@ def _next_solve_to_vertex(lp: SparseLP) -> None:
 
 def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: float, *,
                              time_limit: float | None = None, solver: str = "simplex", knn: int = 2,
-                             tol: float = SEPARATION_TOL, max_rounds: int = 500) -> tuple[np.ndarray, dict]:
+                             tol: float = SEPARATION_TOL, max_rounds: int = 500,
+                             max_coefficient: float = MAX_COEFFICIENTS[0]) -> tuple[np.ndarray, dict]:
     r"""Worst-case-loss LP with privacy rows on the ``allowed`` pairs, by lazy row generation.
 
     Solves the primal LP (variables ``M``, ``k``) restricted to :func:`initial_triples`, then
@@ -318,6 +327,8 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
     tol : float
         Absolute violation below which a row counts as satisfied.
     max_rounds : int
+    max_coefficient : float
+        Rows whose coefficient ``e^{eps D_uv}`` exceeds it are left out (see ``MAX_COEFFICIENTS``).
 
     Returns
     -------
@@ -330,7 +341,7 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
     N = n * n
-    allowed = allowed & (eps * D <= MAX_LOG_COEFFICIENT)
+    allowed = allowed & (eps * D <= np.log(max_coefficient))
     base = _primal_rows(D, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
     iu, iv, iw = initial_triples(D, allowed, knn)
     A = sp.vstack([base, _privacy_rows(D, eps, iu, iv, iw)], format="csr")
@@ -429,7 +440,8 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
 
 
 def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair,
-                        *, time_limit: float | None = None, solver: str = "ipm") -> tuple[np.ndarray, dict]:
+                        *, time_limit: float | None = None, solver: str = "ipm",
+                        max_coefficient: float = MAX_COEFFICIENTS[0]) -> tuple[np.ndarray, dict]:
     """Solve ``min max_u sum_w D_uw M_uw`` over stochastic ``M`` with privacy rows on the given pairs.
 
     Parameters
@@ -443,6 +455,8 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
     time_limit : float or None
     solver : str
         HiGHS solver for the dualised LP (see :class:`mdp.lp.SparseLP`).
+    max_coefficient : float
+        Rows whose coefficient ``e^{eps D_uv}`` exceeds it are left out (see ``MAX_COEFFICIENTS``).
 
     Returns
     -------
@@ -454,7 +468,7 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
     eps_pair = np.broadcast_to(np.asarray(eps_pair, dtype=float), pu.shape)
-    keep = eps_pair * D[pu, pv] <= MAX_LOG_COEFFICIENT
+    keep = eps_pair * D[pu, pv] <= np.log(max_coefficient)
     pu, pv, eps_pair = pu[keep], pv[keep], eps_pair[keep]
     A = _primal_rows(D, pu, pv, eps_pair)
     N = n * n
@@ -536,14 +550,17 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     iterations, ``rounds`` (lazy), seconds, ``lp_objective``, ``lower_bound``, ``loss``,
     ``optimality_gap``, ``relative_gap`` and ``max_privacy_violation`` over all n^2(n-1) triples
     (before the tolerance repair of :func:`mdp.verification.certify`; ``loss`` and the gaps are of
-    the certified matrix).
+    the certified matrix), ``max_coefficient`` and ``attempts``: the LP is solved with the rows of
+    coefficient up to ``MAX_COEFFICIENTS[0]``, and again with the next limit when HiGHS fails or the
+    relative gap exceeds ``RETRY_RTOL``; the least certified loss is returned, with the best bound.
 
     Raises
     ------
     mdp.lp.LPTimeout
         When ``time_limit`` is reached.
     mdp.lp.LPError
-        Solver failure, or a returned matrix violating a privacy row beyond ``1e-6``.
+        Solver failure, or a returned matrix violating a privacy row beyond ``1e-6``, with every
+        coefficient limit.
     """
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
@@ -562,25 +579,51 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     D = space.distances
     n = space.n
     pu, pv = nonredundant_pairs(D, redundancy_rtol)
-    if method == "lazy":
-        if solver not in ("simplex", "ipm"):
-            raise ValueError(f"solver must be 'simplex' or 'ipm' with method='lazy', got {solver!r}")
-        allowed = np.zeros((n, n), dtype=bool)
-        allowed[pu, pv] = True
-        M, stats = solve_worst_case_lp_lazy(D, allowed, epsilon, time_limit=time_limit, solver=solver, knn=knn)
-    else:
-        M, stats = solve_worst_case_lp(D, pu, pv, epsilon, time_limit=time_limit, solver=solver)
-    M /= M.sum(axis=1, keepdims=True)
-    violation = max_privacy_violation(M, D, epsilon)
-    if violation > VIOLATION_ATOL:
-        raise LPError(f"the LP solution violates a privacy row by {violation:.3g} (> {VIOLATION_ATOL}); "
-                      "the solver did not converge to a feasible optimum")
-    M, mix = repair_to_private(M, D, epsilon)
-    # the gap is measured on the matrix that is returned: certify first (the registry re-checks)
-    M, _ = certify(M, D, epsilon)
-    loss = float(np.max(np.einsum("uw,uw->u", M, D)))
-    gap = loss - stats["lower_bound"]
+    if method == "lazy" and solver not in ("simplex", "ipm"):
+        raise ValueError(f"solver must be 'simplex' or 'ipm' with method='lazy', got {solver!r}")
+    allowed = np.zeros((n, n), dtype=bool)
+    allowed[pu, pv] = True
+    t0 = time.perf_counter()
+    best, best_bound, attempts = None, -np.inf, []
+    for max_coefficient in MAX_COEFFICIENTS:
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        if left is not None and left <= 0:
+            raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {len(attempts)} attempts")
+        try:
+            if method == "lazy":
+                M, stats = solve_worst_case_lp_lazy(D, allowed, epsilon, time_limit=left, solver=solver,
+                                                    knn=knn, max_coefficient=max_coefficient)
+            else:
+                M, stats = solve_worst_case_lp(D, pu, pv, epsilon, time_limit=left, solver=solver,
+                                               max_coefficient=max_coefficient)
+            M /= M.sum(axis=1, keepdims=True)
+            violation = max_privacy_violation(M, D, epsilon)
+            if violation > VIOLATION_ATOL:
+                raise LPError(f"the LP solution violates a privacy row by {violation:.3g} (> {VIOLATION_ATOL}); "
+                              "the solver did not converge to a feasible optimum")
+        except LPTimeout:
+            raise
+        except LPError as exc:
+            attempts.append(f"rows up to {max_coefficient:g}: {exc}")
+            continue
+        M, mix = repair_to_private(M, D, epsilon)
+        # the gap is measured on the matrix that is returned: certify first (the registry re-checks)
+        M, _ = certify(M, D, epsilon)
+        loss = float(np.max(np.einsum("uw,uw->u", M, D)))
+        # every restricted LP is a relaxation of the full one: each bound holds, keep the best
+        best_bound = max(best_bound, stats["lower_bound"])
+        attempts.append(f"rows up to {max_coefficient:g}: loss {loss:.10g}, bound {stats['lower_bound']:.10g}")
+        if best is None or loss < best[2]:
+            best = (M, stats, loss, violation, mix, max_coefficient)
+        if best[2] - best_bound <= RETRY_RTOL * best[2]:
+            break
+    if best is None:
+        raise LPError("HiGHS found no optimum of the OPTMech LP with any coefficient limit: "
+                      + "; ".join(attempts))
+    M, stats, loss, violation, mix, max_coefficient = best
+    gap = loss - best_bound
     stats.update(full_privacy_rows=n * n * (n - 1), redundant_pairs=n * (n - 1) - len(pu),
-                 max_privacy_violation=violation, loss=loss, optimality_gap=gap,
-                 relative_gap=gap / loss if loss > 0 else 0.0, method=method, uniform_mix=mix)
+                 max_privacy_violation=violation, loss=loss, lower_bound=best_bound, optimality_gap=gap,
+                 relative_gap=gap / loss if loss > 0 else 0.0, method=method, uniform_mix=mix,
+                 max_coefficient=max_coefficient, attempts=attempts)
     return M, stats
