@@ -43,6 +43,27 @@ def add_arguments(parser) -> None:
     add_sweep_arguments(parser)
 
 
+#: A point whose measured eps_tight is below ``target / SHORTFALL`` is flagged (table and plot).
+SHORTFALL = 1.02
+
+
+def short_of_target(df: pd.DataFrame) -> pd.Series:
+    """Points calibrated clearly below their target eps_tight (more private, so a higher loss).
+
+    ConstOPTMech keeps the best of its lambdas at each epsilon, so its eps_tight can jump down as
+    epsilon grows (fastText-350, r = 10: eps 2.2993 -> eps_tight 1.987, eps 2.3096 -> 1.626); the
+    calibration then ends on a build below the target (see the README).
+    """
+    return df["eps_tight_measured"] < df["eps_tight"] / SHORTFALL
+
+
+def loss_cell(rec) -> str:
+    txt = f"{rec['loss_q']:.3f}"
+    if rec["eps_tight_measured"] < rec["eps_tight"] / SHORTFALL:
+        txt += f" (at {rec['eps_tight_measured']:.2f})"
+    return txt
+
+
 def plot(df: pd.DataFrame, path) -> None:
     import matplotlib
 
@@ -59,11 +80,18 @@ def plot(df: pd.DataFrame, path) -> None:
             style = dict(MECH_STYLE.get(VARIANTS[v][0], {}))
             if v == "constopt-5":
                 style.update(color="C6", marker="P")
-            ax.plot(g["n"], g["loss_q"], label=variant_label(v), **style)
+            line, = ax.plot(g["n"], g["loss_q"], label=variant_label(v), **style)
+            low = g[short_of_target(g)]
+            if len(low):
+                ax.plot(low["n"], low["loss_q"], linestyle="none", marker="o", markersize=11,
+                        markerfacecolor="none", markeredgecolor=line.get_color())
         ax.set_title(f"{fam}, eps_tight = {ok[ok['family'] == fam]['eps_tight'].iloc[0]:g}")
         ax.set_xlabel("size of the metric space")
         ax.set_ylabel("$L_{0.95}$")
         ax.grid(alpha=0.3)
+        if short_of_target(ok[ok["family"] == fam]).any():
+            ax.plot([], [], linestyle="none", marker="o", markersize=11, markerfacecolor="none",
+                    markeredgecolor="0.3", label=f"eps_tight > {100 * (SHORTFALL - 1):.0f}% below target")
         ax.legend(fontsize=8)
     fig.tight_layout()
     save_figure(fig, path)
@@ -83,10 +111,15 @@ def main(args) -> None:
     seconds = time.perf_counter() - t0
     write_table(df, out / "loss_vs_size.csv")
     plot(df, out / "loss_vs_size.png")
-    md = ["# Loss versus size (seed Figure 2)", "", f"Wall time {seconds:.0f} s (2 shared cores, under load).", ""]
+    md = ["# Loss versus size (seed Figure 2)", "", f"Wall time {seconds:.0f} s (2 shared cores, under load).",
+          "L_0.95 at the fixed eps_tight; '(at x)': the calibration ended at eps_tight x, more than 2% below "
+          "the target (hollow circles in the plot); '-': not run (time limit).", ""]
     for fam, sub in df[df["status"] == "ok"].groupby("family", sort=False):
         t = sub.pivot_table(index="n", columns="label", values="loss_q")
-        md += [f"## {fam} (eps_tight {sub['eps_tight'].iloc[0]:g})", "", markdown_table(t), ""]
+        cells = sub.assign(cell=[loss_cell(r) for _, r in sub.iterrows()]).pivot(index="n", columns="label", values="cell")
+        cells.index = cells.index.astype(int).astype(str)
+        md += [f"## {fam} (eps_tight {sub['eps_tight'].iloc[0]:g})", "",
+               markdown_table(cells.fillna("-")), ""]
         if {"ConstOPTMech (10)", "SpannerMech"} <= set(t.columns):
             gain = 100 * (1 - t["ConstOPTMech (10)"] / t["SpannerMech"])
             md += ["ConstOPTMech (10) vs SpannerMech: " + ", ".join(f"n={n}: {g:+.0f}%" for n, g in gain.dropna().items())
