@@ -37,7 +37,9 @@ __all__ = ["calibrated_point", "measure", "point_task", "reference_curves", "add
 
 #: Part of every configuration: bump when a task's meaning changes (old results then go unused).
 #: 2: calibrate accepts a first build inside its window; lazy LP mechanisms; uniform-mix repair.
-CODE_VERSION = 2
+#: 3: calibrate returns the build closest to the target from below (non-monotone families);
+#:    OPTMech retries with lower coefficient limits.
+CODE_VERSION = 3
 
 MECH_LABELS = {
     "constopt": "ConstOPTMech", "optimal": "OPTMech", "spanner": "SpannerMech",

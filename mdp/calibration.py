@@ -43,8 +43,11 @@ def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: 
     Returns
     -------
     Mechanism
-        Its ``stats["calibration"]`` records the target, the number of builds and every
-        ``(epsilon, eps_tight)`` tried.
+        Of all builds with ``eps_tight <= target``, the one closest to the target: for a family
+        whose eps_tight grows with epsilon, the largest epsilon; for one where it can drop as
+        epsilon grows (ConstOPTMech, which keeps the best of its lambdas), not the bracket's end
+        if an earlier build was closer. Its ``stats["calibration"]`` records the target, the
+        number of builds and every ``(epsilon, eps_tight)`` tried.
 
     Raises
     ------
@@ -101,10 +104,7 @@ def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: 
                 hi, ghi = eps, g(et)
     if lo is None:
         raise RuntimeError(f"calibrate({name!r}): no epsilon reached eps_tight <= {target} in {max_builds} builds")
-    if hi is None:
-        # Accepted at once, or eps_tight stays below the target however large epsilon gets.
-        best = cache[lo]
-    else:
+    if hi is not None:
         side = 0
         lo_gap = glo              # true log-gap of lo (glo itself is damped by Illinois steps)
         while hi / lo > 1 + rtol and len(trials) < max_builds and lo_gap < -math.log1p(rtol):
@@ -124,7 +124,11 @@ def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: 
                 if side == 1:
                     glo *= 0.5
                 side = 1
-        best = cache[lo]
+    # For a family whose eps_tight is monotone in epsilon this is the bracket's end ``lo``. Some are
+    # not (ConstOPTMech keeps the best of its lambdas at each epsilon: fastText-350, r = 10,
+    # eps 2.2993 -> eps_tight 1.987, eps 2.3096 -> 1.626), and then an earlier build is closer.
+    et_best, eps_best = max((et, eps) for eps, et in trials if et <= target)
+    best = cache[eps_best]
     best.stats["calibration"] = {"target_eps_tight": target, "delta": delta, "builds": len(trials),
                                  "epsilon": best.epsilon, "eps_tight": best.eps_tight(delta),
                                  "trials": trials}

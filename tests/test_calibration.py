@@ -32,3 +32,27 @@ def test_bad_target(s):
         calibrate("exponential", s, 0.0)
     with pytest.raises(ValueError, match="unknown mechanism"):
         calibrate("nope", s, 1.0)
+
+
+class _StepFamily:
+    """A fake build whose eps_tight drops as epsilon grows past 1.24 (as ConstOPTMech's can)."""
+
+    def __init__(self, eps):
+        self.epsilon = eps
+        self.stats = {}
+
+    def eps_tight(self, delta=0.0):
+        e = self.epsilon
+        return 0.8 * e if e < 1.24 else (0.45 * e if e < 2.0 else 2.0)
+
+
+def test_non_monotone_family_returns_the_build_closest_to_target(s, monkeypatch):
+    import mdp.calibration
+
+    monkeypatch.setattr(mdp.calibration, "build", lambda name, space, eps, **kw: _StepFamily(eps))
+    m = calibrate("exponential", s, 1.0, rtol=1e-3)
+    trials = m.stats["calibration"]["trials"]
+    under = [et for _, et in trials if et <= 1.0]
+    assert m.eps_tight() == max(under)
+    # the bracket closes at the drop (1.24), where eps_tight is 0.56; the build just below is at ~0.99
+    assert m.eps_tight() > 0.98 and m.epsilon < 1.24
