@@ -27,9 +27,7 @@ from .common import (
 from .size_sweep import (
     VARIANTS,
     add_size_arguments,
-    check_families,
-    run_size_sweep,
-    sweep_sizes,
+    run_size_experiment,
     variant_label,
 )
 
@@ -57,11 +55,10 @@ def short_of_target(df: pd.DataFrame) -> pd.Series:
     return df["eps_tight_measured"] < df["eps_tight"] / SHORTFALL
 
 
-def loss_cell(rec) -> str:
-    txt = f"{rec['loss_q']:.3f}"
-    if rec["eps_tight_measured"] < rec["eps_tight"] / SHORTFALL:
-        txt += f" (at {rec['eps_tight_measured']:.2f})"
-    return txt
+def loss_cells(df: pd.DataFrame) -> list[str]:
+    """L_0.95 as text, with the measured eps_tight of the points :func:`short_of_target` flags."""
+    return [f"{loss:.3f}" + (f" (at {et:.2f})" if low else "")
+            for loss, et, low in zip(df["loss_q"], df["eps_tight_measured"], short_of_target(df), strict=True)]
 
 
 def plot(df: pd.DataFrame, path) -> None:
@@ -101,13 +98,7 @@ def plot(df: pd.DataFrame, path) -> None:
 def main(args) -> None:
     out = out_dir(args, "loss-vs-size")
     t0 = time.perf_counter()
-    families = check_families(args.families or (["glove"] if args.quick else ["fasttext", "glove", "geolife"]))
-    sizes = sweep_sizes(args)
-    if args.time_limit is None:
-        args.time_limit = 300.0 if args.quick else 1800.0
-    df = run_size_sweep(args, out, families=families, sizes=sizes, variants=args.variants,
-                        seed=args.seed, desc="loss-vs-size")
-    df["label"] = [variant_label(v) for v in df["variant"]]
+    df = run_size_experiment(args, out, desc="loss-vs-size")
     seconds = time.perf_counter() - t0
     write_table(df, out / "loss_vs_size.csv")
     plot(df, out / "loss_vs_size.png")
@@ -116,7 +107,7 @@ def main(args) -> None:
           "the target (hollow circles in the plot); '-': not run (time limit).", ""]
     for fam, sub in df[df["status"] == "ok"].groupby("family", sort=False):
         t = sub.pivot_table(index="n", columns="label", values="loss_q")
-        cells = sub.assign(cell=[loss_cell(r) for _, r in sub.iterrows()]).pivot(index="n", columns="label", values="cell")
+        cells = sub.assign(cell=loss_cells(sub)).pivot(index="n", columns="label", values="cell")
         cells.index = cells.index.astype(int).astype(str)
         md += [f"## {fam} (eps_tight {sub['eps_tight'].iloc[0]:g})", "",
                markdown_table(cells.fillna("-")), ""]

@@ -28,10 +28,8 @@ from .common import (
 )
 from .size_sweep import (
     add_size_arguments,
-    check_families,
     lp_columns,
-    run_size_sweep,
-    sweep_sizes,
+    run_size_experiment,
     variant_label,
 )
 
@@ -101,16 +99,10 @@ def plot(df: pd.DataFrame, path) -> None:
 def main(args) -> None:
     out = out_dir(args, "scalability")
     t0 = time.perf_counter()
-    families = check_families(args.families or (["glove"] if args.quick else ["fasttext", "glove", "geolife"]))
-    sizes = sweep_sizes(args)
-    if args.time_limit is None:
-        args.time_limit = 300.0 if args.quick else 1800.0
-    df = run_size_sweep(args, out, families=families, sizes=sizes, variants=args.variants,
-                        seed=args.seed, desc="scalability")
+    df = run_size_experiment(args, out, desc="scalability")
     cols = lp_columns(df)
     for what, col in cols.items():
         df[f"lp_{what}"] = df[col] if col else np.nan
-    df["label"] = [variant_label(v) for v in df["variant"]]
     seconds = time.perf_counter() - t0
     write_table(df, out / "scalability.csv")
     md = ["# Scalability (seed Table 2)", "",

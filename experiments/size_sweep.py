@@ -18,7 +18,7 @@ import pandas as pd
 from .common import point_task, space_part, sweep
 from .spaces import parse_name
 
-__all__ = ["EPS_TIGHT", "VARIANTS", "run_size_sweep", "lp_columns", "variant_label"]
+__all__ = ["EPS_TIGHT", "VARIANTS", "run_size_sweep", "run_size_experiment", "lp_columns", "variant_label"]
 
 #: Fixed eps_tight per family (seed section 5.1: 2.0 for fastText, 1.0 for GloVe, 0.3 for Geolife).
 EPS_TIGHT = {"fasttext": 2.0, "glove": 1.0, "geolife": 0.3}
@@ -82,6 +82,21 @@ def run_size_sweep(args, out, *, families, sizes, variants, seed: int, desc: str
                 alive.discard((fam, v))
         frames.append(df)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def run_size_experiment(args, out, *, desc: str) -> pd.DataFrame:
+    """The sweep described by an experiment's options (:func:`add_size_arguments`), with ``label``.
+
+    Families default to GloVe (``--quick``) or all three; ``--time-limit`` defaults to 300 s
+    (``--quick``) or the seed's 1800 s.
+    """
+    families = check_families(args.families or (["glove"] if args.quick else ["fasttext", "glove", "geolife"]))
+    if args.time_limit is None:
+        args.time_limit = 300.0 if args.quick else 1800.0
+    df = run_size_sweep(args, out, families=families, sizes=sweep_sizes(args), variants=args.variants,
+                        seed=args.seed, desc=desc)
+    df["label"] = [variant_label(v) for v in df["variant"]]
+    return df
 
 
 def add_size_arguments(parser, *, default_variants: list[str], quick_max_n: int) -> None:

@@ -127,7 +127,7 @@ def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: 
     # For a family whose eps_tight is monotone in epsilon this is the bracket's end ``lo``. Some are
     # not (ConstOPTMech keeps the best of its lambdas at each epsilon: fastText-350, r = 10,
     # eps 2.2993 -> eps_tight 1.987, eps 2.3096 -> 1.626), and then an earlier build is closer.
-    et_best, eps_best = max((et, eps) for eps, et in trials if et <= target)
+    _, eps_best = max((et, eps) for eps, et in trials if et <= target)
     best = cache[eps_best]
     best.stats["calibration"] = {"target_eps_tight": target, "delta": delta, "builds": len(trials),
                                  "epsilon": best.epsilon, "eps_tight": best.eps_tight(delta),
