@@ -13,6 +13,15 @@ from . import families  # noqa: F401  (importing registers the built-in mechanis
 from .accounting import eps_tight, loss, row_losses
 from .calibration import calibrate
 from .emd import emd, emd_1d, emd_downsampled, emd_grid
+from .errors import (
+    BuildError,
+    FileFormatError,
+    MDPError,
+    ParameterError,
+    ParameterTypeError,
+    SolverError,
+    SolverTimeout,
+)
 from .lower_bound import LowerBound, lower_bound, lower_bounds
 from .mechanism import Mechanism, load
 from .registry import applicable, build, get, mechanisms, register
@@ -25,4 +34,6 @@ __all__ = [
     "MetricSpace", "Mechanism", "load", "build", "register", "mechanisms", "get", "applicable",
     "calibrate", "eps_tight", "loss", "row_losses", "lower_bound", "lower_bounds", "LowerBound",
     "certify", "PrivacyError", "emd", "emd_1d", "emd_grid", "emd_downsampled", "__version__",
+    "MDPError", "ParameterError", "ParameterTypeError", "FileFormatError", "SolverError",
+    "SolverTimeout", "BuildError",
 ]

@@ -28,6 +28,7 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
+from .errors import SolverError, SolverTimeout
 from .validation import check_positive
 
 __all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS"]
@@ -42,12 +43,10 @@ _MATRIX_ROWWISE = 2  # HighsMatrixFormat::kRowwise
 _MINIMIZE = 1  # ObjSense::kMinimize
 
 
-class LPError(RuntimeError):
-    """HiGHS did not return an optimal solution (infeasible, unbounded or a solver failure)."""
-
-
-class LPTimeout(LPError):
-    """HiGHS stopped at its time limit before reaching an optimum (no matrix is returned)."""
+#: HiGHS did not return an optimal solution (infeasible, unbounded or a solver failure).
+LPError = SolverError
+#: HiGHS stopped at its time limit before reaching an optimum (no matrix is returned).
+LPTimeout = SolverTimeout
 
 
 @dataclass(frozen=True)

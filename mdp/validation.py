@@ -1,7 +1,7 @@
 """Parameter validation shared by the whole toolkit.
 
 Every public entry point validates user input with these helpers so that bad input raises a
-``ValueError``/``TypeError`` that names the parameter and the offending value, in the style of
+``ParameterError``/``ParameterTypeError`` (subclasses of ``ValueError``/``TypeError``) that names the parameter and the offending value, in the style of
 scikit-learn. Nothing here uses ``assert``.
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+
+from .errors import ParameterError, ParameterTypeError
 
 __all__ = [
     "check_epsilon",
@@ -35,17 +37,17 @@ def check_positive(value, name: str, *, allow_zero: bool = False, allow_inf: boo
         Accept +inf.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+        raise ParameterTypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
     v = float(value)
     if np.isnan(v):
-        raise ValueError(f"{name} must be a number, got nan")
+        raise ParameterError(f"{name} must be a number, got nan")
     if np.isinf(v) and not allow_inf:
-        raise ValueError(f"{name} must be finite, got {v}")
+        raise ParameterError(f"{name} must be finite, got {v}")
     if allow_zero:
         if v < 0:
-            raise ValueError(f"{name} must be >= 0, got {value!r}")
+            raise ParameterError(f"{name} must be >= 0, got {value!r}")
     elif v <= 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
+        raise ParameterError(f"{name} must be > 0, got {value!r}")
     return v
 
 
@@ -57,26 +59,26 @@ def check_epsilon(epsilon, name: str = "epsilon") -> float:
 def check_probability(value, name: str, *, inclusive_low: bool = True, inclusive_high: bool = True) -> float:
     """Validate a number in [0, 1] (bounds inclusive unless told otherwise)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+        raise ParameterTypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
     v = float(value)
     lo_ok = v >= 0 if inclusive_low else v > 0
     hi_ok = v <= 1 if inclusive_high else v < 1
     if np.isnan(v) or not (lo_ok and hi_ok):
         lo = "[" if inclusive_low else "("
         hi = "]" if inclusive_high else ")"
-        raise ValueError(f"{name} must be in {lo}0, 1{hi}, got {value!r}")
+        raise ParameterError(f"{name} must be in {lo}0, 1{hi}, got {value!r}")
     return v
 
 
 def check_int(value, name: str, *, low: int | None = None, high: int | None = None) -> int:
     """Validate an integer with optional inclusive bounds."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+        raise ParameterTypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
     v = int(value)
     if low is not None and v < low:
-        raise ValueError(f"{name} must be >= {low}, got {v}")
+        raise ParameterError(f"{name} must be >= {low}, got {v}")
     if high is not None and v > high:
-        raise ValueError(f"{name} must be <= {high}, got {v}")
+        raise ParameterError(f"{name} must be <= {high}, got {v}")
     return v
 
 
@@ -87,8 +89,8 @@ def check_rng(rng) -> np.random.Generator:
     """
     if rng is None or isinstance(rng, (numbers.Integral, np.random.Generator, np.random.SeedSequence)):
         if isinstance(rng, bool):
-            raise TypeError(f"rng must be None, an int seed or a numpy.random.Generator, got {rng!r}")
+            raise ParameterTypeError(f"rng must be None, an int seed or a numpy.random.Generator, got {rng!r}")
         return np.random.default_rng(rng)
-    raise TypeError(
+    raise ParameterTypeError(
         f"rng must be None, an int seed or a numpy.random.Generator, got {type(rng).__name__}"
     )

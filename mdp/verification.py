@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from .accounting import eps_tight
+from .errors import PrivacyError
 
 __all__ = ["PrivacyError", "certify", "repair_to_private", "PURE_EPS_RTOL", "REPAIR_ATOL"]
 
@@ -47,9 +48,6 @@ ROWSUM_ATOL = 1e-6
 #: Largest absolute change of an entry that the repair may make.
 REPAIR_ATOL = 1e-6
 
-
-class PrivacyError(ValueError):
-    """A mechanism's matrix does not satisfy the guarantee it claims and cannot be repaired."""
 
 
 def _envelope(M: np.ndarray, D: np.ndarray, eps: float) -> np.ndarray:

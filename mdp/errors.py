@@ -1,0 +1,78 @@
+"""The toolkit's error types: one per kind of failure.
+
+Every error the toolkit raises for a user's input, a file, a solver or a privacy check is one of
+these, so callers can catch a kind of failure without parsing messages. Each also derives from
+the built-in exception a Python user would expect (``ValueError``, ``TypeError``,
+``RuntimeError``), so ``except ValueError`` keeps working.
+
+==========================  =================================================================
+type                        raised when
+==========================  =================================================================
+:class:`ParameterError`     a parameter has a bad value (the message names it and the value)
+:class:`ParameterTypeError` a parameter has the wrong type
+:class:`FileFormatError`    a file cannot be read or is not what it claims (names file, line)
+:class:`PrivacyError`       a matrix violates the guarantee it claims and cannot be repaired
+:class:`SolverError`        an LP or cone solver returned no usable optimum
+:class:`SolverTimeout`      a solver reached its time limit (no result is returned)
+:class:`BuildError`         a mechanism cannot be built (names family, n, epsilon, reason)
+==========================  =================================================================
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["MDPError", "ParameterError", "ParameterTypeError", "FileFormatError", "PrivacyError",
+           "SolverError", "SolverTimeout", "BuildError"]
+
+
+class MDPError(Exception):
+    """Base class of every error the toolkit raises on purpose."""
+
+
+class ParameterError(MDPError, ValueError):
+    """A parameter has an invalid value; the message names the parameter and the value."""
+
+
+class ParameterTypeError(ParameterError, TypeError):
+    """A parameter has the wrong type; the message names the parameter and the type."""
+
+
+class FileFormatError(MDPError, ValueError):
+    """A file cannot be read, is corrupt, or does not hold what it claims.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    reason : str
+        What is wrong, in words.
+    line : int or None
+        1-based line number when the problem is on one line of a text file.
+
+    The message is ``"{path}: line {line}: {reason}"`` (without the line part when ``line`` is
+    None).
+    """
+
+    def __init__(self, path: str | os.PathLike, reason: str, *, line: int | None = None):
+        self.path = os.fspath(path)
+        self.reason = reason
+        self.line = line
+        where = f"{self.path}: line {line}" if line is not None else self.path
+        super().__init__(f"{where}: {reason}")
+
+
+class PrivacyError(MDPError, ValueError):
+    """A mechanism's matrix does not satisfy the guarantee it claims and cannot be repaired."""
+
+
+class SolverError(MDPError, RuntimeError):
+    """A solver did not return a usable optimum (infeasible, unbounded, numerical failure)."""
+
+
+class SolverTimeout(SolverError):
+    """A solver stopped at its time limit; no result is returned."""
+
+
+class BuildError(MDPError, RuntimeError):
+    """A mechanism could not be built; the message names the family, n, epsilon and why."""
