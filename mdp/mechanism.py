@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
+import time
 from pathlib import Path
 
 import numpy as np
 
 from . import accounting
+from .errors import FileFormatError, ParameterError, ParameterTypeError, PrivacyError
 from .io import atomic_write
 from .space import MetricSpace
 from .validation import check_rng
@@ -23,7 +24,6 @@ from .validation import check_rng
 __all__ = ["Mechanism", "load", "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
-_KINDS: dict[str, type[Mechanism]] = {}
 
 
 def _jsonable(obj):
@@ -43,46 +43,95 @@ def _jsonable(obj):
 
 
 class Mechanism:
-    """A row-stochastic transition matrix on a :class:`~mdp.MetricSpace`.
+    """A row-stochastic transition matrix on a :class:`~mdp.MetricSpace`, certified on creation.
 
-    ``matrix[u, w] = Pr[M(u) = w]``. Built by :func:`mdp.build`, which verifies the claimed
-    privacy on the final matrix (see :mod:`mdp.verification`) and records the outcome in
-    ``stats["privacy"]``.
+    ``matrix[u, w] = Pr[M(u) = w]``. The constructor passes the candidate matrix through the
+    shared privacy check (:func:`mdp.verification.certify`, with its bounded tolerance repair)
+    and keeps exactly the matrix it certified; the outcome is in ``stats["privacy"]``. A matrix
+    that violates ``epsilon``-mDP beyond the repair raises :class:`~mdp.errors.PrivacyError`, so
+    every ``Mechanism`` object is valid by construction. Families with an analytic guarantee
+    (Madlib) subclass it and override :meth:`_certify` with their own recorded argument.
+
+    Parameters
+    ----------
+    matrix : array-like (n, n) or None
+        Candidate transition matrix (``None`` when ``log_matrix`` is given).
+    space : MetricSpace
+    epsilon : float
+        The claimed pure mDP level, > 0.
+    name : str, default "custom"
+        Registry name of the family (``"custom"`` for a hand-made matrix).
+    params : dict or None
+        Parameters the builder used.
+    stats : dict or None
+        Build statistics.
+    log_matrix : array-like (n, n) or None, keyword-only
+        Natural-log probabilities instead of ``matrix``.
+    repair : bool, default True, keyword-only
+        Allow the bounded tolerance repair of :func:`~mdp.verification.certify` (loading a
+        file uses ``False``: a stored matrix is the certified one and must pass as it is).
 
     Attributes
     ----------
-    matrix : ndarray (n, n)
+    matrix : ndarray (n, n), read-only
     space : MetricSpace
     epsilon : float
-        The requested (claimed) mDP level.
     name : str
-        Registry name of the family.
     params : dict
-        Parameters the builder used.
     stats : dict
-        Build statistics: ``build_seconds``, ``privacy`` and, for LP mechanisms, LP sizes.
+        ``privacy`` (the certification report) and the builder's statistics.
     """
 
+    #: How the mechanism samples ("matrix": from its certified matrix).
     kind = "matrix"
+    #: Kind of guarantee: "matrix" (certified on the matrix) or "analytic" (a theorem).
+    guarantee = "matrix"
 
-    def __init_subclass__(cls, **kw):
-        super().__init_subclass__(**kw)
-        _KINDS[cls.kind] = cls
+    def __init__(self, matrix, space: MetricSpace, epsilon: float, name: str = "custom",
+                 params: dict | None = None, stats: dict | None = None, *, log_matrix=None,
+                 repair: bool = True):
+        from .validation import check_epsilon
 
-    def __init__(self, matrix, space: MetricSpace, epsilon: float, name: str,
-                 params: dict | None = None, stats: dict | None = None):
-        M = np.asarray(matrix, dtype=float)
-        if M.shape != (space.n, space.n):
-            raise ValueError(f"matrix must have shape ({space.n}, {space.n}), got {M.shape}")
-        M = M.copy()
-        M.setflags(write=False)
-        self.matrix = M
+        if not isinstance(space, MetricSpace):
+            raise ParameterTypeError(f"space must be a MetricSpace, got {type(space).__name__}")
+        if (matrix is None) == (log_matrix is None):
+            raise ParameterError("give exactly one of matrix and log_matrix")
         self.space = space
-        self.epsilon = float(epsilon)
-        self.name = name
+        self.epsilon = check_epsilon(epsilon)
+        self.name = str(name)
         self.params = dict(params or {})
         self.stats = dict(stats or {})
         self._cdf = None
+        if log_matrix is not None:
+            L = np.asarray(log_matrix, dtype=float)
+            self._check_shape(L, "log_matrix")
+            with np.errstate(under="ignore"):
+                matrix = np.exp(L)
+        M = np.asarray(matrix, dtype=float)
+        self._check_shape(M, "matrix")
+        M = self._certify(M, repair)
+        M.setflags(write=False)
+        self._matrix = M
+
+    def _check_shape(self, M: np.ndarray, what: str) -> None:
+        n = self.space.n
+        if M.shape != (n, n):
+            raise ParameterError(f"{what} must have shape ({n}, {n}), got {M.shape}")
+
+    def _certify(self, M: np.ndarray, repair: bool) -> np.ndarray:
+        """Certify ``M`` at ``epsilon``; returns the certified matrix and records the report."""
+        from .verification import certify
+
+        t0 = time.perf_counter()
+        certified, report = certify(M, self.space.distances, self.epsilon, repair=repair)
+        report["seconds"] = time.perf_counter() - t0
+        self.stats["privacy"] = report
+        return certified
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """The certified transition matrix (read-only)."""
+        return self._matrix
 
     # -- sampling -------------------------------------------------------------------------------
     def sample_indices(self, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -139,7 +188,7 @@ class Mechanism:
 
     # -- persistence ----------------------------------------------------------------------------
     def _metadata(self) -> dict:
-        return {"format_version": FORMAT_VERSION, "kind": self.kind, "name": self.name,
+        return {"format_version": FORMAT_VERSION, "name": self.name,
                 "epsilon": self.epsilon, "params": _jsonable(self.params),
                 "stats": _jsonable(self.stats), "metric": self.space.metric}
 
@@ -155,7 +204,10 @@ class Mechanism:
 
     @classmethod
     def _from_saved(cls, matrix, space, meta: dict) -> Mechanism:
-        return cls(matrix, space, meta["epsilon"], meta["name"], meta.get("params"), meta.get("stats"))
+        stats = dict(meta.get("stats") or {})
+        stats.pop("privacy", None)  # recomputed by the constructor, never taken from the file
+        return cls(matrix, space, meta["epsilon"], meta["name"], meta.get("params"), stats,
+                   repair=False)
 
     def __repr__(self) -> str:
         priv = self.stats.get("privacy", {})
@@ -166,18 +218,52 @@ class Mechanism:
                 f"{meas}, privacy={guarantee}, loss={self.loss():.4g}, L_0.95={self.loss(0.95):.4g})")
 
 
-def load(path: str | os.PathLike) -> Mechanism:
-    """Load a mechanism written by :meth:`Mechanism.save`.
+def _space_from_file(path: Path, data: dict, meta: dict) -> MetricSpace:
+    """The stored space, with distances recomputed from the stored points and metric.
 
-    The space is re-validated and the matrix re-certified, so a tampered file cannot yield a
-    mechanism weaker than it claims.
+    A file whose stored distances differ from the recomputed ones beyond rounding is refused:
+    the distances are what the privacy check uses, so they must be the points' own.
+    """
+    metric = meta.get("metric", "precomputed")
+    if not isinstance(metric, str):
+        raise FileFormatError(path, f"metadata field 'metric' must be a string, got {metric!r}")
+    labels, points = data.get("labels"), data.get("points")
+    try:
+        if points is not None and metric != "precomputed":
+            space = MetricSpace.from_points(points, metric=metric, labels=labels)
+            stored = np.asarray(data["distances"], dtype=float)
+            if stored.shape != space.distances.shape or not np.allclose(
+                    stored, space.distances, rtol=1e-9, atol=0.0):
+                raise FileFormatError(path, f"stored distances disagree with the {metric} distances "
+                                      "of the stored points; the file was altered")
+            return space
+        return MetricSpace(data["distances"], labels=labels, points=points, metric="precomputed")
+    except FileFormatError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise FileFormatError(path, f"invalid metric space ({exc})") from None
+
+
+def load(path: str | os.PathLike) -> Mechanism:
+    """Load a mechanism written by :meth:`Mechanism.save`, verified from first principles.
+
+    Nothing the file says about privacy is trusted: the family's class (and so its kind of
+    guarantee) comes from the registry entry of the stored family name, the distances are
+    recomputed from the stored points and metric, and the mechanism is re-created through its
+    constructor, which certifies the stored matrix (without repair: a stored matrix that needs
+    repair is refused) or, for analytic families, re-derives the noise from ``epsilon``.
 
     Raises
     ------
-    ValueError
-        When the file is missing pieces, corrupt, or not a mechanism file (the message names it).
+    FileNotFoundError
+        No file at ``path``.
+    mdp.errors.FileFormatError
+        The file is missing pieces, corrupt, of an unknown family, or its distances disagree
+        with its points (the message names the file).
+    mdp.errors.PrivacyError
+        The stored matrix fails its privacy check (message names the file).
     """
-    from .verification import PrivacyError, certify
+    from .registry import get
 
     path = Path(path)
     if not path.exists():
@@ -185,35 +271,37 @@ def load(path: str | os.PathLike) -> Mechanism:
     try:
         with np.load(path, allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise ValueError(f"{path}: not a readable mechanism file ({exc})") from None
+    except Exception as exc:  # zlib, zipfile, pickle refusal, truncation: all mean "corrupt"
+        raise FileFormatError(path, f"not a readable mechanism file ({type(exc).__name__})") from None
     missing = {"matrix", "distances", "metadata"} - set(data)
     if missing:
-        raise ValueError(f"{path}: not a mechanism file, missing {sorted(missing)}")
+        raise FileFormatError(path, f"not a mechanism file, missing {sorted(missing)}")
     try:
         meta = json.loads(str(data["metadata"]))
-        kind, eps = meta["kind"], float(meta["epsilon"])
+        if not isinstance(meta, dict):
+            raise TypeError("metadata is not a JSON object")
+        name = meta["name"]
+        float(meta["epsilon"])  # must be a number; the constructor validates its range
+        if not isinstance(name, str):
+            raise TypeError(f"family name must be a string, got {name!r}")
+        params = meta.get("params") or {}
+        if not isinstance(params, dict):
+            raise TypeError(f"params must be an object, got {params!r}")
     except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: corrupt metadata ({exc})") from None
+        raise FileFormatError(path, f"corrupt metadata ({exc})") from None
     if meta.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"{path}: unsupported format version {meta.get('format_version')!r}")
-    import mdp.families  # noqa: F401  (registers Mechanism subclasses by kind)
-
-    if kind not in _KINDS:
-        raise ValueError(f"{path}: unknown mechanism kind {kind!r}")
-    try:
-        space = MetricSpace(data["distances"], labels=data.get("labels"), points=data.get("points"),
-                            metric=meta.get("metric", "precomputed"))
-    except ValueError as exc:
-        raise ValueError(f"{path}: invalid metric space ({exc})") from None
-    cls = _KINDS[kind]
-    mech = cls._from_saved(data["matrix"], space, meta)
-    if mech.stats.get("privacy", {}).get("guarantee", "matrix") == "matrix":
+        raise FileFormatError(path, f"unsupported format version {meta.get('format_version')!r}")
+    if name == "custom":
+        cls = Mechanism
+    else:
         try:
-            certify(mech.matrix, space.distances, eps, repair=False)
-        except PrivacyError as exc:
-            raise ValueError(f"{path}: stored matrix fails its privacy check: {exc}") from None
-    return mech
-
-
-_KINDS["matrix"] = Mechanism
+            cls = get(name).mechanism_class
+        except ValueError:
+            raise FileFormatError(path, f"unknown mechanism family {name!r}") from None
+    space = _space_from_file(path, data, meta)
+    try:
+        return cls._from_saved(data["matrix"], space, meta)
+    except PrivacyError as exc:
+        raise PrivacyError(f"{path}: stored matrix fails its privacy check: {exc}") from None
+    except (ValueError, TypeError) as exc:
+        raise FileFormatError(path, f"invalid mechanism ({exc})") from None

@@ -5,9 +5,11 @@ the parameters against the builder's signature, builds, and passes the final mat
 shared privacy check (:func:`mdp.verification.certify`). Unknown names raise with the list of
 valid names.
 
-A builder has the signature ``builder(space, epsilon, *, rng, **params)`` and returns either an
-``ndarray`` transition matrix, a tuple ``(matrix, stats)``, or a :class:`~mdp.Mechanism`
-(subclasses that sample differently, e.g. Madlib).
+A builder has the signature ``builder(space, epsilon, *, rng, **params)`` and returns a
+:class:`~mdp.candidate.Candidate` (a matrix or log-matrix with its build statistics). Its keyword
+parameters are declared once as :class:`~mdp.params.Param` rules in :func:`register`; the
+registry validates user values against them before the builder runs, and turns the candidate
+into the family's :class:`~mdp.Mechanism` class, whose constructor certifies it.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from .candidate import Candidate
+from .errors import ParameterError, ParameterTypeError
 from .mechanism import Mechanism
+from .params import Param
 from .space import MetricSpace
 from .validation import check_epsilon, check_rng
-from .verification import certify
 
 __all__ = ["register", "build", "mechanisms", "get", "MechanismEntry", "applicable"]
 
@@ -42,6 +46,12 @@ class MechanismEntry:
         theorem about the sampling procedure and the matrix is an estimate (Madlib).
     quick_max_n : int
         ``mdp curves`` includes the family by default on spaces up to this size (cost control).
+    display_name : str
+        Name shown in tables and plots (e.g. ``"OPTMech"``); the same everywhere.
+    rules : dict[str, Param]
+        Declared keyword parameters (see :mod:`mdp.params`).
+    mechanism_class : type
+        The :class:`~mdp.Mechanism` class built from the builder's candidate.
     """
 
     name: str
@@ -50,13 +60,39 @@ class MechanismEntry:
     applies: Callable[[MetricSpace], str | None]
     guarantee: str
     quick_max_n: int
+    display_name: str = ""
+    rules: dict = field(default_factory=dict)
+    mechanism_class: type = Mechanism
 
     @property
     def params(self) -> dict[str, object]:
-        """Keyword parameters of the builder with their defaults."""
+        """Keyword parameters of the family with their defaults."""
+        if self.rules:
+            return {k: r.default for k, r in self.rules.items()}
         sig = inspect.signature(self.builder)
         return {p.name: p.default for p in sig.parameters.values()
                 if p.kind == p.KEYWORD_ONLY and p.name != "rng"}
+
+    def validate_params(self, params: dict) -> dict:
+        """All parameters with defaults filled in; user values checked against the rules.
+
+        Raises
+        ------
+        ParameterTypeError
+            An unknown parameter name (the message lists the accepted ones).
+        ParameterError
+            A value outside its rule (the message names the parameter and the value).
+        """
+        accepted = self.params
+        unknown = sorted(set(params) - set(accepted))
+        if unknown:
+            raise ParameterTypeError(f"mechanism {self.name!r} got unknown parameter(s) {unknown}; "
+                                     f"accepted: {sorted(accepted) or 'none'}")
+        checked = dict(accepted)
+        for key, value in params.items():
+            rule = self.rules.get(key)
+            checked[key] = rule.validate(key, value) if rule is not None else value
+        return checked
 
 
 _REGISTRY: dict[str, MechanismEntry] = {}
@@ -67,23 +103,52 @@ def _always(space: MetricSpace) -> None:
 
 
 def register(name: str, *, description: str, applies: Callable | None = None,
-             guarantee: str = "matrix", quick_max_n: int = 10**9):
+             guarantee: str = "matrix", quick_max_n: int = 10**9, display_name: str | None = None,
+             params: dict[str, Param] | None = None, mechanism_class: type = Mechanism):
     """Decorator registering ``builder`` under ``name``.
+
+    Parameters
+    ----------
+    name : str
+        Registry name (``mdp build --mechanism NAME``).
+    description : str
+        One line for ``mdp list``.
+    applies : callable or None
+        ``applies(space) -> reason or None``.
+    guarantee : {"matrix", "analytic"}
+        See :class:`MechanismEntry`.
+    quick_max_n : int
+        Largest space included by default in ``mdp curves``.
+    display_name : str or None
+        Name in tables and plots (default: ``name``).
+    params : dict[str, Param] or None
+        Declared keyword parameters of the builder (names must match its signature).
+    mechanism_class : type
+        :class:`~mdp.Mechanism` subclass to build (e.g. one that samples differently).
 
     Examples
     --------
     >>> @register("uniform_demo", description="uniform output")  # doctest: +SKIP
     ... def build_uniform(space, epsilon, *, rng=None):
-    ...     return np.full((space.n, space.n), 1 / space.n)
+    ...     return Candidate(matrix=np.full((space.n, space.n), 1 / space.n))
     """
     if guarantee not in ("matrix", "analytic"):
         raise ValueError(f"guarantee must be 'matrix' or 'analytic', got {guarantee!r}")
+    rules = dict(params or {})
 
     def deco(builder):
         if name in _REGISTRY:
             raise ValueError(f"mechanism {name!r} is already registered")
+        if rules:
+            sig = inspect.signature(builder)
+            declared = {p.name for p in sig.parameters.values()
+                        if p.kind == p.KEYWORD_ONLY and p.name != "rng"}
+            if declared != set(rules):
+                raise ValueError(f"mechanism {name!r}: declared params {sorted(rules)} differ from "
+                                 f"the builder's keyword parameters {sorted(declared)}")
         _REGISTRY[name] = MechanismEntry(name, builder, description, applies or _always,
-                                         guarantee, quick_max_n)
+                                         guarantee, quick_max_n, display_name or name, rules,
+                                         mechanism_class)
         return builder
 
     return deco
@@ -146,38 +211,19 @@ def build(name: str, space: MetricSpace, epsilon: float, *, rng=None, **params) 
     """
     entry = get(name)
     if not isinstance(space, MetricSpace):
-        raise TypeError(f"space must be a MetricSpace, got {type(space).__name__}")
+        raise ParameterTypeError(f"space must be a MetricSpace, got {type(space).__name__}")
     epsilon = check_epsilon(epsilon)
-    accepted = entry.params
-    unknown = sorted(set(params) - set(accepted))
-    if unknown:
-        raise TypeError(f"mechanism {name!r} got unknown parameter(s) {unknown}; "
-                        f"accepted: {sorted(accepted) or 'none'}")
+    resolved = entry.validate_params(params)
     reason = entry.applies(space)
     if reason:
-        raise ValueError(f"mechanism {name!r} does not apply to this space: {reason}")
+        raise ParameterError(f"mechanism {name!r} does not apply to this space: {reason}")
     rng = check_rng(rng)
     t0 = time.perf_counter()
-    out = entry.builder(space, epsilon, rng=rng, **params)
+    out = entry.builder(space, epsilon, rng=rng, **resolved)
     build_seconds = time.perf_counter() - t0
-    resolved = {**accepted, **params}
-    if isinstance(out, Mechanism):
-        mech = out
-        mech.params = {**resolved, **mech.params}
-    else:
-        matrix, stats = out if isinstance(out, tuple) else (out, {})
-        mech = Mechanism(matrix, space, epsilon, name, resolved, stats)
-    mech.stats["build_seconds"] = build_seconds
-    if entry.guarantee == "matrix":
-        t1 = time.perf_counter()
-        matrix, report = certify(mech.matrix, space.distances, epsilon)
-        report["seconds"] = time.perf_counter() - t1
-        if report["repaired"]:
-            matrix.setflags(write=False)
-            mech.matrix = matrix
-            mech._cdf = None
-        mech.stats["privacy"] = report
-    else:
-        mech.stats.setdefault("privacy", {"guarantee": "analytic", "claimed_eps": epsilon})
-    return mech
-
+    if not isinstance(out, Candidate):
+        raise TypeError(f"builder of {name!r} returned {type(out).__name__}, not a Candidate")
+    stats = {**out.stats, "build_seconds": build_seconds}
+    return entry.mechanism_class(out.matrix if out.log_matrix is None else None, space, epsilon,
+                                 name=name, params=resolved, stats=stats,
+                                 log_matrix=out.log_matrix)

@@ -256,9 +256,9 @@ def test_default_solver_is_interior_on_large_map_spaces(monkeypatch):
 
     small = MetricSpace.from_points(np.random.default_rng(1).random((12, 2)))
     text_like = MetricSpace.from_points(np.random.default_rng(1).normal(size=(12, 10)))
-    assert "dual simplex" in opt.build_optimal(small, 1.0)[1]["formulation"]
+    assert "dual simplex" in opt.build_optimal(small, 1.0).stats["formulation"]
     monkeypatch.setattr(opt, "IPM_MIN_N", 12)  # as if these were large: map spaces switch, text not
-    assert "IPM rounds" in opt.build_optimal(small, 1.0)[1]["formulation"]
-    assert "dual simplex" in opt.build_optimal(text_like, 1.0)[1]["formulation"]
+    assert "IPM rounds" in opt.build_optimal(small, 1.0).stats["formulation"]
+    assert "dual simplex" in opt.build_optimal(text_like, 1.0).stats["formulation"]
     with pytest.raises(ValueError, match="solver"):
         mdp.build("optimal", small, 1.0, solver="pdlp")

@@ -55,14 +55,23 @@ def test_every_build_is_certified(s):
 def test_register_duplicate_and_bad_builder_output(s):
     from mdp.registry import _REGISTRY, register
 
+    from mdp.candidate import Candidate
+
     @register("_test_identity", description="not private")
     def _identity(space, epsilon, *, rng=None):
-        return np.eye(space.n)
+        return Candidate(matrix=np.eye(space.n))
+
+    @register("_test_bare_array", description="returns a bare array")
+    def _bare(space, epsilon, *, rng=None):
+        return np.full((space.n, space.n), 1.0 / space.n)
 
     try:
         with pytest.raises(mdp.PrivacyError):
             build("_test_identity", s, 1.0)
+        with pytest.raises(TypeError, match="not a Candidate"):
+            build("_test_bare_array", s, 1.0)
         with pytest.raises(ValueError, match="already registered"):
             register("_test_identity", description="x")(_identity)
     finally:
         _REGISTRY.pop("_test_identity")
+        _REGISTRY.pop("_test_bare_array")

@@ -41,6 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..accounting import loss as mech_loss
+from ..candidate import Candidate
 from ..lp import LPError, LPTimeout, SparseLP
 from ..registry import register
 from ..space import MetricSpace
@@ -225,11 +226,11 @@ def _check_lams(lam) -> tuple[float, ...]:
 
 
 @register("constopt", description="ConstOPTMech: LP over weighted-exponential weights + r-NN free entries (seed Alg. 1)",
-          quick_max_n=200)
+          quick_max_n=200, display_name="ConstOPTMech")
 def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
                    lam: float | Sequence[float] = (0.001, 0.1, 1.0),
                    replacement: str | Callable = "nn", time_limit: float | None = None,
-                   solver: str = "ipm", lazy: bool = True) -> tuple[np.ndarray, dict]:
+                   solver: str = "ipm", lazy: bool = True) -> Candidate:
     """ConstOPTMech (Algorithm 1): LP at ``eps/2`` with the ``I_NN,r`` replacement, rows normalised.
 
     Parameters
@@ -299,4 +300,4 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
                     "seconds_total": float(sum(x["seconds"] for x in runs)),
                     "free_entries": int(free.sum()), "theorem1": theorem1_counts(free), "lp_epsilon": e})
     del stats["lam"]
-    return H, stats
+    return Candidate(matrix=H, stats=stats)

@@ -14,6 +14,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from ..candidate import Candidate
+from ..errors import ParameterError
+from ..params import Param
 from ..registry import register
 from ..space import MetricSpace
 
@@ -37,16 +40,37 @@ def inverse_density_weights(distances: np.ndarray, epsilon: float) -> np.ndarray
     return np.exp(-logsumexp(-0.5 * epsilon * np.asarray(distances, dtype=float), axis=1))
 
 
-@register("exponential", description="exponential mechanism, Pr ~ exp(-eps d/2) (McSherry-Talwar; seed 3.1)")
-def build_exponential(space: MetricSpace, epsilon: float, *, rng=None) -> np.ndarray:
+def _check_weights(name: str, value):
+    if isinstance(value, str):
+        if value != "inverse_density":
+            raise ParameterError(f"{name} must be an array of weights or 'inverse_density', "
+                                 f"got {value!r}")
+        return value
+    try:
+        w = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be an array of positive numbers or "
+                             f"'inverse_density', got {value!r}") from None
+    if w.ndim != 1 or not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise ParameterError(f"{name} must be a 1-d array of finite weights > 0 (Proposition 1 "
+                             f"needs positive weights), got {value!r}")
+    return w
+
+
+@register("exponential", description="exponential mechanism, Pr ~ exp(-eps d/2) "
+          "(McSherry & Talwar 2007; Imola et al. 2022, 3.1)", display_name="ExpMech")
+def build_exponential(space: MetricSpace, epsilon: float, *, rng=None) -> Candidate:
     """Plain exponential mechanism ``Pr[w_i -> w_j] ~ exp(-eps d(w_i, w_j) / 2)``."""
-    return exponential_matrix(space.distances, epsilon)
+    return Candidate(matrix=exponential_matrix(space.distances, epsilon))
 
 
 @register("weighted_exponential",
-          description="weighted exponential mechanism, Pr ~ Y_j exp(-eps d/2) (seed 3.1, Prop. 1)")
+          description="weighted exponential mechanism, Pr ~ Y_j exp(-eps d/2) "
+          "(Imola et al. 2022, 3.1, Prop. 1)", display_name="WExpMech",
+          params={"Y": Param("custom", "inverse_density", check=_check_weights,
+                             help="n positive weights, or 'inverse_density'")})
 def build_weighted_exponential(space: MetricSpace, epsilon: float, *, rng=None,
-                               Y="inverse_density") -> np.ndarray:
+                               Y="inverse_density") -> Candidate:
     """Weighted exponential mechanism ``Pr[w_i -> w_j] ~ Y_j exp(-eps d(w_i, w_j) / 2)``.
 
     Parameters
@@ -56,13 +80,9 @@ def build_weighted_exponential(space: MetricSpace, epsilon: float, *, rng=None,
         ``Y = (1, 1/(n-1), ..., 1/(n-1))``.
     """
     if isinstance(Y, str):
-        if Y != "inverse_density":
-            raise ValueError(f"Y must be an array of weights or 'inverse_density', got {Y!r}")
         w = inverse_density_weights(space.distances, epsilon)
     else:
-        w = np.asarray(Y, dtype=float)
+        w = _check_weights("Y", Y)
         if w.shape != (space.n,):
-            raise ValueError(f"Y must have length n={space.n}, got shape {w.shape}")
-        if not np.all(np.isfinite(w)) or np.any(w <= 0):
-            raise ValueError("Y must be finite and > 0 (Proposition 1 needs positive weights)")
-    return exponential_matrix(space.distances, epsilon, w)
+            raise ParameterError(f"Y must have length n={space.n}, got shape {w.shape}")
+    return Candidate(matrix=exponential_matrix(space.distances, epsilon, w))

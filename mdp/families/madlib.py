@@ -45,7 +45,10 @@ from scipy.spatial.distance import cdist
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.neighbors import NearestNeighbors
 
+from ..candidate import Candidate
+from ..errors import ParameterError
 from ..mechanism import Mechanism
+from ..params import Param
 from ..registry import register
 from ..space import MetricSpace
 from ..validation import check_epsilon, check_int, check_rng
@@ -185,13 +188,32 @@ class MadlibMechanism(Mechanism):
     """
 
     kind = "madlib"
+    guarantee = "analytic"
 
     def __init__(self, matrix, space: MetricSpace, epsilon: float, name: str = "madlib",
-                 params: dict | None = None, stats: dict | None = None):
-        if space.points is None:
-            raise ValueError("Madlib needs a space with points (MetricSpace.from_points)")
-        super().__init__(matrix, space, epsilon, name, params, stats)
+                 params: dict | None = None, stats: dict | None = None, *, log_matrix=None,
+                 repair: bool = True):
+        reason = _applies(space) if isinstance(space, MetricSpace) else None
+        if reason:
+            raise ParameterError(f"Madlib does not apply to this space: {reason}")
         self._nn = None
+        super().__init__(matrix, space, epsilon, name, params, stats, log_matrix=log_matrix,
+                         repair=repair)
+
+    def _certify(self, M: np.ndarray, repair: bool) -> np.ndarray:
+        """Record the analytic guarantee; the matrix is a Monte Carlo estimate, not certified.
+
+        The noise is re-derived from ``epsilon`` and the points' dimension on every draw
+        (:meth:`noise`), so nothing stored can weaken it; the estimate must still be a
+        probability matrix (it is used for measurements only).
+        """
+        if not np.all(np.isfinite(M)) or M.min() < 0 or np.abs(M.sum(axis=1) - 1).max() > 1e-9:
+            raise ParameterError("Madlib's estimated matrix must be row-stochastic")
+        self.stats["privacy"] = {
+            "guarantee": "analytic", "claimed_eps": self.epsilon, "delta": 0.0,
+            "argument": "density ratio of x + noise <= exp(eps ||x - x'||) (triangle inequality); "
+                        "snapping to the nearest point is post-processing"}
+        return np.array(M, dtype=float)
 
     def noise(self, m: int, rng) -> np.ndarray:
         """``m`` fresh noise vectors at this mechanism's epsilon (:func:`madlib_noise`)."""
@@ -223,9 +245,12 @@ def _applies(space: MetricSpace) -> str | None:
 @register("madlib",
           description="Madlib: Gamma(d, 1/eps)-radius noise + nearest point (Feyisetan et al. 2020); "
                       "analytic guarantee, matrix estimated by sampling",
-          applies=_applies, guarantee="analytic", quick_max_n=200)
+          applies=_applies, guarantee="analytic", quick_max_n=200, display_name="Madlib",
+          mechanism_class=MadlibMechanism,
+          params={"n_samples": Param("int", DEFAULT_N_SAMPLES, low=1,
+                                     help="Monte Carlo draws per input for the estimated matrix")})
 def build_madlib(space: MetricSpace, epsilon: float, *, rng=None,
-                 n_samples: int = DEFAULT_N_SAMPLES) -> MadlibMechanism:
+                 n_samples: int = DEFAULT_N_SAMPLES) -> Candidate:
     r"""Madlib on ``space`` (points required, Euclidean metric).
 
     Parameters
@@ -236,13 +261,10 @@ def build_madlib(space: MetricSpace, epsilon: float, *, rng=None,
 
     Returns
     -------
-    MadlibMechanism
-        ``stats["matrix_estimate"]`` holds the sampling errors; ``stats["privacy"]`` says the
-        guarantee is analytic (pure ``epsilon``-mDP of the sampler, by post-processing).
+    Candidate
+        The estimated matrix; ``stats["matrix_estimate"]`` holds the sampling errors. The
+        registry builds a :class:`MadlibMechanism`, whose ``stats["privacy"]`` records the
+        analytic guarantee (pure ``epsilon``-mDP of the sampler, by post-processing).
     """
     M, est = estimate_madlib_matrix(space.points, epsilon, n_samples, rng=rng)
-    stats = {"matrix_estimate": est,
-             "privacy": {"guarantee": "analytic", "claimed_eps": epsilon, "delta": 0.0,
-                         "argument": "density ratio of x + noise <= exp(eps ||x - x'||) "
-                                     "(triangle inequality); snapping is post-processing"}}
-    return MadlibMechanism(M, space, epsilon, "madlib", {"n_samples": n_samples}, stats)
+    return Candidate(matrix=M, stats={"matrix_estimate": est})

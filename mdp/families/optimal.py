@@ -38,6 +38,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from ..candidate import Candidate
 from ..lp import LPError, LPTimeout, SparseLP
 from ..registry import register
 from ..space import MetricSpace
@@ -512,10 +513,10 @@ METHODS = ("lazy", "full")
 
 
 @register("optimal", description="exact optimal mechanism, worst-case-loss LP on HiGHS (OPTMech; seed 2.1)",
-          applies=_applies, quick_max_n=QUICK_MAX_N)
+          applies=_applies, quick_max_n=QUICK_MAX_N, display_name="OPTMech")
 def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: float | None = None,
                   redundancy_rtol: float = 1e-12, method: str = "lazy", solver: str | None = None,
-                  knn: int | None = None) -> tuple[np.ndarray, dict]:
+                  knn: int | None = None) -> Candidate:
     """The exact eps-mDP mechanism of least worst-case loss (OPTMech).
 
     Parameters
@@ -626,4 +627,4 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
                  max_privacy_violation=violation, loss=loss, lower_bound=best_bound, optimality_gap=gap,
                  relative_gap=gap / loss if loss > 0 else 0.0, method=method, uniform_mix=mix,
                  max_coefficient=max_coefficient, attempts=attempts)
-    return M, stats
+    return Candidate(matrix=M, stats=stats)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..candidate import Candidate
 from ..registry import register
 from ..space import MetricSpace
 from ..validation import check_positive
@@ -60,10 +61,10 @@ def greedy_spanner(distances: np.ndarray, stretch: float) -> np.ndarray:
 
 
 @register("spanner", description="SpannerMech: LP with privacy rows on a greedy delta-spanner (Bordenabe et al. 2014)",
-          quick_max_n=30)
+          quick_max_n=30, display_name="SpannerMech")
 def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: float = 1.5,
                   time_limit: float | None = None, method: str = "full", solver: str | None = None,
-                  knn: int = 0) -> tuple[np.ndarray, dict]:
+                  knn: int = 0) -> Candidate:
     """SpannerMech: worst-case-loss LP with privacy rows on spanner edges at ``eps / stretch``.
 
     Parameters
@@ -108,4 +109,4 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         raise ValueError(f"method must be 'lazy' or 'full', got {method!r}")
     M /= M.sum(axis=1, keepdims=True)
     stats.update(spanner_edges=len(E), stretch=stretch, loss=float(np.max(np.einsum("uw,uw->u", M, space.distances))))
-    return M, stats
+    return Candidate(matrix=M, stats=stats)
