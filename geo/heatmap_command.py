@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from mdp.io import atomic_write
+from mdp.plugins import Command
 
 from .heatmap import dp_sparse_emd_aggregate, gaussian_heatmap, points_to_cells, user_distributions
 
@@ -137,3 +138,8 @@ def run_cli(args: argparse.Namespace) -> int:
     print(f"wrote {args.output}: {users.size} users, {int(inside.sum())} points"
           + (f" ({dropped} outside bounds dropped)" if dropped else ""))
     return 0
+
+
+#: ``mdp heatmap``, registered in the ``mdp.commands`` entry-point group.
+COMMAND = Command(help="private heatmap of your own point file (Ghazi et al. 2023)",
+                  configure_parser=configure_parser, run=run_cli)

@@ -13,6 +13,7 @@ import argparse
 
 import numpy as np
 
+from mdp.plugins import Command
 from mdp.validation import check_int, check_positive
 
 from .heatsource import (
@@ -135,3 +136,8 @@ def _plot(row: dict, n: int, m: int, T: float, sigma: float, path: str) -> None:
     fig.tight_layout()
     atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=120))
     plt.close(fig)
+
+
+#: ``mdp heatsource``, registered in the ``mdp.commands`` entry-point group.
+COMMAND = Command(help="calibrate noise and recover heat sources (Gilbert & McMillan)",
+                  configure_parser=configure_parser, run=run_cli)

@@ -25,11 +25,13 @@ cells of one grid are located by nearest centre only.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from mdp.mechanism import Mechanism
+from mdp.plugins import InputFormat
 from mdp.space import MetricSpace, haversine_km
 from mdp.validation import check_rng
 
@@ -201,3 +203,15 @@ def privatize_latlon_lines(mech: Mechanism, lines: list[str], *, rng=None) -> li
     P = parse_latlon_lines(lines)
     out = privatize_locations(mech, P, rng=rng)
     return [f"{lat:.6f},{lon:.6f}" for lat, lon in out]
+
+
+def _accepts_latlon(mech: Mechanism, lines: list[str]) -> bool:
+    return mech.space.metric == "haversine" and all(_LATLON_LINE.match(s) for s in lines)
+
+
+_LATLON_LINE = re.compile(r"^\s*[-+]?\d+(\.\d*)?\s*,\s*[-+]?\d+(\.\d*)?\s*$")
+
+#: ``mdp privatize`` input format: ``lat,lon`` lines on a geographic (haversine) space.
+LATLON_INPUT = InputFormat(accepts=_accepts_latlon,
+                           privatize=lambda mech, lines, *, rng=None, **kw:
+                           privatize_latlon_lines(mech, lines, rng=rng, **kw))

@@ -1,25 +1,22 @@
 """The ``mdp`` command line.
 
-Subcommands: ``list``, ``build``, ``privatize``, ``eps``, ``lower-bound``, ``curves``,
-``experiment``, and the spatial commands ``heatmap`` and ``heatsource`` whose code lives beside
-their algorithms (see :data:`EXTERNAL_COMMANDS`).
+Built-in subcommands: ``list``, ``build``, ``privatize``, ``eps``, ``lower-bound``, ``curves``.
+Other packages add theirs as :class:`~mdp.plugins.Command` plugins in the ``mdp.commands``
+entry-point group (``heatmap`` and ``heatsource`` from ``geo``, ``experiment`` from
+``experiments``), so this module imports nothing above ``mdp``.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
+import warnings
 
 import numpy as np
 
-#: Subcommands implemented in other modules: name -> module exposing
-#: ``configure_parser(parser)`` and ``run_cli(args) -> int``.
-EXTERNAL_COMMANDS: dict[str, tuple[str, str]] = {
-    "heatmap": ("geo.heatmap_command", "private heatmap of your own point file (seed ghazi2023)"),
-    "heatsource": ("geo.heatsource_command", "calibrate and recover heat sources (seed gilbert-mcmillan)"),
-}
+from .errors import MDPError
+from .plugins import COMMANDS
 
 
 def _parse_param(text: str):
@@ -44,10 +41,12 @@ def cmd_list(args) -> int:
     from .registry import get, mechanisms
 
     for name, desc in mechanisms().items():
-        params = get(name).params
-        ps = ", ".join(f"{k}={v!r}" for k, v in params.items())
-        print(f"{name:22s} {desc}\n{'':22s}   module: {get(name).builder.__module__}"
-              + (f"; params: {ps}" if ps else ""))
+        entry = get(name)
+        print(f"{name:22s} {entry.display_name}: {desc}\n{'':22s}   module: {entry.builder.__module__}")
+        for key, default in entry.params.items():
+            rule = entry.rules.get(key)
+            info = f"{rule.describe()}; {rule.help}" if rule is not None else ""
+            print(f"{'':22s}   --param {key}=... (default {default!r}) {info}".rstrip())
     return 0
 
 
@@ -94,8 +93,18 @@ def cmd_lower_bound(args) -> int:
     from .spaces import load_space
 
     space = load_space(args.space)
-    lb = lower_bound(space, args.epsilon)
-    print(repr(lb))
+    lb = lower_bound(space, args.epsilon, delta=args.delta)
+    record = {"space": args.space, "n": space.n, "metric": space.metric, "epsilon": lb.epsilon,
+              "delta": lb.delta, "lower_bound": lb.value, "packing_size": lb.c,
+              "radius": lb.r, "max_centre_distance": lb.Q, "worst_point": lb.w}
+    if args.json:
+        print(json.dumps(record))
+        return 0
+    unit = " km" if space.metric == "haversine" else " (units of the space's distance)"
+    print(f"Lower bound on the worst-case loss of any ({lb.epsilon:g}, {lb.delta:g})-mDP mechanism\n"
+          f"on {args.space} (n = {space.n}, metric {space.metric}):\n"
+          f"  expected distance >= {lb.value:.6g}{unit}\n"
+          f"  from a packing of {lb.c} balls of radius {lb.r:.6g} (Imola et al. 2022, Theorem 3)")
     return 0
 
 
@@ -108,103 +117,94 @@ def cmd_curves(args) -> int:
     return 0
 
 
-def cmd_experiment(args) -> int:
-    from experiments import EXPERIMENTS, experiment_parser, load_experiment
-
-    if args.list or not args.name:
-        for name in sorted(EXPERIMENTS):
-            try:
-                desc = load_experiment(name).DESCRIPTION
-            except ValueError:
-                desc = "(not available)"
-            print(f"{name:14s} {desc}")
-        return 0
-    module = load_experiment(args.name)
-    module.main(experiment_parser(args.name).parse_args(args.rest))
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
+    """The ``mdp`` parser: built-in subcommands, then the plugin commands."""
     parser = argparse.ArgumentParser(prog="mdp", description="Metric differential privacy toolkit")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("list", help="list registered mechanisms")
+    p = sub.add_parser("list", help="list registered mechanisms with their parameters")
     p.set_defaults(func=cmd_list)
 
-    space_help = ("metric space: glove:N[:SEED] (embedded GloVe slice), glove:N:SEED:full (400k GloVe,"
-                  " extra 'glove'), fasttext:N[:SEED] (fastText trained on gensim's Lee corpus),"
-                  " FILE.csv (coordinates),"
-                  " FILE.npy (distance matrix), geolife:PATH:N, checkins:PATH:N")
+    space_help = ("metric space: FILE.csv (one point per line; optional header and label column),"
+                  " FILE.npy (n x n distance matrix), or a plugin spec: glove:N[:SEED] (embedded"
+                  " GloVe slice), glove:N:SEED:full (400k GloVe, extra 'glove'), fasttext:N[:SEED]"
+                  " (fastText on gensim's Lee corpus), geolife:PATH:N, checkins:PATH:N")
+    seed_help = "random seed (default: fresh OS entropy)"
     p = sub.add_parser("build", help="build a verified mechanism and save it")
     p.add_argument("--space", required=True, help=space_help)
-    p.add_argument("--mechanism", required=True)
-    p.add_argument("--epsilon", required=True, type=float)
-    p.add_argument("--param", action="append", type=_parse_param, metavar="KEY=VALUE")
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--mechanism", required=True, help="family name (see mdp list)")
+    p.add_argument("--epsilon", required=True, type=float,
+                   help="pure mDP level per unit of distance (> 0)")
+    p.add_argument("--param", action="append", type=_parse_param, metavar="KEY=VALUE",
+                   help="family parameter, repeatable; VALUE is JSON or a string (see mdp list)")
+    p.add_argument("--seed", type=int, default=None, help=seed_help)
+    p.add_argument("-o", "--output", required=True, help="mechanism file to write (.npz)")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("privatize", help="privatize inputs (labels, indices, text or lat,lon lines)")
-    p.add_argument("file")
+    p.add_argument("file", help="mechanism file written by mdp build")
     p.add_argument("inputs", nargs="*", help="inputs, or - (default) to read lines from stdin")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None, help=seed_help)
     p.set_defaults(func=cmd_privatize)
 
     p = sub.add_parser("eps", help="exact eps_tight of a saved mechanism")
-    p.add_argument("file")
-    p.add_argument("--delta", type=float, default=0.0)
+    p.add_argument("file", help="mechanism file written by mdp build")
+    p.add_argument("--delta", type=float, default=0.0, help="delta of eps_tight (default 0: pure)")
     p.set_defaults(func=cmd_eps)
 
     p = sub.add_parser("lower-bound", help="packing lower bound on the loss of any eps-mDP mechanism")
     p.add_argument("--space", required=True, help=space_help)
-    p.add_argument("--epsilon", required=True, type=float)
+    p.add_argument("--epsilon", required=True, type=float, help="mDP level (> 0)")
+    p.add_argument("--delta", type=float, default=0.0, help="delta of (eps, delta)-mDP (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON record")
     p.set_defaults(func=cmd_lower_bound)
 
-    p = sub.add_parser("curves", help="loss versus eps_tight of every applicable mechanism (seed Fig. 1)")
+    p = sub.add_parser("curves", help="loss versus eps_tight of every applicable mechanism "
+                       "(Imola et al. 2022, Figure 1)")
     p.add_argument("--space", default=None, help=space_help + " (default: the embedded glove:50:0)")
-    p.add_argument("--mechanisms", nargs="+", default=None)
-    p.add_argument("--eps-tight", type=_float_list, default=None, help="comma-separated targets")
-    p.add_argument("--delta", type=float, default=1e-3)
-    p.add_argument("--q", type=float, default=0.95)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-progress", action="store_true")
-    p.add_argument("-o", "--output", default="results/curves")
+    p.add_argument("--mechanisms", nargs="+", default=None,
+                   help="families to compare (default: every applicable family cheap enough "
+                        "for the space's size; the output lists those left out)")
+    p.add_argument("--eps-tight", type=_float_list, default=None,
+                   help="comma-separated eps_tight targets (default: 10 spanning the space's scale)")
+    p.add_argument("--delta", type=float, default=1e-3, help="delta of eps_tight (default 1e-3)")
+    p.add_argument("--q", type=float, default=0.95, help="loss quantile L_q (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of randomised builds (default 0)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("-o", "--output", default="results/curves", help="output directory")
     p.set_defaults(func=cmd_curves)
 
-    p = sub.add_parser("experiment", help="run a reproducible experiment (mdp experiment --list)")
-    p.add_argument("name", nargs="?")
-    p.add_argument("--list", action="store_true")
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(func=cmd_experiment)
-
-    for name, (module, helptext) in EXTERNAL_COMMANDS.items():
-        p = sub.add_parser(name, help=helptext)
-        p.set_defaults(func=None, external=module, external_name=name)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
+    for name in COMMANDS.names():
+        try:
+            command = COMMANDS.get(name)
+        except ValueError as exc:  # a plugin whose optional dependencies are missing
+            p = sub.add_parser(name, help=f"(not available: {exc})")
+            p.set_defaults(func=None, plugin=None, unavailable=str(exc))
+            continue
+        p = sub.add_parser(name, help=command.help)
+        command.configure_parser(p)
+        p.set_defaults(func=None, plugin=command)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``mdp`` command; returns the exit code (2 with a one-line message on bad input)."""
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in EXTERNAL_COMMANDS:
-        # Hand every remaining argument (options included) to the command's own parser;
-        # argparse.REMAINDER would swallow leading options into the wrong parser.
-        args = argparse.Namespace(func=None, external=EXTERNAL_COMMANDS[argv[0]][0],
-                                  external_name=argv[0], rest=argv[1:])
-    else:
-        args = parser.parse_args(argv)
+    args = parser.parse_args(argv)
     try:
-        if getattr(args, "external", None):
-            try:
-                module = importlib.import_module(args.external)
-            except ModuleNotFoundError:
-                parser.error(f"command {args.external_name!r} is not available in this version")
-            sub = argparse.ArgumentParser(prog=f"mdp {args.external_name}")
-            module.configure_parser(sub)
-            return int(module.run_cli(sub.parse_args(args.rest)) or 0)
-        return int(args.func(args) or 0)
-    except (ValueError, TypeError, KeyError, FileNotFoundError, RuntimeError) as exc:
+        with warnings.catch_warnings():
+            # numerical warnings are the toolkit's business, never the user's
+            warnings.simplefilter("ignore", RuntimeWarning)
+            if getattr(args, "unavailable", None):
+                raise ValueError(args.unavailable)
+            if getattr(args, "plugin", None) is not None:
+                return int(args.plugin.run(args) or 0)
+            return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("mdp: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    except (MDPError, ValueError, TypeError, KeyError, OSError, RuntimeError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"mdp: error: {msg}", file=sys.stderr)
         return 2

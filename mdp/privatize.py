@@ -1,33 +1,69 @@
 """Privatize user inputs with a saved mechanism (the ``mdp privatize`` command).
 
-Inputs are labels or indices of the space. Two richer input kinds are dispatched to their
-domain modules: ``lat,lon`` lines for geographic spaces (:mod:`geo.locations`) and free text for
-word spaces (:mod:`text.privatize`).
+Inputs are labels or indices of the space. Richer kinds of input lines (``lat,lon`` lines for
+geographic spaces, free text for word spaces) are handled by :class:`~mdp.plugins.InputFormat`
+plugins of the packages that own them (:data:`mdp.plugins.INPUTS`, entry-point group
+``mdp.inputs``): the first format that accepts the lines privatizes them.
 """
 
 from __future__ import annotations
 
-import re
+import numpy as np
 
+from .errors import ParameterError
 from .mechanism import Mechanism
+from .plugins import INPUTS
 from .validation import check_rng
 
-__all__ = ["privatize_inputs"]
-
-_LATLON = re.compile(r"^\s*[-+]?\d+(\.\d*)?\s*,\s*[-+]?\d+(\.\d*)?\s*$")
+__all__ = ["privatize_inputs", "parse_items"]
 
 
-def privatize_inputs(mech: Mechanism, inputs: list[str], *, rng=None) -> list[str]:
-    """One output line per input line."""
-    rng = check_rng(rng)
+def parse_items(mech: Mechanism, inputs: list[str]) -> list:
+    """Labels of the space, or indices written as integers ``0 .. n-1``.
+
+    A token that is a label is taken as the label (labels win over indices).
+
+    Raises
+    ------
+    ParameterError
+        For a token that is neither (the message names it and the valid range).
+    """
     space = mech.space
-    if space.metric == "haversine" and inputs and all(_LATLON.match(s) for s in inputs):
-        from geo.locations import privatize_latlon_lines
+    labels = set(np.asarray(space.labels).astype(str)) if space.labels is not None else set()
+    out = []
+    for s in inputs:
+        if s in labels:
+            out.append(int(space.index_of(s)))
+            continue
+        try:
+            i = int(s)
+        except ValueError:
+            i = None
+        if i is None or not 0 <= i < space.n:
+            if labels:
+                raise ParameterError(f"unknown label {s!r}: not a label of the space nor an "
+                                     f"index in 0..{space.n - 1}")
+            raise ParameterError(f"input {s!r} is not an index in 0..{space.n - 1}")
+        out.append(i)
+    return out
 
-        return privatize_latlon_lines(mech, inputs, rng=rng)
-    if space.labels is not None and any(len(s.split()) > 1 for s in inputs):
-        from text.privatize import privatize
 
-        return [privatize(s, mech, rng=rng) for s in inputs]
-    out = mech.sample(inputs if space.labels is not None else [int(s) for s in inputs], rng=rng)
-    return [str(o) for o in out]
+def privatize_inputs(mech: Mechanism, inputs: list[str], *, rng=None, **options) -> list[str]:
+    """One output line per input line.
+
+    Parameters
+    ----------
+    mech : Mechanism
+    inputs : list of str
+        Labels, indices, or lines of a plugin input format.
+    rng : None, int or numpy.random.Generator
+    **options
+        Passed to the input format's ``privatize`` (e.g. ``max_snap_km`` for locations).
+    """
+    rng = check_rng(rng)
+    for _, fmt in INPUTS.items():
+        if inputs and fmt.accepts(mech, inputs):
+            return fmt.privatize(mech, inputs, rng=rng, **options)
+    out = mech.sample_indices(np.asarray(parse_items(mech, inputs), dtype=np.int64), rng)
+    return [str(o) for o in mech.space.label_of(out)] if mech.space.labels is not None \
+        else [str(int(o)) for o in out]

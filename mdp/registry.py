@@ -23,6 +23,7 @@ from .candidate import Candidate
 from .errors import ParameterError, ParameterTypeError
 from .mechanism import Mechanism
 from .params import Param
+from .plugins import Registry, load_family_plugins
 from .space import MetricSpace
 from .validation import check_epsilon, check_rng
 
@@ -95,7 +96,9 @@ class MechanismEntry:
         return checked
 
 
-_REGISTRY: dict[str, MechanismEntry] = {}
+#: The registered mechanism families (filled by :func:`register`; built-in families live in
+#: :mod:`mdp.families`, other packages declare modules in the ``mdp.families`` entry-point group).
+FAMILIES: Registry[MechanismEntry] = Registry("mechanism", None)
 
 
 def _always(space: MetricSpace) -> None:
@@ -137,8 +140,6 @@ def register(name: str, *, description: str, applies: Callable | None = None,
     rules = dict(params or {})
 
     def deco(builder):
-        if name in _REGISTRY:
-            raise ValueError(f"mechanism {name!r} is already registered")
         if rules:
             sig = inspect.signature(builder)
             declared = {p.name for p in sig.parameters.values()
@@ -146,9 +147,9 @@ def register(name: str, *, description: str, applies: Callable | None = None,
             if declared != set(rules):
                 raise ValueError(f"mechanism {name!r}: declared params {sorted(rules)} differ from "
                                  f"the builder's keyword parameters {sorted(declared)}")
-        _REGISTRY[name] = MechanismEntry(name, builder, description, applies or _always,
-                                         guarantee, quick_max_n, display_name or name, rules,
-                                         mechanism_class)
+        FAMILIES.register(name, MechanismEntry(name, builder, description, applies or _always,
+                                               guarantee, quick_max_n, display_name or name, rules,
+                                               mechanism_class))
         return builder
 
     return deco
@@ -157,29 +158,27 @@ def register(name: str, *, description: str, applies: Callable | None = None,
 def _ensure_loaded() -> None:
     import mdp.families  # noqa: F401  (importing registers the built-in families)
 
+    load_family_plugins()
+
 
 def mechanisms() -> dict[str, str]:
     """Registered names with their one-line descriptions."""
     _ensure_loaded()
-    return {k: e.description for k, e in sorted(_REGISTRY.items())}
+    return {k: e.description for k, e in FAMILIES.items()}
 
 
 def get(name: str) -> MechanismEntry:
     """The registry entry of ``name``; unknown names raise with the list of valid names."""
     _ensure_loaded()
     if not isinstance(name, str):
-        raise TypeError(f"mechanism name must be a string, got {type(name).__name__}")
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown mechanism {name!r}; valid names: {', '.join(sorted(_REGISTRY))}") from None
+        raise ParameterTypeError(f"mechanism name must be a string, got {type(name).__name__}")
+    return FAMILIES.get(name)
 
 
 def applicable(space: MetricSpace) -> dict[str, str | None]:
     """For every registered family, ``None`` if it applies to ``space`` else the reason."""
     _ensure_loaded()
-    return {k: e.applies(space) for k, e in sorted(_REGISTRY.items())}
+    return {k: e.applies(space) for k, e in FAMILIES.items()}
 
 
 def build(name: str, space: MetricSpace, epsilon: float, *, rng=None, **params) -> Mechanism:

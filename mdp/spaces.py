@@ -16,30 +16,25 @@ SPEC                            space
 ``checkins:PATH:N``             the N most popular cells of a check-in log
 ==============================  ==========================================================
 
-Prefixed specs are dispatched through :data:`SPACE_LOADERS` (``prefix -> "module:function"``,
-imported lazily); the function receives the text after the prefix.
+Prefixed specs are dispatched through :data:`mdp.plugins.SPACES`: the packages that own the
+data (``text`` for word spaces, ``geo`` for location spaces) declare their loaders as entry
+points of the ``mdp.spaces`` group; each loader receives the whole spec.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .errors import ParameterError
+from .plugins import SPACES
 from .space import MetricSpace
 
-__all__ = ["load_space", "SPACE_LOADERS", "DEFAULT_SPACE"]
+__all__ = ["load_space", "DEFAULT_SPACE"]
 
 DEFAULT_SPACE = "glove:50:0"
-
-SPACE_LOADERS: dict[str, str] = {
-    "glove": "text.vocabulary:space_from_spec",
-    "fasttext": "text.vocabulary:space_from_spec",
-    "geolife": "geo.popular:space_from_spec",
-    "checkins": "geo.popular:space_from_spec",
-}
 
 
 def _points_csv(path: Path) -> MetricSpace:
@@ -73,9 +68,8 @@ def load_space(spec: str | None) -> MetricSpace:
     """
     spec = DEFAULT_SPACE if spec is None else str(spec)
     prefix, _, rest = spec.partition(":")
-    if rest and prefix in SPACE_LOADERS:
-        module, func = SPACE_LOADERS[prefix].split(":")
-        return getattr(importlib.import_module(module), func)(spec)
+    if rest and prefix in SPACES:
+        return SPACES.get(prefix)(spec)
     path = Path(spec)
     if path.suffix.lower() == ".npy":
         if not path.exists():
@@ -92,5 +86,6 @@ def load_space(spec: str | None) -> MetricSpace:
         if not path.exists():
             raise FileNotFoundError(f"no points file at {path}")
         return _points_csv(path)
-    raise ValueError(f"unknown space spec {spec!r}; use glove:N[:SEED], glove:N:SEED:full, "
-                     "fasttext:N[:SEED], FILE.csv, FILE.npy, geolife:PATH:N or checkins:PATH:N")
+    prefixes = ", ".join(f"{p}:..." for p in SPACES.names())
+    raise ParameterError(f"unknown space spec {spec!r}; use FILE.csv, FILE.npy or one of "
+                         f"{prefixes or '(no space plugins installed)'}")

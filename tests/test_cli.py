@@ -1,3 +1,4 @@
+import json
 import subprocess
 import sys
 
@@ -44,7 +45,12 @@ def test_distance_matrix_space_and_lower_bound(tmp_path, capsys):
     np.save(tmp_path / "d.npy", D)
     code, o, e = run(["lower-bound", "--space", str(tmp_path / "d.npy"), "--epsilon", "1"], capsys)
     expected = mdp.lower_bound(mdp.MetricSpace.from_distances(D), 1.0)
-    assert code == 0 and f"value={expected.value:.6g}" in o
+    assert code == 0 and f"expected distance >= {expected.value:.6g}" in o
+    code, o, e = run(["lower-bound", "--space", str(tmp_path / "d.npy"), "--epsilon", "1", "--json"],
+                     capsys)
+    record = json.loads(o)
+    assert code == 0 and record["lower_bound"] == pytest.approx(expected.value, rel=1e-12)
+    assert record["n"] == 6 and record["packing_size"] == expected.c
 
 
 def test_errors_are_clear(tmp_path, capsys):

@@ -53,9 +53,8 @@ def test_every_build_is_certified(s):
 
 
 def test_register_duplicate_and_bad_builder_output(s):
-    from mdp.registry import _REGISTRY, register
-
     from mdp.candidate import Candidate
+    from mdp.registry import FAMILIES, register
 
     @register("_test_identity", description="not private")
     def _identity(space, epsilon, *, rng=None):
@@ -73,5 +72,5 @@ def test_register_duplicate_and_bad_builder_output(s):
         with pytest.raises(ValueError, match="already registered"):
             register("_test_identity", description="x")(_identity)
     finally:
-        _REGISTRY.pop("_test_identity")
-        _REGISTRY.pop("_test_bare_array")
+        FAMILIES.unregister("_test_identity")
+        FAMILIES.unregister("_test_bare_array")

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from mdp.mechanism import Mechanism
+from mdp.plugins import InputFormat
 from mdp.validation import check_rng
 
 __all__ = ["privatize", "tokenize", "TOKEN_PATTERN", "OOV_POLICIES", "PUNCTUATION_POLICIES"]
@@ -189,3 +190,15 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
     pieces.append(text[pos:])
     result = "".join(pieces)
     return result if text[:1].isspace() else result.lstrip()
+
+
+def _accepts_text(mech: Mechanism, lines: list[str]) -> bool:
+    """Free text on a word space: some line holds more than one token (single tokens are
+    labels or indices, handled by ``mdp privatize`` itself)."""
+    return mech.space.labels is not None and any(len(s.split()) > 1 for s in lines)
+
+
+#: ``mdp privatize`` input format: free text on a word space (one privatized line per line).
+TEXT_INPUT = InputFormat(accepts=_accepts_text,
+                         privatize=lambda mech, lines, *, rng=None, **kw:
+                         [privatize(s, mech, rng=rng, **kw) for s in lines])
