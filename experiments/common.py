@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 import mdp
+from mdp.curves import baseline_curves
 from mdp.io import atomic_write, atomic_write_text
 from mdp.space import MetricSpace
 
@@ -41,11 +42,9 @@ __all__ = ["calibrated_point", "measure", "point_task", "reference_curves", "add
 #:    OPTMech retries with lower coefficient limits.
 CODE_VERSION = 3
 
-MECH_LABELS = {
-    "constopt": "ConstOPTMech", "optimal": "OPTMech", "spanner": "SpannerMech",
-    "exponential": "ExpMech", "madlib": "Madlib", "weighted_exponential": "weighted ExpMech",
-    "lower_bound": "lower bound", "uniform": "uniform",
-}
+#: Display names: the registry's for every family (one name everywhere), plus the references.
+MECH_LABELS = {**{name: mdp.get(name).display_name for name in mdp.mechanisms()},
+               "lower_bound": "lower bound", "uniform": "uniform"}
 MECH_STYLE = {
     "constopt": dict(color="C3", marker="o"), "optimal": dict(color="C2", marker="s"),
     "spanner": dict(color="C1", marker="^"), "exponential": dict(color="C0", marker="v"),
@@ -115,20 +114,16 @@ def point_task(experiment: str, space_name: str, mechanism: str, params: dict, e
 
 
 def reference_curves(space_name: str, space: MetricSpace, eps_grid, *, q: float, delta: float) -> pd.DataFrame:
-    """Rows for the uniform baseline and the lower bound (pure and (eps, delta) forms)."""
-    D = np.asarray(space.distances)
-    uniform = np.full(D.shape, 1.0 / space.n)
-    rows = [{"space": space_name, "n": space.n, "mechanism": "uniform", "eps_tight": float(t),
-             "loss_q": mdp.loss(uniform, D, q), "loss_max": mdp.loss(uniform, D), "status": "ok"}
-            for t in eps_grid]
-    pure = mdp.lower_bounds(space, list(eps_grid))
-    approx = mdp.lower_bounds(space, list(eps_grid), delta=delta)
-    for t, lb, lb0 in zip(eps_grid, approx, pure, strict=True):
-        rows.append({"space": space_name, "n": space.n, "mechanism": "lower_bound",
-                     "eps_tight": float(t), "loss_q": lb.value, "loss_max": lb.value,
-                     "lower_bound_pure": lb0.value, "packing_c": lb.c, "packing_r": lb.r,
-                     "packing_Q": lb.Q, "status": "ok"})
-    return pd.DataFrame(rows)
+    """Rows for the uniform baseline and the lower bound (pure and (eps, delta) forms), from
+    :func:`mdp.curves.baseline_curves`, in the experiments' column layout."""
+    base = baseline_curves(space, eps_grid, q=q, delta=delta)
+    base = base.rename(columns={"target_eps_tight": "eps_tight"})
+    base.insert(0, "n", space.n)
+    base.insert(0, "space", space_name)
+    base["status"] = "ok"
+    cols = ["space", "n", "mechanism", "eps_tight", "loss_q", "loss_max", "status",
+            "lower_bound_pure", "packing_c", "packing_r", "packing_Q"]
+    return base[cols]
 
 
 # -- command line -------------------------------------------------------------------------------

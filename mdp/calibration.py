@@ -12,13 +12,111 @@ because ``eps_tight`` is close to proportional to epsilon.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from enum import Enum
 
+from .errors import BuildError
 from .mechanism import Mechanism
 from .registry import build
 from .space import MetricSpace
-from .validation import check_positive, check_probability
+from .validation import check_int, check_positive, check_probability
 
-__all__ = ["calibrate"]
+__all__ = ["calibrate", "CalibrationSearch"]
+
+
+class Phase(Enum):
+    """Where :class:`CalibrationSearch` is."""
+
+    START = "start"                # nothing built yet: try epsilon = target
+    EXPAND_UP = "expand up"        # every build so far is below the target: grow epsilon
+    EXPAND_DOWN = "expand down"    # every build so far is above the target: shrink epsilon
+    SECANT = "secant"              # bracketed: Illinois regula falsi in log-log
+    DONE = "done"                  # accepted, bracket tight, or out of builds
+
+
+def _log_gap(et: float, target: float) -> float:
+    return math.log(max(et, 1e-300)) - math.log(target)
+
+
+@dataclass
+class CalibrationSearch:
+    """The search of :func:`calibrate` as an explicit state: a bracket on epsilon.
+
+    ``lo`` is the largest epsilon seen with ``eps_tight <= target``, ``hi`` the smallest with
+    ``eps_tight > target``. :meth:`next_epsilon` proposes the next build from the
+    :attr:`phase`; :meth:`record` updates the bracket with its measured ``eps_tight``.
+
+    Expansion steps assume ``eps_tight ~ c * epsilon`` and jump to the predicted crossing (at
+    least x2, at most x16); the secant runs on ``g = log eps_tight - log target`` over
+    ``log epsilon`` with the Illinois modification (the value at an end that stays put twice
+    is halved, so neither end sticks).
+    """
+
+    target: float
+    rtol: float
+    max_builds: int
+    trials: list[tuple[float, float]] = field(default_factory=list)
+    lo: float | None = None
+    lo_et: float = 0.0
+    glo: float = 0.0          # g at lo, damped by Illinois steps
+    hi: float | None = None
+    hi_et: float = 0.0
+    ghi: float = 0.0          # g at hi, damped by Illinois steps
+    side: int = 0             # which end the last secant step moved (-1: lo, 1: hi)
+
+    def accepted(self, et: float) -> bool:
+        """Inside the acceptance window: at most the target and within ``rtol`` of it."""
+        return self.target / (1.0 + self.rtol) <= et <= self.target
+
+    @property
+    def phase(self) -> Phase:
+        if not self.trials:
+            return Phase.START
+        if len(self.trials) >= self.max_builds:
+            return Phase.DONE
+        if self.lo is None:
+            return Phase.EXPAND_DOWN
+        if self.accepted(self.lo_et):
+            return Phase.DONE
+        if self.hi is None:
+            return Phase.EXPAND_UP
+        return Phase.SECANT if self.hi / self.lo > 1 + self.rtol else Phase.DONE
+
+    def next_epsilon(self) -> float:
+        """The epsilon to build next (only while :attr:`phase` is not ``DONE``)."""
+        phase = self.phase
+        if phase is Phase.START:
+            return self.target
+        if phase is Phase.EXPAND_UP:
+            et = self.lo_et
+            step = min(16.0, max(2.0, self.target / max(et, 1e-12) * 1.05)) if et > 0 else 16.0
+            return self.lo * step
+        if phase is Phase.EXPAND_DOWN:
+            return self.hi / min(16.0, max(2.0, self.hi_et / self.target * 1.05))
+        if phase is Phase.SECANT:
+            a, b = math.log(self.lo), math.log(self.hi)
+            x = (b - self.ghi * (b - a) / (self.ghi - self.glo) if self.ghi != self.glo
+                 else 0.5 * (a + b))
+            return math.exp(min(max(x, a + 0.01 * (b - a)), b - 0.01 * (b - a)))
+        raise RuntimeError("the calibration search is done")
+
+    def record(self, eps: float, et: float) -> None:
+        """Add the build at ``eps`` with measured ``eps_tight = et`` to the bracket."""
+        secant = self.phase is Phase.SECANT
+        self.trials.append((eps, et))
+        g = _log_gap(et, self.target)
+        if et <= self.target:
+            self.lo, self.lo_et, self.glo = eps, et, g
+            if secant:
+                if self.side == -1:
+                    self.ghi *= 0.5
+                self.side = -1
+        else:
+            self.hi, self.hi_et, self.ghi = eps, et, g
+            if secant:
+                if self.side == 1:
+                    self.glo *= 0.5
+                self.side = 1
 
 
 def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: float = 0.0,
@@ -51,85 +149,29 @@ def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: 
 
     Raises
     ------
-    RuntimeError
-        When no epsilon reaches the target within ``max_builds`` builds.
+    mdp.errors.BuildError
+        When no epsilon reaches the target within ``max_builds`` builds (names the family).
     """
     target = check_positive(target_eps_tight, "target_eps_tight")
-    delta = check_probability(delta, "delta")
+    delta = check_probability(delta, "delta", inclusive_high=False)
     rtol = check_positive(rtol, "rtol")
-    trials: list[tuple[float, float]] = []
-    cache: dict[float, Mechanism] = {}
-
-    def measure(eps: float) -> float:
+    max_builds = check_int(max_builds, "max_builds", low=1)
+    search = CalibrationSearch(target, rtol, max_builds)
+    built: dict[float, Mechanism] = {}
+    while search.phase is not Phase.DONE:
+        eps = search.next_epsilon()
         mech = build(name, space, eps, rng=rng, **params)
-        et = mech.eps_tight(delta)
-        trials.append((eps, et))
-        cache[eps] = mech
-        return et
-
-    def g(et: float) -> float:
-        return math.log(max(et, 1e-300)) - math.log(target)
-
-    def accepted(et: float) -> bool:
-        # inside the acceptance window: at most the target and within rtol of it
-        return target / (1.0 + rtol) <= et <= target
-
-    lo = hi = None           # lo: eps_tight <= target, hi: eps_tight > target
-    eps = target
-    et = measure(eps)
-    if et <= target:
-        lo, glo = eps, g(et)
-        while hi is None and not accepted(et):
-            if len(trials) >= max_builds:
-                break
-            # eps_tight ~ c * eps: jump to the predicted crossing (at least x2), capped at x16
-            step = min(16.0, max(2.0, target / max(et, 1e-12) * 1.05)) if et > 0 else 16.0
-            eps = lo * step
-            et = measure(eps)
-            if et <= target:
-                lo, glo = eps, g(et)
-            else:
-                hi, ghi = eps, g(et)
-    else:
-        hi, ghi = eps, g(et)
-        while lo is None:
-            if len(trials) >= max_builds:
-                break
-            step = min(16.0, max(2.0, et / target * 1.05))
-            eps = hi / step
-            et = measure(eps)
-            if et <= target:
-                lo, glo = eps, g(et)
-            else:
-                hi, ghi = eps, g(et)
-    if lo is None:
-        raise RuntimeError(f"calibrate({name!r}): no epsilon reached eps_tight <= {target} in {max_builds} builds")
-    if hi is not None:
-        side = 0
-        lo_gap = glo              # true log-gap of lo (glo itself is damped by Illinois steps)
-        while hi / lo > 1 + rtol and len(trials) < max_builds and lo_gap < -math.log1p(rtol):
-            a, b = math.log(lo), math.log(hi)
-            x = b - ghi * (b - a) / (ghi - glo) if ghi != glo else 0.5 * (a + b)
-            x = min(max(x, a + 0.01 * (b - a)), b - 0.01 * (b - a))
-            eps = math.exp(x)
-            et = measure(eps)
-            if et <= target:
-                lo, glo = eps, g(et)
-                lo_gap = glo
-                if side == -1:
-                    ghi *= 0.5           # Illinois step: avoid one end sticking
-                side = -1
-            else:
-                hi, ghi = eps, g(et)
-                if side == 1:
-                    glo *= 0.5
-                side = 1
-    # For a family whose eps_tight is monotone in epsilon this is the bracket's end ``lo``. Some are
-    # not (ConstOPTMech keeps the best of its lambdas at each epsilon: fastText-350, r = 10,
-    # eps 2.2993 -> eps_tight 1.987, eps 2.3096 -> 1.626), and then an earlier build is closer.
-    _, eps_best = max((et, eps) for eps, et in trials if et <= target)
-    best = cache[eps_best]
-    best.stats["calibration"] = {"target_eps_tight": target, "delta": delta, "builds": len(trials),
-                                 "epsilon": best.epsilon, "eps_tight": best.eps_tight(delta),
-                                 "trials": trials}
+        built[eps] = mech
+        search.record(eps, mech.eps_tight(delta))
+    if search.lo is None:
+        raise BuildError(f"calibrate({name!r}, n={space.n}): no epsilon reached eps_tight <= "
+                         f"{target:g} (delta={delta:g}) in {max_builds} builds; smallest "
+                         f"eps_tight seen {min(et for _, et in search.trials):.6g}")
+    # For a family whose eps_tight is monotone in epsilon this is the bracket's end ``lo``; for
+    # one that is not (ConstOPTMech keeps the best of its lambdas), an earlier build is closer.
+    _, eps_best = max((et, eps) for eps, et in search.trials if et <= target)
+    best = built[eps_best]
+    best.stats["calibration"] = {"target_eps_tight": target, "delta": delta,
+                                 "builds": len(search.trials), "epsilon": best.epsilon,
+                                 "eps_tight": best.eps_tight(delta), "trials": search.trials}
     return best

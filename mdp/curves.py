@@ -20,7 +20,9 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .accounting import loss
 from .calibration import calibrate
+from .errors import ParameterError
 from .io import atomic_write, atomic_write_text
 from .lower_bound import lower_bounds
 from .registry import get
@@ -29,7 +31,8 @@ from .space import MetricSpace
 from .spaces import DEFAULT_SPACE, load_space
 from .validation import check_positive, check_probability
 
-__all__ = ["default_targets", "loss_curves", "run_curves", "plot_curves"]
+__all__ = ["default_targets", "loss_curves", "run_curves", "plot_curves", "baseline_curves",
+           "plan_families"]
 
 
 def default_targets(space: MetricSpace, k: int = 10) -> np.ndarray:
@@ -46,14 +49,79 @@ def default_targets(space: MetricSpace, k: int = 10) -> np.ndarray:
     return np.array([float(f"{x:.3g}") for x in np.geomspace(lo, max(hi, 4 * lo), k)])
 
 
-def default_mechanisms(space: MetricSpace) -> list[str]:
-    """Families that apply to ``space`` and are cheap enough for it (``quick_max_n``)."""
-    out = []
+def plan_families(space: MetricSpace, mechanisms: list[str] | None = None
+                  ) -> tuple[list[str], dict[str, str]]:
+    """Which families a curve run builds, and why the others are left out.
+
+    Parameters
+    ----------
+    space : MetricSpace
+    mechanisms : list of str or None
+        Families asked for by name (every one must apply), or ``None`` for every family that
+        applies to ``space`` and whose ``quick_max_n`` admits its size (cost control).
+
+    Returns
+    -------
+    (run, left_out) : the names to build, and ``{name: reason}`` for every registered family
+    that is not built.
+    """
+    left_out: dict[str, str] = {}
+    if mechanisms is not None:
+        for name in mechanisms:
+            reason = get(name).applies(space)
+            if reason:
+                raise ParameterError(f"mechanism {name!r} does not apply to this space: {reason}")
+        run = list(mechanisms)
+        for name in registered():
+            if name not in run:
+                left_out[name] = "not asked for (--mechanisms)"
+        return run, left_out
+    run = []
     for name in registered():
         entry = get(name)
-        if entry.applies(space) is None and space.n <= entry.quick_max_n:
-            out.append(name)
-    return out
+        reason = entry.applies(space)
+        if reason:
+            left_out[name] = f"does not apply: {reason}"
+        elif space.n > entry.quick_max_n:
+            left_out[name] = (f"n = {space.n} is above {entry.quick_max_n}, the largest size it is "
+                              f"built on by default (cost); ask for it with --mechanisms {name}")
+        else:
+            run.append(name)
+    return run, left_out
+
+
+def default_mechanisms(space: MetricSpace) -> list[str]:
+    """Families that apply to ``space`` and are cheap enough for it (``quick_max_n``)."""
+    return plan_families(space)[0]
+
+
+def baseline_curves(space: MetricSpace, targets, *, q: float, delta: float) -> pd.DataFrame:
+    """The reference rows of every loss-curve table, built in one place.
+
+    For each target ``t``: the uniform mechanism (``eps_tight = 0``; its ``L_q`` and worst-case
+    loss) and Theorem 3's packing lower bound (Imola et al. 2022) at ``(t, delta)`` and at
+    ``(t, 0)``.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``mechanism`` (``"uniform"`` or ``"lower_bound"``), ``target_eps_tight``,
+        ``loss_q``, ``loss_max``, and for the bound ``lower_bound_pure``, ``packing_c``,
+        ``packing_r``, ``packing_Q`` (NaN for the uniform rows).
+    """
+    targets = [float(t) for t in targets]
+    D = np.asarray(space.distances)
+    uniform = np.full(D.shape, 1.0 / space.n)
+    u_q, u_max = loss(uniform, D, q), loss(uniform, D)
+    rows = [{"mechanism": "uniform", "target_eps_tight": t, "loss_q": u_q, "loss_max": u_max}
+            for t in targets]
+    approx = lower_bounds(space, targets, delta=delta)
+    pure = approx if delta == 0 else lower_bounds(space, targets)
+    for t, lb, lb0 in zip(targets, approx, pure, strict=True):
+        rows.append({"mechanism": "lower_bound", "target_eps_tight": t, "loss_q": lb.value,
+                     "loss_max": lb.value, "lower_bound_pure": lb0.value, "packing_c": lb.c,
+                     "packing_r": lb.r, "packing_Q": lb.Q})
+    return pd.DataFrame(rows)
 
 
 def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets=None, *,
@@ -63,13 +131,9 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
     Columns: ``mechanism, target_eps_tight, eps_tight, epsilon, loss_q, loss_max, builds,
     seconds, guarantee`` plus rows ``uniform`` and ``lower_bound``.
     """
-    delta = check_probability(delta, "delta")
+    delta = check_probability(delta, "delta", inclusive_high=False)
     q = check_probability(q, "q")
-    names = default_mechanisms(space) if mechanisms is None else list(mechanisms)
-    for name in names:
-        reason = get(name).applies(space)
-        if reason:
-            raise ValueError(f"mechanism {name!r} does not apply to this space: {reason}")
+    names, _ = plan_families(space, mechanisms)
     targets = default_targets(space) if targets is None else np.array(
         [check_positive(t, "eps_tight target") for t in targets])
     rows = []
@@ -92,16 +156,14 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
                      "epsilon": mech.epsilon, "loss_q": mech.loss(q), "loss_max": mech.loss(),
                      "builds": cal["builds"], "seconds": time.perf_counter() - t0,
                      "guarantee": mech.stats["privacy"].get("guarantee", "matrix"), "error": ""})
-    uniform = np.full((space.n, space.n), 1.0 / space.n)
-    rl = (uniform * space.distances).sum(axis=1)
-    for t in targets:
-        rows.append({"mechanism": "uniform", "target_eps_tight": float(t), "eps_tight": 0.0,
-                     "epsilon": 0.0, "loss_q": float(np.quantile(rl, q)), "loss_max": float(rl.max()),
-                     "builds": 0, "seconds": 0.0, "guarantee": "matrix"})
-    for t, lb in zip(targets, lower_bounds(space, targets, delta=delta), strict=True):
-        rows.append({"mechanism": "lower_bound", "target_eps_tight": float(t), "eps_tight": float(t),
-                     "epsilon": float(t), "loss_q": lb.value, "loss_max": lb.value,
-                     "builds": 0, "seconds": 0.0, "guarantee": "theorem3"})
+    base = baseline_curves(space, targets, q=q, delta=delta)
+    for r in base.itertuples(index=False):
+        bound = r.mechanism == "lower_bound"
+        rows.append({"mechanism": r.mechanism, "target_eps_tight": r.target_eps_tight,
+                     "eps_tight": r.target_eps_tight if bound else 0.0,
+                     "epsilon": r.target_eps_tight if bound else 0.0, "loss_q": r.loss_q,
+                     "loss_max": r.loss_max, "builds": 0, "seconds": 0.0,
+                     "guarantee": "theorem3" if bound else "matrix"})
     return pd.DataFrame(rows)
 
 
@@ -122,8 +184,15 @@ def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float
             ax.plot(g["target_eps_tight"], g["loss_q"], "k--", label="lower bound on worst-case loss (Thm 3)")
         else:
             g = g.dropna(subset=["eps_tight"])
-            ax.plot(g["eps_tight"], g["loss_q"], marker="o", ms=3.5, label=name)
-    ax.set_xlabel(rf"$\epsilon_{{tight}}$ ($\delta$ = {delta:g})")
+            try:
+                shown = get(name).display_name
+            except ValueError:
+                shown = name
+            ax.plot(g["eps_tight"], g["loss_q"], marker="o", ms=3.5, label=shown)
+    targets = df["target_eps_tight"].to_numpy(dtype=float)
+    if targets.size and targets.min() > 0 and targets.max() / targets.min() > 10:
+        ax.set_xscale("log")  # the informative part is the low-eps end
+    ax.set_xlabel(rf"$\epsilon_{{tight}}$ ($\delta$ = {delta:g}) (per unit of distance)")
     ax.set_ylabel(rf"$L_{{{q:g}}}$ (expected distance)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
@@ -138,19 +207,39 @@ def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float
 def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = None, eps_tight=None, *,
                delta: float = 1e-3, q: float = 0.95, out_dir: str | Path = "results/curves",
                seed: int = 0, progress: bool = True) -> pd.DataFrame:
-    """``mdp curves``: compute, write ``curves.csv`` / ``curves.md`` / ``curves.png``, print a table."""
+    """``mdp curves``: compute, write ``curves.csv`` / ``curves.md`` / ``curves.png``, print a table.
+
+    The printed summary and ``curves.md`` list the families that ran, those left out (with the
+    reason: not applicable, or too costly for the space's size by default) and every failed
+    point (family, target and the error); failed points are also rows of ``curves.csv`` with
+    ``guarantee = "failed"`` and the message in ``error``.
+    """
     spec = space_spec or DEFAULT_SPACE
     t0 = time.perf_counter()
     space = load_space(spec)
-    df = loss_curves(space, mechanisms, eps_tight, delta=delta, q=q, seed=seed, progress=progress)
+    ran, left_out = plan_families(space, mechanisms)
+    df = loss_curves(space, ran, eps_tight, delta=delta, q=q, seed=seed, progress=progress)
     out = Path(out_dir)
     atomic_write_text(out / "curves.csv", df.to_csv(index=False))
+    names = {name: get(name).display_name for name in ran}
     table = df.pivot_table(index="target_eps_tight", columns="mechanism", values="loss_q")
-    atomic_write_text(out / "curves.md", table.to_markdown(floatfmt=".4g"))
+    table = table.rename(columns=names)
+    failed = df[df["guarantee"] == "failed"] if "guarantee" in df else df.iloc[:0]
+    summary = [f"Space {spec}: n = {space.n}, metric {space.metric}.", "",
+               "Families built: " + (", ".join(f"{names[n]} ({n})" for n in ran) or "none") + "."]
+    if left_out:
+        summary += ["", "Left out:"] + [f"- {n}: {why}" for n, why in left_out.items()]
+    if len(failed):
+        summary += ["", f"Failed points ({len(failed)}):"] + [
+            f"- {names.get(r.mechanism, r.mechanism)} at eps_tight {r.target_eps_tight:g}: {r.error}"
+            for r in failed.itertuples()]
+    summary_text = "\n".join(summary)
+    atomic_write_text(out / "curves.md", summary_text + "\n\n" + f"L_{q:g} by eps_tight target "
+                      f"(delta = {delta:g}):\n\n" + table.to_markdown(floatfmt=".4g") + "\n")
     plot_curves(df, out / "curves.png", title=f"{spec} (n={space.n})", q=q, delta=delta)
-    print(f"space {spec}: {space!r}")
+    print(summary_text)
+    print()
     print(table.round(4).to_string())
     print(f"wrote {out / 'curves.csv'}, {out / 'curves.md'}, {out / 'curves.png'} "
           f"in {time.perf_counter() - t0:.1f} s")
     return df
-

@@ -66,7 +66,7 @@ def build_exponential(space: MetricSpace, epsilon: float, *, rng=None) -> Candid
 
 @register("weighted_exponential",
           description="weighted exponential mechanism, Pr ~ Y_j exp(-eps d/2) "
-          "(Imola et al. 2022, 3.1, Prop. 1)", display_name="WExpMech",
+          "(Imola et al. 2022, 3.1, Prop. 1)", display_name="weighted ExpMech",
           params={"Y": Param("custom", "inverse_density", check=_check_weights,
                              help="n positive weights, or 'inverse_density'")})
 def build_weighted_exponential(space: MetricSpace, epsilon: float, *, rng=None,
