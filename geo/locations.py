@@ -5,9 +5,13 @@ discretised to a grid cell. Given a mechanism on a space built by
 :func:`geo.popular.popular_cells` (labels ``"r{row}c{col}"``, points = cell centres):
 
 1. **Locate**: a location maps to the space cell whose rectangle contains it. A location in a
-   cell that is not in the space (or outside the grid box) maps to the space cell with the
-   nearest centre (great-circle distance; ties -> the more popular cell, i.e. lower index).
-   ``strict=True`` refuses such locations instead.
+   cell that is not in the space (or outside the grid box) maps to the space point with the
+   nearest centre (great-circle distance; ties -> the more popular cell, i.e. lower index), but
+   only when that centre is within ``max_snap_km`` (default :func:`snap_threshold_km`: the
+   largest nearest-neighbour distance between the space's own points, at least one cell
+   diagonal); a farther location is refused with an error unless ``snap=True``, because a point
+   far outside the mechanism's area (Vienna into Beijing cells) is not what the user meant to
+   privatize. ``strict=True`` refuses every location outside the space's cells.
 2. **Sample** the mechanism's output cell for that input cell.
 3. **Release** the output cell's centre (lat, lon).
 
@@ -30,15 +34,16 @@ import re
 import numpy as np
 from numpy.typing import ArrayLike
 
+from mdp.errors import ParameterError
 from mdp.mechanism import Mechanism
 from mdp.plugins import InputFormat
 from mdp.space import MetricSpace, haversine_km
-from mdp.validation import check_rng
+from mdp.validation import check_positive, check_rng
 
 from .grid import Grid, parse_cell_label
 
 __all__ = ["grid_of_space", "locate", "privatize_locations", "privatize_location",
-           "privatize_latlon_lines", "parse_latlon_lines"]
+           "privatize_latlon_lines", "parse_latlon_lines", "snap_threshold_km", "LATLON_INPUT"]
 
 # Centres recomputed from the recovered grid must match the stored ones to this (degrees).
 _GRID_ATOL = 1e-9
@@ -104,23 +109,51 @@ def _check_latlon(latlon: ArrayLike) -> np.ndarray:
     return P
 
 
-def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False) -> np.ndarray:
+def snap_threshold_km(space: MetricSpace) -> float:
+    """Default largest snapping distance (km) for :func:`locate` on ``space``.
+
+    The largest distance from a point of the space to its nearest other point (how far the
+    space's own points lie from their neighbours), and at least one cell diagonal when the space
+    is a grid of cells (:func:`grid_of_space`).
+    """
+    _check_geo_space(space)
+    D = np.asarray(space.distances, dtype=float).copy()
+    np.fill_diagonal(D, np.inf)
+    radius = float(D.min(axis=1).max())
+    grid = grid_of_space(space)
+    if grid is not None:
+        lat = float(np.mean(space.points[:, 0]))
+        a = np.array([[lat, 0.0]])
+        b = np.array([[lat + grid.cell_deg, grid.cell_deg]])
+        radius = max(radius, float(haversine_km(a, b)[0, 0]))
+    return radius
+
+
+def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap: bool = False,
+           max_snap_km: float | None = None) -> np.ndarray:
     """Indices of the space cells locations map to (step 1 of the module docstring).
 
     Parameters
     ----------
     space : MetricSpace
-        A haversine space of cell centres (labels ``r{row}c{col}`` for exact cell lookup).
+        A haversine space of cell centres (labels ``r{row}c{col}`` for exact cell lookup) or of
+        any (lat, lon) points.
     latlon : array-like of shape (m, 2) or (2,)
         Locations (lat, lon) in degrees.
     strict : bool, default False
         Raise instead of snapping a location that lies in no cell of the space.
+    snap : bool, default False
+        Snap every location to its nearest point, however far (the user asked for it by name).
+    max_snap_km : float > 0 or None
+        Largest distance (km) to the nearest point of the space at which a location outside the
+        space's cells is snapped; ``None``: :func:`snap_threshold_km`. Ignored with ``snap``.
 
     Raises
     ------
-    ValueError
-        For malformed coordinates, a non-geographic space, or (``strict``) a location outside
-        every cell of the space.
+    mdp.errors.ParameterError
+        For malformed coordinates, a non-geographic space, a location farther than
+        ``max_snap_km`` from every point (without ``snap``; the message names the location, its
+        distance and the options), or (``strict``) a location outside every cell of the space.
     """
     pts = _check_geo_space(space)
     P = _check_latlon(latlon)
@@ -136,13 +169,29 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False) -> np
         k = int(missing[0])
         raise ValueError(f"{missing.size} location(s) in no cell of the space (strict=True); "
                          f"first: location {k} = {tuple(P[k].tolist())}")
+    if missing.size and not snap:
+        limit = snap_threshold_km(space) if max_snap_km is None else check_positive(
+            max_snap_km, "max_snap_km")
     for s in range(0, missing.size, 4096):
         chunk = missing[s:s + 4096]
-        idx[chunk] = np.argmin(haversine_km(P[chunk], pts), axis=1)
+        Dk = haversine_km(P[chunk], pts)
+        idx[chunk] = np.argmin(Dk, axis=1)
+        if not snap:
+            near = Dk[np.arange(len(chunk)), idx[chunk]]
+            far = np.flatnonzero(near > limit)
+            if far.size:
+                k = int(chunk[far[0]])
+                raise ParameterError(
+                    f"location {k} = {tuple(P[k].tolist())} is {near[far[0]]:.3f} km from the "
+                    f"nearest point of the mechanism's space, farther than max_snap_km = "
+                    f"{limit:.3f} km; it is outside the area this mechanism covers. Build a "
+                    "mechanism on a space that covers it, raise max_snap_km (--max-snap-km), or "
+                    "snap to the nearest point anyway with snap=True (--snap)")
     return idx
 
 
-def privatize_locations(mech: Mechanism, latlon: ArrayLike, *, rng=None, strict: bool = False) -> np.ndarray:
+def privatize_locations(mech: Mechanism, latlon: ArrayLike, *, rng=None, strict: bool = False,
+                        snap: bool = False, max_snap_km: float | None = None) -> np.ndarray:
     """Privatize locations: locate, sample ``mech``, release the output cell centres.
 
     Parameters
@@ -152,23 +201,25 @@ def privatize_locations(mech: Mechanism, latlon: ArrayLike, *, rng=None, strict:
     latlon : array-like of shape (m, 2) or (2,)
         Locations (lat, lon) in degrees.
     rng : None, int or numpy.random.Generator
-    strict : bool, default False
-        See :func:`locate`.
+    strict, snap, max_snap_km
+        See :func:`locate` (by default a location far outside the space is refused).
 
     Returns
     -------
     ndarray of shape (m, 2): the released cell centres (lat, lon).
     """
     rng = check_rng(rng)
-    idx = locate(mech.space, latlon, strict=strict)
+    idx = locate(mech.space, latlon, strict=strict, snap=snap, max_snap_km=max_snap_km)
     out = mech.sample_indices(idx, rng)
     return np.asarray(mech.space.points)[out]
 
 
 def privatize_location(mech: Mechanism, lat: float, lon: float, *, rng=None,
-                       strict: bool = False) -> tuple[float, float]:
+                       strict: bool = False, snap: bool = False,
+                       max_snap_km: float | None = None) -> tuple[float, float]:
     """One location: ``(lat, lon) -> (lat, lon)`` of the released cell centre."""
-    out = privatize_locations(mech, [[lat, lon]], rng=rng, strict=strict)[0]
+    out = privatize_locations(mech, [[lat, lon]], rng=rng, strict=strict, snap=snap,
+                              max_snap_km=max_snap_km)[0]
     return float(out[0]), float(out[1])
 
 
@@ -195,13 +246,14 @@ def parse_latlon_lines(lines: list[str]) -> np.ndarray:
     return out
 
 
-def privatize_latlon_lines(mech: Mechanism, lines: list[str], *, rng=None) -> list[str]:
+def privatize_latlon_lines(mech: Mechanism, lines: list[str], *, rng=None, snap: bool = False,
+                           max_snap_km: float | None = None) -> list[str]:
     """``mdp privatize`` on a geographic space: one ``"lat,lon"`` output line per input line.
 
     Each output is the centre of the sampled cell, printed with 6 decimals (0.1 m).
     """
     P = parse_latlon_lines(lines)
-    out = privatize_locations(mech, P, rng=rng)
+    out = privatize_locations(mech, P, rng=rng, snap=snap, max_snap_km=max_snap_km)
     return [f"{lat:.6f},{lon:.6f}" for lat, lon in out]
 
 
@@ -213,5 +265,4 @@ _LATLON_LINE = re.compile(r"^\s*[-+]?\d+(\.\d*)?\s*,\s*[-+]?\d+(\.\d*)?\s*$")
 
 #: ``mdp privatize`` input format: ``lat,lon`` lines on a geographic (haversine) space.
 LATLON_INPUT = InputFormat(accepts=_accepts_latlon,
-                           privatize=lambda mech, lines, *, rng=None, **kw:
-                           privatize_latlon_lines(mech, lines, rng=rng, **kw))
+                           privatize=privatize_latlon_lines, options=("snap", "max_snap_km"))

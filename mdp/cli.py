@@ -54,7 +54,7 @@ def cmd_build(args) -> int:
     from .registry import build
     from .spaces import load_space
 
-    space = load_space(args.space)
+    space = load_space(args.space, metric=args.metric)
     params = dict(args.param or [])
     mech = build(args.mechanism, space, args.epsilon, rng=args.seed, **params)
     mech.save(args.output)
@@ -74,7 +74,12 @@ def cmd_privatize(args) -> int:
     from .privatize import privatize_inputs
 
     mech = load(args.file)
-    for line in privatize_inputs(mech, _read_inputs(args), rng=args.seed):
+    lines = privatize_inputs(mech, _read_inputs(args), rng=args.seed, snap=args.snap,
+                             max_snap_km=args.max_snap_km, oov=args.oov)
+    if mech.space.metric == "haversine" and not args.snap and sys.stderr.isatty():
+        print("mdp: lat,lon inputs farther than --max-snap-km from every point of the space "
+              "are refused (--snap accepts them)", file=sys.stderr)
+    for line in lines:
         print(line)
     return 0
 
@@ -92,7 +97,7 @@ def cmd_lower_bound(args) -> int:
     from .lower_bound import lower_bound
     from .spaces import load_space
 
-    space = load_space(args.space)
+    space = load_space(args.space, metric=args.metric)
     lb = lower_bound(space, args.epsilon, delta=args.delta)
     record = {"space": args.space, "n": space.n, "metric": space.metric, "epsilon": lb.epsilon,
               "delta": lb.delta, "lower_bound": lb.value, "packing_size": lb.c,
@@ -111,7 +116,7 @@ def cmd_lower_bound(args) -> int:
 def cmd_curves(args) -> int:
     from .curves import run_curves
 
-    run_curves(space_spec=args.space, mechanisms=args.mechanisms, eps_tight=args.eps_tight,
+    run_curves(space_spec=args.space, metric=args.metric, mechanisms=args.mechanisms, eps_tight=args.eps_tight,
                delta=args.delta, q=args.q, out_dir=args.output, seed=args.seed,
                progress=not args.no_progress)
     return 0
@@ -130,8 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
                   " GloVe slice), glove:N:SEED:full (400k GloVe, extra 'glove'), fasttext:N[:SEED]"
                   " (fastText on gensim's Lee corpus), geolife:PATH:N, checkins:PATH:N")
     seed_help = "random seed (default: fresh OS entropy)"
+    metric_help = ("metric of the points of FILE.csv: euclidean (default) or haversine (lat,lon "
+                   "in degrees, distances and epsilon per km); any scipy cdist name")
     p = sub.add_parser("build", help="build a verified mechanism and save it")
     p.add_argument("--space", required=True, help=space_help)
+    p.add_argument("--metric", default=None, help=metric_help)
     p.add_argument("--mechanism", required=True, help="family name (see mdp list)")
     p.add_argument("--epsilon", required=True, type=float,
                    help="pure mDP level per unit of distance (> 0)")
@@ -145,6 +153,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="mechanism file written by mdp build")
     p.add_argument("inputs", nargs="*", help="inputs, or - (default) to read lines from stdin")
     p.add_argument("--seed", type=int, default=None, help=seed_help)
+    p.add_argument("--max-snap-km", type=float, default=None,
+                   help="lat,lon inputs: refuse a location farther than this from every point "
+                        "of the space (default: the space's largest nearest-neighbour distance)")
+    p.add_argument("--snap", action="store_true",
+                   help="lat,lon inputs: snap every location to its nearest point, however far")
+    p.add_argument("--oov", choices=("error", "mask", "drop", "keep"), default=None,
+                   help="text inputs: words not in the space (default: error; keep releases "
+                        "them unprotected)")
     p.set_defaults(func=cmd_privatize)
 
     p = sub.add_parser("eps", help="exact eps_tight of a saved mechanism")
@@ -154,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("lower-bound", help="packing lower bound on the loss of any eps-mDP mechanism")
     p.add_argument("--space", required=True, help=space_help)
+    p.add_argument("--metric", default=None, help=metric_help)
     p.add_argument("--epsilon", required=True, type=float, help="mDP level (> 0)")
     p.add_argument("--delta", type=float, default=0.0, help="delta of (eps, delta)-mDP (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON record")
@@ -162,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("curves", help="loss versus eps_tight of every applicable mechanism "
                        "(Imola et al. 2022, Figure 1)")
     p.add_argument("--space", default=None, help=space_help + " (default: the embedded glove:50:0)")
+    p.add_argument("--metric", default=None, help=metric_help)
     p.add_argument("--mechanisms", nargs="+", default=None,
                    help="families to compare (default: every applicable family cheap enough "
                         "for the space's size; the output lists those left out)")

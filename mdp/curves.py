@@ -205,7 +205,7 @@ def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float
 
 
 def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = None, eps_tight=None, *,
-               delta: float = 1e-3, q: float = 0.95, out_dir: str | Path = "results/curves",
+               metric: str | None = None, delta: float = 1e-3, q: float = 0.95, out_dir: str | Path = "results/curves",
                seed: int = 0, progress: bool = True) -> pd.DataFrame:
     """``mdp curves``: compute, write ``curves.csv`` / ``curves.md`` / ``curves.png``, print a table.
 
@@ -216,7 +216,7 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
     """
     spec = space_spec or DEFAULT_SPACE
     t0 = time.perf_counter()
-    space = load_space(spec)
+    space = load_space(spec, metric=metric)
     ran, left_out = plan_families(space, mechanisms)
     df = loss_curves(space, ran, eps_tight, delta=delta, q=q, seed=seed, progress=progress)
     out = Path(out_dir)

@@ -144,10 +144,13 @@ class InputFormat:
         format for this mechanism (e.g. ``lat,lon`` lines on a haversine space).
     privatize : callable
         ``privatize(mechanism, lines, *, rng, **options) -> list[str]``: one output per line.
+    options : tuple of str
+        Names of the keyword options ``privatize`` takes (``mdp privatize`` passes only these).
     """
 
     accepts: Callable
     privatize: Callable
+    options: tuple = ()
 
 
 SPACES: Registry[Callable] = Registry("space prefix", "mdp.spaces")

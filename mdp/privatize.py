@@ -58,12 +58,14 @@ def privatize_inputs(mech: Mechanism, inputs: list[str], *, rng=None, **options)
         Labels, indices, or lines of a plugin input format.
     rng : None, int or numpy.random.Generator
     **options
-        Passed to the input format's ``privatize`` (e.g. ``max_snap_km`` for locations).
+        Options of the input formats (e.g. ``max_snap_km`` and ``snap`` for locations, ``oov``
+        for text); each format receives those it declares, ``None`` values are left out.
     """
     rng = check_rng(rng)
     for _, fmt in INPUTS.items():
         if inputs and fmt.accepts(mech, inputs):
-            return fmt.privatize(mech, inputs, rng=rng, **options)
+            mine = {k: v for k, v in options.items() if k in fmt.options and v is not None}
+            return fmt.privatize(mech, inputs, rng=rng, **mine)
     out = mech.sample_indices(np.asarray(parse_items(mech, inputs), dtype=np.int64), rng)
     return [str(o) for o in mech.space.label_of(out)] if mech.space.labels is not None \
         else [str(int(o)) for o in out]

@@ -9,7 +9,10 @@ SPEC                            space
 ``fasttext:N[:SEED]``           N words of a fastText model trained with gensim on gensim's
                                 Lee corpus (:func:`text.fasttext.train_lee_fasttext`)
 ``FILE.csv``                    points, one row of coordinates per line (optional header;
-                                a non-numeric first column is taken as labels)
+                                a non-numeric first column is taken as labels); with
+                                ``metric="haversine"`` the coordinates are ``lat,lon`` in
+                                degrees (columns named ``lat``/``lon`` or ``latitude``/
+                                ``longitude`` are put in that order) and distances are in km
 ``FILE.npy``                    a precomputed n x n distance matrix
 ``geolife:PATH:N``              the N most popular Geolife cells (PLT tree or the compact
                                 per-trace count file)
@@ -37,7 +40,19 @@ __all__ = ["load_space", "DEFAULT_SPACE"]
 DEFAULT_SPACE = "glove:50:0"
 
 
-def _points_csv(path: Path) -> MetricSpace:
+_LAT_NAMES = ("lat", "latitude")
+_LON_NAMES = ("lon", "lng", "long", "longitude")
+
+
+def _latlon_order(header: list[str]) -> list[int] | None:
+    """Column positions of (lat, lon) when the header names them, else None."""
+    low = [str(h).strip().lower() for h in header]
+    lat = [i for i, h in enumerate(low) if h in _LAT_NAMES]
+    lon = [i for i, h in enumerate(low) if h in _LON_NAMES]
+    return [lat[0], lon[0]] if len(lat) == 1 and len(lon) == 1 else None
+
+
+def _points_csv(path: Path, metric: str = "euclidean") -> MetricSpace:
     try:
         df = pd.read_csv(path, header=None)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
@@ -46,7 +61,13 @@ def _points_csv(path: Path) -> MetricSpace:
         raise ValueError(f"{path}: no points")
     # A header row is detected as a first row that does not parse as numbers.
     first_numeric = pd.to_numeric(df.iloc[0, 1:] if df.shape[1] > 1 else df.iloc[0], errors="coerce")
+    order = None
     if first_numeric.isna().any():
+        order = _latlon_order(df.iloc[0].tolist()) if metric == "haversine" else None
+        if order is not None:
+            label_cols = [c for c in range(df.shape[1]) if c not in order]
+            df = df.iloc[:, label_cols[:1] + order] if label_cols else df.iloc[:, order]
+            df.columns = range(df.shape[1])
         df = df.iloc[1:].reset_index(drop=True)
     labels = None
     col0 = pd.to_numeric(df.iloc[:, 0], errors="coerce")
@@ -58,20 +79,45 @@ def _points_csv(path: Path) -> MetricSpace:
         row, col = np.argwhere(values.isna().to_numpy())[0]
         raise ValueError(f"{path}: line {row + 1 + (1 if first_numeric.isna().any() else 0)}: "
                          f"non-numeric coordinate in column {col + 1}")
-    return MetricSpace.from_points(values.to_numpy(dtype=float), labels=labels)
+    P = values.to_numpy(dtype=float)
+    if metric == "haversine":
+        if P.shape[1] != 2:
+            raise ParameterError(f"{path}: --metric haversine needs two coordinate columns "
+                                 f"(lat, lon in degrees), got {P.shape[1]}")
+        bad = np.flatnonzero((np.abs(P[:, 0]) > 90) | (np.abs(P[:, 1]) > 180))
+        if bad.size:
+            k = int(bad[0])
+            line = k + 1 + (1 if first_numeric.isna().any() else 0)
+            raise ParameterError(f"{path}: line {line}: ({P[k, 0]:g}, {P[k, 1]:g}) is not a "
+                                 "(lat, lon) in degrees (|lat| <= 90, |lon| <= 180)")
+    try:
+        return MetricSpace.from_points(P, metric=metric, labels=labels)
+    except ValueError as exc:
+        raise ParameterError(f"{path}: {exc}") from None
 
 
-def load_space(spec: str | None) -> MetricSpace:
+def load_space(spec: str | None, *, metric: str | None = None) -> MetricSpace:
     """Build the metric space described by ``spec`` (see the module docstring).
 
-    ``None`` gives :data:`DEFAULT_SPACE`.
+    Parameters
+    ----------
+    spec : str or None
+        ``None`` gives :data:`DEFAULT_SPACE`.
+    metric : str or None
+        Metric of the points of a ``FILE.csv`` (default ``"euclidean"``; ``"haversine"`` for
+        ``lat,lon`` degrees, distances in km; any :func:`scipy.spatial.distance.cdist` name).
+        Plugin specs and distance matrices carry their own metric: giving one is an error.
     """
     spec = DEFAULT_SPACE if spec is None else str(spec)
     prefix, _, rest = spec.partition(":")
     if rest and prefix in SPACES:
+        if metric is not None:
+            raise ParameterError(f"--metric applies to FILE.csv spaces, not to {spec!r}")
         return SPACES.get(prefix)(spec)
     path = Path(spec)
     if path.suffix.lower() == ".npy":
+        if metric is not None:
+            raise ParameterError(f"--metric applies to FILE.csv spaces; {path} holds distances")
         if not path.exists():
             raise FileNotFoundError(f"no distance matrix at {path}")
         try:
@@ -85,7 +131,7 @@ def load_space(spec: str | None) -> MetricSpace:
     if path.suffix.lower() in (".csv", ".txt"):
         if not path.exists():
             raise FileNotFoundError(f"no points file at {path}")
-        return _points_csv(path)
+        return _points_csv(path, metric or "euclidean")
     prefixes = ", ".join(f"{p}:..." for p in SPACES.names())
     raise ParameterError(f"unknown space spec {spec!r}; use FILE.csv, FILE.npy or one of "
                          f"{prefixes or '(no space plugins installed)'}")

@@ -63,9 +63,17 @@ def test_points_outside_space_snap_to_nearest_centre(space, beijing):
     labels = beijing.labels(beijing.cell_of(P[:, 0], P[:, 1]))
     outside = np.array([lab not in set(space.labels) for lab in labels])
     assert outside.sum() > 2500
-    np.testing.assert_array_equal(locate(space, P[outside]), _nearest_by_sklearn(space, P[outside]))
+    np.testing.assert_array_equal(locate(space, P[outside], snap=True),
+                                  _nearest_by_sklearn(space, P[outside]))
     far = np.array([[31.23, 121.47], [-33.9, 151.2]])  # Shanghai, Sydney: outside the box
-    np.testing.assert_array_equal(locate(space, far), _nearest_by_sklearn(space, far))
+    np.testing.assert_array_equal(locate(space, far, snap=True), _nearest_by_sklearn(space, far))
+    # by default a location far outside the mechanism's area is refused, naming it
+    with pytest.raises(ValueError, match=r"location 0 = \(31.23, 121.47\) is .* km from"):
+        locate(space, far)
+    # within the threshold it snaps to the nearest centre, as with snap=True
+    near = space.points[:3] + [0.0, 0.004]
+    np.testing.assert_array_equal(locate(space, near, max_snap_km=2.0),
+                                  _nearest_by_sklearn(space, near))
     with pytest.raises(ValueError, match=r"2 location\(s\) in no cell of the space.*location 0"):
         locate(space, far, strict=True)
 
@@ -88,15 +96,17 @@ def test_outputs_follow_the_mechanism_row(space, mech):
 
 def test_latlon_lines_and_privatize_dispatch(space, mech, tmp_path):
     lines = ["39.9775,116.3325", " 40.05 , 116.40", "31.23,121.47"]
-    got = privatize_latlon_lines(mech, lines, rng=5)
+    with pytest.raises(ValueError, match="farther than max_snap_km"):
+        privatize_latlon_lines(mech, lines, rng=5)
+    got = privatize_latlon_lines(mech, lines, rng=5, snap=True)
     centres = {f"{a:.6f},{b:.6f}" for a, b in space.points}
     assert len(got) == 3 and set(got) <= centres
-    assert got == privatize_latlon_lines(mech, lines, rng=5)
+    assert got == privatize_latlon_lines(mech, lines, rng=5, snap=True)
     # through mdp privatize's dispatcher, after a save/load round trip (labels come back as str)
     path = mech.save(tmp_path / "geo.npz")
     loaded = load(path)
     assert grid_of_space(loaded.space) is not None
-    assert privatize_inputs(loaded, lines, rng=5) == got
+    assert privatize_inputs(loaded, lines, rng=5, snap=True) == got
 
 
 def test_bad_lines_and_spaces(space, mech):
@@ -116,7 +126,7 @@ def test_space_without_cell_labels_uses_nearest_centre():
     named = MetricSpace.from_points(pts, metric="haversine", labels=["a", "b", "c"])
     assert grid_of_space(named) is None
     P = np.array([[39.91, 116.31], [39.96, 116.49], [40.1, 116.4]])
-    np.testing.assert_array_equal(locate(named, P), _nearest_by_sklearn(named, P))
+    np.testing.assert_array_equal(locate(named, P, snap=True), _nearest_by_sklearn(named, P))
     # cell-like labels whose centres do not fit one grid: also nearest centre
     odd = MetricSpace.from_points(pts, metric="haversine", labels=["r0c0", "r0c1", "r5c9"])
     assert grid_of_space(odd) is None

@@ -201,4 +201,5 @@ def _accepts_text(mech: Mechanism, lines: list[str]) -> bool:
 #: ``mdp privatize`` input format: free text on a word space (one privatized line per line).
 TEXT_INPUT = InputFormat(accepts=_accepts_text,
                          privatize=lambda mech, lines, *, rng=None, **kw:
-                         [privatize(s, mech, rng=rng, **kw) for s in lines])
+                         [privatize(s, mech, rng=rng, **kw) for s in lines],
+                         options=("oov",))
