@@ -14,7 +14,9 @@ how many returned f = 0 (scored as the uniform estimate) and how many were certi
 Figures 1-2 style examples: f0 and f_hat for single and paired sources.
 
 Outputs in ``--out`` (default results/heatsources): heatsources.csv, heatsources.md,
-fig3_noisy.png, fig6_private.png, examples.png.
+fig3_noisy.png, fig6_private.png, examples.png. ``--m-sweep`` runs only the sweep in the number
+of sensors with many trials (:mod:`experiments.heatsources_m`; m_sweep.csv/.md,
+fig_m_sweep.png, fig_m_model.png).
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=1, help="sources per trial (1: at 0.5; else random)")
     parser.add_argument("--rules", nargs="+", default=["seed", "analytic"],
                         choices=["seed", "analytic"], help="calibrations for Figure 6")
+    parser.add_argument("--m-sweep", action="store_true",
+                        help="only the sweep in the number of sensors m (Figures 3b and 6b) with "
+                             "the model's quantities (experiments.heatsources_m); use with --trials")
 
 
 def _jobs(grid: dict, rules: list[str]) -> list[dict]:
@@ -173,6 +178,12 @@ def _examples(path: Path, rng: np.random.Generator) -> list[dict]:
 
 def main(args: argparse.Namespace) -> None:
     from tqdm import tqdm
+
+    if getattr(args, "m_sweep", False):
+        from .heatsources_m import run_m_sweep
+
+        run_m_sweep(args)
+        return
 
     out = Path(args.out or "results/heatsources")
     grid = GRIDS["quick" if args.quick else "full"]

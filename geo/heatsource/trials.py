@@ -112,8 +112,8 @@ def run_trials(A, sigma: float, trials: int, *, k: int = 1, sources=None, rng=No
     list of dict
         One per trial: ``emd`` (zero policy "uniform"), ``emd_nan`` (NaN when ``f = 0``),
         ``policy``, ``infeasible``, ``zero``, ``optimal``, ``gap``, ``seconds``, ``f0``, ``f``,
-        and the program's own quantities ``noise_norm`` (:math:`\|y - Af_0\|_2`), ``rho``
-        (radius used), ``mass`` (:math:`\|\hat f\|_1`).
+        the readings ``y``, ``noise_norm`` (:math:`\|y - Af_0\|_2`), ``rho`` (radius used) and
+        ``mass`` (:math:`\|\hat f\|_1`).
     """
     rng = check_rng(rng)
     trials = check_int(trials, "trials", low=1)
@@ -129,7 +129,7 @@ def run_trials(A, sigma: float, trials: int, *, k: int = 1, sources=None, rng=No
         out.append(dict(emd=emd_error(f0, res.f), emd_nan=emd_error(f0, res.f, zero_policy="nan"),
                         policy=res.policy, infeasible=res.infeasible, zero=res.is_zero,
                         optimal=res.optimal, gap=res.gap, seconds=res.seconds, f0=f0, f=res.f,
-                        noise_norm=float(np.linalg.norm(noise)), rho=res.rho,
+                        y=y, noise_norm=float(np.linalg.norm(noise)), rho=res.rho,
                         mass=res.objective))
     return out
 
