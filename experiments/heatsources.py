@@ -1,19 +1,22 @@
-"""``mdp experiment heatsources``: seed Gilbert & McMillan, Figures 1-3 and 6.
+"""``mdp experiment heatsources``: Gilbert & McMillan (2018), Figures 1-3 and 6.
 
 Figure 3 (noisy, not private): EMD error of l1 recovery versus n, m, T and sigma; defaults
 n = 100, m = 50, T = 0.5, sigma = 0.1, k = 1 (the T panel at sigma = 0.2, the sigma panel at
-T = 0.05, as in the seed's caption for 3c/3d).
+T = 0.05, as in the paper's caption for 3c/3d).
 Figure 6 (locally private): versus n, m, T and epsilon; defaults n = 100, m = 50, T = 0.05
-(t = 0.1 with mu = 1/2), delta = 0.1, epsilon = 1; sigma from the seed's rule
-2 ln(1.25/delta) Delta_2(A)/eps (as in the seed) and from the analytic Gaussian mechanism.
+(t = 0.1 with mu = 1/2), delta = 0.1, epsilon = 1; sigma from the paper's rule
+2 ln(1.25/delta) Delta_2(A)/eps (rule "seed") and from the analytic Gaussian mechanism.
 10 trials per point, 95 % Student-t intervals; k = 1 puts the source at 0.5, k > 1 draws the
 sources uniformly at random. EMD is in [0, 1] units. Every point also records how many trials
-were infeasible at rho = sigma sqrt(m) (radius widened by the policy of geo.heatsource.recover),
+were infeasible at rho = sigma sqrt(m) (radius widened by the policy of
+geo.heatsource.recovery.recover),
 how many returned f = 0 (scored as the uniform estimate) and how many were certified optimal.
 Figures 1-2 style examples: f0 and f_hat for single and paired sources.
 
 Outputs in ``--out`` (default results/heatsources): heatsources.csv, heatsources.md,
-fig3_noisy.png, fig6_private.png, examples.png.
+fig3_noisy.png, fig6_private.png, examples.png. ``--m-sweep`` runs only the sweep in the number
+of sensors with many trials (:mod:`experiments.heatsources_m`; m_sweep.csv/.md,
+fig_m_sweep.png, fig_m_model.png).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from geo.heatsource import (
+    LARGE_N,
     calibrate_sensors,
     compress_matrix,
     heat_matrix,
@@ -60,10 +64,13 @@ GRIDS = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trials", type=int, default=10, help="trials per point (seed: 10)")
+    parser.add_argument("--trials", type=int, default=10, help="trials per point (Gilbert & McMillan: 10)")
     parser.add_argument("--k", type=int, default=1, help="sources per trial (1: at 0.5; else random)")
     parser.add_argument("--rules", nargs="+", default=["seed", "analytic"],
                         choices=["seed", "analytic"], help="calibrations for Figure 6")
+    parser.add_argument("--m-sweep", action="store_true",
+                        help="only the sweep in the number of sensors m (Figures 3b and 6b) with "
+                             "the model's quantities (experiments.heatsources_m); use with --trials")
 
 
 def _jobs(grid: dict, rules: list[str]) -> list[dict]:
@@ -93,7 +100,7 @@ def _run_job(job: dict, trials: int, k: int, rng: np.random.Generator) -> dict:
     if job["figure"] == "6":
         cal = calibrate_sensors(A, job["epsilon"], job["delta"], job["rule"])
         out["sigma"], out["delta_exact"] = cal.sigma, cal.delta_exact
-    operator = compress_matrix(A) if job["n"] > 2000 else A
+    operator = compress_matrix(A) if job["n"] > LARGE_N else A
     t0 = time.perf_counter()
     rows = run_trials(operator, out["sigma"], trials, k=k, rng=rng)
     out["seconds_per_trial"] = (time.perf_counter() - t0) / trials
@@ -171,6 +178,12 @@ def _examples(path: Path, rng: np.random.Generator) -> list[dict]:
 
 def main(args: argparse.Namespace) -> None:
     from tqdm import tqdm
+
+    if getattr(args, "m_sweep", False):
+        from .heatsources_m import run_m_sweep
+
+        run_m_sweep(args)
+        return
 
     out = Path(args.out or "results/heatsources")
     grid = GRIDS["quick" if args.quick else "full"]

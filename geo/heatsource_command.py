@@ -1,4 +1,4 @@
-"""``mdp heatsource``: plan a locally private heat-sensor deployment (seed: Gilbert & McMillan).
+"""``mdp heatsource``: plan a locally private heat-sensor deployment (Gilbert & McMillan 2018).
 
 Prints the sensitivity of the heat matrix, the per-sensor noise of every calibration rule (with
 the exact delta each one achieves), and the EMD error of l1 recovery over repeated trials at the
@@ -13,15 +13,14 @@ import argparse
 
 import numpy as np
 
+from mdp.gaussian import GAUSSIAN_RULES, gaussian_delta, gaussian_sigma
 from mdp.plugins import Command
 from mdp.validation import check_int, check_positive
 
 from .heatsource import (
-    GAUSSIAN_RULES,
+    LARGE_N,
     calibrate_sensors,
     compress_matrix,
-    gaussian_delta,
-    gaussian_sigma,
     heat_matrix,
     mean_ci,
     run_trials,
@@ -45,10 +44,10 @@ def _positions(text: str) -> list[float]:
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Options of ``mdp heatsource``."""
     parser.description = ("Calibrate local Gaussian noise for m heat sensors and report the EMD "
-                          "error of l1 recovery (seed: Gilbert & McMillan).")
+                          "error of l1 recovery (Gilbert & McMillan 2018).")
     parser.add_argument("--n", type=int, default=100, help="source grid size (locations i/n)")
     parser.add_argument("--m", type=int, default=50, help="number of sensors (at j/m)")
-    parser.add_argument("--T", type=float, default=0.05, help="mu * t (the seed uses mu = 1/2)")
+    parser.add_argument("--T", type=float, default=0.05, help="mu * t (Gilbert & McMillan use mu = 1/2)")
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--delta", type=float, default=1e-3)
     parser.add_argument("--rule", choices=GAUSSIAN_RULES, default="analytic",
@@ -72,7 +71,7 @@ def run_cli(args: argparse.Namespace) -> int:
     A = heat_matrix(n, m, T)
     sens = sensitivity(A)
     print(f"heat matrix: n={n} source cells, m={m} sensors, T={T:g}")
-    print(f"sensitivity Delta_2(A) = {sens:.6g}   (seed bound O(sqrt(m)/(n T^1.5)) = "
+    print(f"sensitivity Delta_2(A) = {sens:.6g}   (Gilbert & McMillan bound O(sqrt(m)/(n T^1.5)) = "
           f"{np.sqrt(m) / (n * T**1.5):.4g} x const)")
     print(f"per-sensor Gaussian noise for (epsilon={args.epsilon:g}, delta={args.delta:g})-LDP:")
     for rule in GAUSSIAN_RULES:
@@ -98,7 +97,7 @@ def run_cli(args: argparse.Namespace) -> int:
         grid = source_positions(n)
         sources = np.zeros(n)
         sources[[int(np.argmin(np.abs(grid - p))) for p in args.sources]] = 1.0
-    operator = compress_matrix(A) if n > 2000 else A
+    operator = compress_matrix(A) if n > LARGE_N else A
     rows = run_trials(operator, sigma, trials, k=args.k, sources=sources, rng=args.seed)
     print("trial  policy        EMD([0,1] units)  duality gap")
     for i, r in enumerate(rows):

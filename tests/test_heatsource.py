@@ -14,7 +14,6 @@ from geo.heatsource import (
     calibrate_sensors,
     compress_matrix,
     emd_error,
-    gaussian_delta,
     gaussian_sigma,
     heat_matrix,
     least_residual,
@@ -79,48 +78,7 @@ def test_sensitivity_scales_as_appendix_b():
     assert max(ratios) < 0.2
 
 
-# ---------------------------------------------------------------- Gaussian calibration
-
-@pytest.mark.parametrize("eps, expected", [(1.0, 3.7306316), (0.1, 30.7495661)])
-def test_analytic_sigma_published_values(eps, expected):
-    sigma = gaussian_sigma(eps, 1e-5, 1.0)
-    assert sigma == pytest.approx(expected, abs=1e-7)
-    # The DP condition of Balle & Wang Thm 8 holds with equality (independent evaluation) ...
-    assert _exact_delta_scipy(sigma, eps, 1.0) == pytest.approx(1e-5, rel=1e-6)
-    assert gaussian_delta(sigma, eps, 1.0) <= 1e-5
-    # ... and any visibly smaller sigma violates it.
-    assert _exact_delta_scipy(sigma * (1 - 1e-6), eps, 1.0) > 1e-5
-
-
-@pytest.mark.parametrize("eps, delta, sens", [(0.5, 1e-3, 0.1359), (3.0, 0.1, 0.01222),
-                                              (10.0, 1e-6, 2.0), (0.01, 1e-2, 1.0)])
-def test_every_rule_is_private_and_analytic_is_smallest(eps, delta, sens):
-    sig = {r: gaussian_sigma(eps, delta, sens, r) for r in ("analytic", "seed")}
-    if eps < 1:
-        sig["classical"] = gaussian_sigma(eps, delta, sens, "classical")
-        assert sig["classical"] == pytest.approx(np.sqrt(2 * np.log(1.25 / delta)) * sens / eps)
-    assert sig["seed"] == pytest.approx(2 * np.log(1.25 / delta) * sens / eps)
-    for s in sig.values():
-        assert _exact_delta_scipy(s, eps, sens) <= delta * (1 + 1e-9)
-        assert sig["analytic"] <= s * (1 + 1e-12)
-    assert _exact_delta_scipy(sig["analytic"], eps, sens) == pytest.approx(delta, rel=1e-6)
-
-
-def test_classical_rule_refuses_large_epsilon():
-    with pytest.raises(ValueError, match="epsilon < 1, got epsilon=1.0"):
-        gaussian_sigma(1.0, 1e-5, 1.0, "classical")
-
-
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(epsilon=-1, delta=1e-5, sensitivity=1), "epsilon must be > 0, got -1"),
-    (dict(epsilon=1, delta=0, sensitivity=1), "delta must be in"),
-    (dict(epsilon=1, delta=1e-5, sensitivity=0), "sensitivity must be > 0"),
-    (dict(epsilon=1, delta=1e-5, sensitivity=1, rule="laplace"), "rule must be one of"),
-])
-def test_gaussian_sigma_bad_input(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        gaussian_sigma(**kwargs)
-
+# ---------------------------------------------------------------- sensor calibration
 
 def test_calibrate_sensors_verifies_privacy_and_privatizes():
     A = heat_matrix(100, 50, 0.05)
@@ -317,3 +275,39 @@ def test_experiment_job_counts_policies():
     assert rec["sigma"] == pytest.approx(2 * np.log(12.5) * rec["sensitivity"])
     assert rec["optimal"] == 4 and 0 <= rec["infeasible"] <= 4 and 0 <= rec["zero"] <= 4
     assert rec["delta_exact"] <= 0.1
+
+
+# ---------------------------------------------------------------- package layout
+
+def test_package_reexports_every_public_name_of_its_modules():
+    import geo.heatsource as hs
+    import mdp.gaussian
+    from geo.heatsource import model, privacy, recovery, trials
+
+    for mod in (model, privacy, recovery, trials):
+        for name in mod.__all__:
+            if name != "check_matrix":  # a helper of the submodules, not part of the API
+                assert getattr(hs, name) is getattr(mod, name), name
+    for name in ("GAUSSIAN_RULES", "gaussian_delta", "gaussian_sigma"):
+        assert getattr(hs, name) is getattr(mdp.gaussian, name)
+    assert hs.SensorCalibration is mdp.gaussian.GaussianCalibration
+    assert set(hs.__all__) <= set(dir(hs))
+
+
+def test_dataclasses_are_built_by_keyword():
+    # A positional call to a 14-field dataclass silently swaps fields when one is added.
+    import ast
+    import dataclasses
+    from pathlib import Path
+
+    import geo.heatsource as hs
+    import mdp.gaussian
+
+    classes = {n for n in dir(hs) if dataclasses.is_dataclass(getattr(hs, n))}
+    classes |= {n for n in dir(mdp.gaussian) if dataclasses.is_dataclass(getattr(mdp.gaussian, n))}
+    assert {"RecoveryResult", "CompressedMatrix", "Lemma5Check", "GaussianCalibration"} <= classes
+    files = [*Path(hs.__file__).parent.glob("*.py"), Path(mdp.gaussian.__file__)]
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in classes:
+                assert not node.args, f"{path.name}:{node.lineno}: {node.func.id} built positionally"
