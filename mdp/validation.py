@@ -90,6 +90,8 @@ def check_rng(rng) -> np.random.Generator:
     if rng is None or isinstance(rng, (numbers.Integral, np.random.Generator, np.random.SeedSequence)):
         if isinstance(rng, bool):
             raise ParameterTypeError(f"rng must be None, an int seed or a numpy.random.Generator, got {rng!r}")
+        if isinstance(rng, numbers.Integral) and rng < 0:
+            raise ParameterError(f"rng (the random seed) must be an integer >= 0, got {rng}")
         return np.random.default_rng(rng)
     raise ParameterTypeError(
         f"rng must be None, an int seed or a numpy.random.Generator, got {type(rng).__name__}"

@@ -30,6 +30,21 @@ Measured here on GloVe vocabularies the matrix's ``eps_tight`` is far below ``ep
 (0.23-0.41 ``epsilon`` at delta = 1e-3 on glove:50 and glove:200, d = 50): snapping to a few
 words discards much of what the continuous output would reveal.
 
+Floating point (Mironov 2012). The noise is drawn in float64 by numpy: a standard normal
+direction (Ziggurat) normalised, times a ``Gamma(d, 1)`` radius (Marsaglia-Tsang) divided by
+``epsilon``. Mironov's attack on floating-point Laplace noise reads the released *noisy float*:
+its low-order bits and the set of representable values reachable from each input differ between
+inputs, so some outputs are possible from one input and impossible from another. Madlib never
+releases the float: ``z`` is snapped to the nearest point of the space, and only that point's
+index is returned. What remains is that the probability of each output (the float sampler's
+mass in that point's Voronoi cell) differs from the continuous one by the sampler's rounding,
+a relative error of order 1e-15 for cells the noise reaches with non-negligible probability;
+a Voronoi cell has positive volume, so it is hit from every input by a dense set of float
+values, unlike the single float Mironov's attack reads. So the guarantee is exact for the
+continuous mechanism and holds for this float implementation up to that rounding; it is not a
+bit-exact guarantee (we have no proof bounding the rounding's effect on the ratio). Users who need one should
+use a matrix family (``exponential``), whose sampled distribution is certified exactly.
+
 In 2-D this is the planar Laplace mechanism of geo-indistinguishability (Andres, Bordenabe,
 Chatzikokolakis, Palamidessi, CCS 2013: radius ``Gamma(2, 1/eps)``, uniform angle) followed by
 remapping to the nearest point of the space. It applies to any space built from Euclidean points
