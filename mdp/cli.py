@@ -210,10 +210,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    def show(message, category, filename, lineno, file=None, line=None):
+        # user-facing warnings as one readable line; numerical ones are the toolkit's business
+        if not issubclass(category, RuntimeWarning):
+            print(f"mdp: warning: {message}", file=sys.stderr)
+
     try:
         with warnings.catch_warnings():
-            # numerical warnings are the toolkit's business, never the user's
-            warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("default")
+            warnings.showwarning = show
             if getattr(args, "unavailable", None):
                 raise ValueError(args.unavailable)
             if getattr(args, "plugin", None) is not None:
