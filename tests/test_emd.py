@@ -6,7 +6,19 @@ import pytest
 from scipy.optimize import linprog
 from scipy.stats import wasserstein_distance
 
-from mdp.emd import block_sum, emd, emd_1d, emd_downsampled, emd_grid, grid_l1_cost
+from mdp import _netsimplex
+from mdp.emd import (
+    _certify,
+    _emd_grid_l1,
+    _simplex,
+    block_sum,
+    emd,
+    emd_1d,
+    emd_downsampled,
+    emd_grid,
+    grid_l1_cost,
+)
+from mdp.errors import ParameterError, SolverError
 
 
 def _grid_xy(r, c):
@@ -139,3 +151,153 @@ def test_block_sum_and_downsampled():
     assert emd_downsampled(p, q, factor=1) == pytest.approx(emd_grid(p, q, ground="euclidean"))
     assert emd_downsampled(p, q, factor=2, ground="l1") == pytest.approx(
         emd_grid(block_sum(p, 2), block_sum(q, 2)))
+
+
+def _dense(p, q, metric):
+    xy = _grid_xy(*p.shape)
+    return ot.emd2(p.ravel() / p.sum(), q.ravel() / q.sum(), ot.dist(xy, xy, metric=metric),
+                   numItermax=10**8)
+
+
+@pytest.mark.parametrize("ground, metric", [("l1", "cityblock"), ("euclidean", "euclidean")])
+@pytest.mark.parametrize("shape", [(1, 9), (7, 1), (2, 2), (5, 7), (9, 9), (13, 20), (24, 24)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_emd_grid_equals_dense_pot_both_costs(ground, metric, shape, seed):
+    # Shapes above 64 cells run the multiscale levels (and, for Euclidean, column generation);
+    # odd sides exercise the 1-wide blocks of the coarsening.
+    rng = np.random.default_rng(seed)
+    p, q = rng.random(shape), rng.random(shape)
+    p[rng.random(shape) < 0.4] = 0
+    p[0, 0] += 0.1
+    value = emd_grid(p, q, ground=ground)
+    assert value == pytest.approx(_dense(p, q, metric), rel=1e-12)
+    # Symmetric in its arguments.
+    assert emd_grid(q, p, ground=ground) == pytest.approx(value, rel=1e-12)
+
+
+@pytest.mark.parametrize("ground", ["l1", "euclidean"])
+def test_emd_grid_heatmap_like_maps_equal_dense(ground):
+    # Smooth blobs far apart: long transport rays, the hard case for the Euclidean check.
+    r, c = np.meshgrid(np.arange(30), np.arange(30), indexing="ij")
+    p = np.exp(-((r - 5) ** 2 + (c - 6) ** 2) / 8) + np.exp(-((r - 22) ** 2 + (c - 3) ** 2) / 5)
+    q = np.exp(-((r - 25) ** 2 + (c - 24) ** 2) / 12) + 1e-3
+    metric = "cityblock" if ground == "l1" else "euclidean"
+    assert emd_grid(p, q, ground=ground) == pytest.approx(_dense(p, q, metric), rel=1e-12)
+
+
+@pytest.mark.parametrize("a, b", [(0, 1), (3, 0), (2, 5), (-4, 3), (7, -7), (-6, -1)])
+@pytest.mark.parametrize("mass", [1.0, 2.5])
+def test_emd_grid_single_mass_moved(a, b, mass):
+    p, q = np.zeros((15, 16)), np.zeros((15, 16))
+    p[7, 7] = q[7 + a, 7 + b] = mass
+    assert emd_grid(p, q, normalize=False) == pytest.approx(mass * (abs(a) + abs(b)), rel=1e-12)
+    assert emd_grid(p, q, "euclidean", normalize=False) == pytest.approx(
+        mass * np.hypot(a, b), rel=1e-12)
+
+
+@pytest.mark.parametrize("ground", ["l1", "euclidean"])
+def test_emd_grid_translation_closed_form(ground):
+    # Moving a whole map by (dr, dc) costs the shift's length, for any map (a lower bound by
+    # the mean's displacement, attained by the shift itself).
+    rng = np.random.default_rng(8)
+    p = np.zeros((20, 20))
+    p[2:12, 1:9] = rng.random((10, 8))
+    q = np.roll(np.roll(p, 6, axis=0), 9, axis=1)
+    expected = 15.0 if ground == "l1" else np.hypot(6, 9)
+    assert emd_grid(p, q, ground=ground) == pytest.approx(expected, rel=1e-12)
+
+
+def test_emd_grid_l1_matches_linprog():
+    rng = np.random.default_rng(9)
+    p, q = rng.random((4, 5)), rng.random((4, 5))
+    xy = _grid_xy(4, 5)
+    C = np.abs(xy[:, None] - xy[None]).sum(-1)
+    ref = _lp_emd(p.ravel() / p.sum(), q.ravel() / q.sum(), C)
+    assert emd_grid(p, q) == pytest.approx(ref, rel=1e-7)
+
+
+def test_emd_grid_l1_matches_previous_bipartite_formulation():
+    # The formulation emd_grid used before (POT sparse simplex, pass-through mass): an
+    # independent solver on a grid too large for a dense cost matrix in a unit test.
+    rng = np.random.default_rng(10)
+    p, q = rng.random((60, 60)) ** 4, rng.random((60, 60)) ** 4
+    d = (p / p.sum() - q / q.sum()).ravel()
+    pos, neg = np.maximum(d, 0), np.maximum(-d, 0)
+    tv = pos.sum()
+    neg *= tv / neg.sum()
+    ref = ot.emd2(pos + tv, neg + tv, grid_l1_cost(60, 60), numItermax=2**62)
+    assert emd_grid(p, q) == pytest.approx(ref, rel=1e-9)
+
+
+def test_network_simplex_kernel_matches_linprog():
+    # The kernel on a random non-grid graph with real costs: an independent LP (HiGHS) check.
+    rng = np.random.default_rng(12)
+    n = 12
+    u, w = np.triu_indices(n, 1)
+    keep = rng.random(u.size) < 0.5
+    keep[:n - 1] = True  # contains the path 0-1, 0-2, ... so the graph is connected
+    u, w = u[keep], w[keep]
+    cost = rng.random(u.size) * 3
+    f = rng.random(n) - 0.5
+    f -= f.mean()
+    tree = np.arange(n - 1)  # edges (0, 1), ..., (0, n-1): a star, a spanning tree
+    sol = _simplex(u, w, cost, f, tree, 1e-12)
+    src, dst = np.concatenate([u, w]), np.concatenate([w, u])
+    A = np.zeros((n, src.size))
+    A[src, np.arange(src.size)] += 1
+    A[dst, np.arange(src.size)] -= 1
+    ref = linprog(np.concatenate([cost, cost]), A_eq=A, b_eq=f, bounds=(0, None), method="highs")
+    assert _certify(sol, f, 1e-9) == pytest.approx(ref.fun, rel=1e-9)
+
+
+def test_pair_violations_match_brute_force():
+    rng = np.random.default_rng(13)
+    R, C = 11, 9
+    f = rng.normal(size=R * C)
+    pi = rng.normal(scale=4, size=R * C)
+    best_t, excess, _ = _netsimplex.pair_violations(pi, f, R, C, 4, 1e-9)
+    xy = _grid_xy(R, C)
+    D = np.sqrt(((xy[:, None] - xy[None]) ** 2).sum(-1))
+    V = pi[None, :] - pi[:, None] - D  # V[s, t]
+    V[:, f >= 0] = -np.inf
+    V[f <= 0, :] = -np.inf
+    ref = np.where(V.max(1) > 1e-9, V.argmax(1), -1)
+    assert np.array_equal(best_t, ref)
+    assert np.allclose(excess[ref >= 0], V.max(1)[ref >= 0])
+
+
+def test_certificate_rejects_non_optimal_solutions():
+    rng = np.random.default_rng(14)
+    p, q = rng.random((6, 6)), rng.random((6, 6))
+    f = (p / p.sum() - q / q.sum()).ravel()
+    idx = np.arange(36).reshape(6, 6)
+    u = np.concatenate([idx[:, :-1].ravel(), idx[:-1, :].ravel()])
+    w = np.concatenate([idx[:, 1:].ravel(), idx[1:, :].ravel()])
+    tree = _netsimplex.lift_grid_tree(3, 3, _lift_path(3, 3), 6, 6)
+    sol = _simplex(u, w, np.ones(u.size), f, tree, 0.5)
+    assert _certify(sol, f, 0.0) == pytest.approx(_emd_grid_l1(f.reshape(6, 6)), rel=1e-12)
+    bad_dual = type(sol)(**{**sol.__dict__, "pi": np.zeros(36)})
+    with pytest.raises(SolverError, match="certificate"):
+        _certify(bad_dual, f, 0.0)
+    bad_flow = type(sol)(**{**sol.__dict__, "flow": sol.flow * 1.01})
+    with pytest.raises(SolverError, match="certificate"):
+        _certify(bad_flow, f, 0.0)
+
+
+def _lift_path(R, C):
+    """Edge ids of the comb tree (every horizontal edge, first column) of an R x C grid."""
+    H = R * (C - 1)
+    return np.concatenate([np.arange(H), H + np.arange(R - 1) * C]).astype(np.int64)
+
+
+@pytest.mark.parametrize("p, q, name, match", [
+    (np.ones((3, 3)), 2 * np.ones((3, 3)), "normalize", "equal mass"),
+    (-np.ones((3, 3)), np.ones((3, 3)), "p", "non-negative"),
+    (np.ones((3, 3)), np.full((3, 3), np.nan), "q", "finite"),
+    (np.ones((3, 3)), np.ones((3, 4)), "p and q", "same shape"),
+])
+@pytest.mark.parametrize("ground", ["l1", "euclidean"])
+def test_emd_grid_parameter_errors(p, q, name, match, ground):
+    with pytest.raises(ParameterError, match=match) as info:
+        emd_grid(p, q, ground=ground, normalize=False)
+    assert name in str(info.value)

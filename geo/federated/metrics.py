@@ -58,9 +58,13 @@ def l1(est, truth) -> float:
 
 
 def emd_maps(est, truth, side: int = 64) -> tuple[float, str]:
-    """EMD (L1 ground distance, in cells of the coarsened map) between two density maps after
-    block-summing them to ``side x side``; returns ``(value in pixels of the original map,
-    method)``. Uses ``mdp.emd.emd_grid`` when the shared module provides it, else POT."""
+    """Exact EMD with L1 ground distance between two density maps, coarsened to ``side x side``.
+
+    Both maps go through :func:`to_density`, are block-summed by ``factor = n // side``
+    (:func:`mdp.emd.block_sum`) and compared with :func:`mdp.emd.emd_grid` (``ground="l1"``),
+    whose result, in cells of the coarsened map, is multiplied by ``factor``. Returns
+    ``(value in pixels of the original map, "mdp.emd.emd_grid")``; the second item names the
+    method for the results table and is always the same."""
     est, truth = _check_pair(est, truth)
     factor = est.shape[0] // side
     p, q = block_sum(to_density(est), factor), block_sum(to_density(truth), factor)

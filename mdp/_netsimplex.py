@@ -1,0 +1,439 @@
+r"""Compiled kernels behind :func:`mdp.emd.emd_grid`: a network simplex for uncapacitated
+transshipment, the multiscale spanning-tree lift for grids, and the blocked dual check.
+
+Private module; the public entry point and the method's description are in :mod:`mdp.emd` and
+``docs/design/emd.md``.
+
+Problem solved by :func:`network_simplex`
+-----------------------------------------
+
+.. math:: \min_{x \ge 0} \sum_a c_a x_a \quad\text{s.t.}\quad
+          \sum_{a \in \delta^+(u)} x_a - \sum_{a \in \delta^-(u)} x_a = f_u \quad \forall u,
+
+on a directed graph whose arcs come in twin pairs (``a`` and ``twin[a]`` join the same two nodes
+in opposite directions). It is the primal network simplex with a strongly feasible spanning tree
+(Cunningham 1976; Ahuja, Magnanti & Orlin 1993, ch. 11) and block-search pricing, with the tree
+stored as parent / thread / subtree-size / last-successor arrays. Unlike the usual start from
+artificial arcs, it starts from a *given* spanning tree of real arcs, which is what makes the
+multiscale warm start possible: an artificial root hangs below node 0 by one artificial arc of
+cost 0 that absorbs the floating-point imbalance of ``f`` and never leaves the tree (no cycle can
+pass through the root), so the real arcs of the tree always span the graph.
+
+Potentials follow the reduced-cost convention ``rc_a = c_a + pi[s_a] - pi[t_a]`` (zero on tree
+arcs); the dual of the problem is ``max sum_u f_u y_u`` over ``y = -pi`` with ``rc >= 0``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+_LOWER = 1
+_TREE = 0
+_UP = 1
+_DOWN = -1
+
+# Return codes of network_simplex.
+OPTIMAL = 0
+UNBOUNDED = -1
+NOT_SPANNING = -2
+
+
+@nb.njit(cache=True)
+def network_simplex(src, dst, cost, twin, supply, tree_arcs, tol):
+    """Solve the transshipment problem from the spanning tree ``tree_arcs`` (n - 1 arc ids).
+
+    Returns ``(flow, pi, pred, status, pivots)``: arc flows, node potentials, the tree arc of each
+    node (node 0's is the artificial arc, id ``len(src)``), a status code and the pivot count.
+    An arc enters when its reduced cost is below ``-tol``.
+    """
+    n = supply.size
+    m = src.size
+    root = n
+    N = n + 1
+    M = m + 1
+    art = m
+    s = np.empty(M, np.int64)
+    t = np.empty(M, np.int64)
+    c = np.zeros(M)
+    s[:m] = src
+    t[:m] = dst
+    c[:m] = cost
+    flow = np.zeros(M)
+    state = np.ones(M, np.int8)
+    parent = np.empty(N, np.int64)
+    pred = np.empty(N, np.int64)
+    pred_dir = np.empty(N, np.int8)
+    thread = np.empty(N, np.int64)
+    rev_thread = np.empty(N, np.int64)
+    succ = np.ones(N, np.int64)
+    last = np.empty(N, np.int64)
+    pi = np.zeros(N)
+
+    # Adjacency of the initial tree, then a depth-first preorder from node 0.
+    deg = np.zeros(n + 1, np.int64)
+    for a in tree_arcs:
+        deg[src[a] + 1] += 1
+        deg[dst[a] + 1] += 1
+    for u in range(n):
+        deg[u + 1] += deg[u]
+    adj = np.empty(2 * tree_arcs.size, np.int64)
+    fill = deg[:n].copy()
+    for a in tree_arcs:
+        adj[fill[src[a]]] = a
+        fill[src[a]] += 1
+        adj[fill[dst[a]]] = a
+        fill[dst[a]] += 1
+    order = np.empty(N, np.int64)
+    order[0] = root
+    parent[root] = -1
+    pred[root] = -1
+    parent[0] = root
+    stack = np.empty(2 * tree_arcs.size + 2, np.int64)
+    sp = 0
+    stack[0] = 0
+    cnt = 1
+    while sp >= 0:
+        u = stack[sp]
+        sp -= 1
+        if cnt == N:
+            return flow[:m], pi[:n], pred[:n], NOT_SPANNING, 0
+        order[cnt] = u
+        cnt += 1
+        for j in range(deg[u], deg[u + 1]):
+            a = adj[j]
+            v = dst[a] if src[a] == u else src[a]
+            if v != parent[u]:
+                parent[v] = u
+                pred[v] = a
+                sp += 1
+                stack[sp] = v
+    if cnt != N:
+        return flow[:m], pi[:n], pred[:n], NOT_SPANNING, 0
+    for i in range(N):
+        thread[order[i]] = order[(i + 1) % N]
+        rev_thread[order[(i + 1) % N]] = order[i]
+    net = np.zeros(N)
+    net[:n] = supply
+    for i in range(N - 1, 0, -1):
+        u = order[i]
+        succ[parent[u]] += succ[u]
+        net[parent[u]] += net[u]
+    pos = np.empty(N, np.int64)
+    for i in range(N):
+        pos[order[i]] = i
+    for u in range(N):
+        last[u] = order[pos[u] + succ[u] - 1]
+    # The tree flow is forced: the arc above u carries the net supply of u's subtree. Orient each
+    # tree arc along its flow; zero-flow arcs point away from the root (strong feasibility).
+    for i in range(1, N):
+        u = order[i]
+        p = parent[u]
+        if u == 0:
+            a = art
+            if net[u] > 0:
+                s[a] = u
+                t[a] = root
+                flow[a] = net[u]
+                pred_dir[u] = _UP
+            else:
+                s[a] = root
+                t[a] = u
+                flow[a] = -net[u]
+                pred_dir[u] = _DOWN
+        else:
+            a = pred[u]
+            if net[u] > 0:
+                if s[a] != u:
+                    a = twin[a]
+                pred_dir[u] = _UP
+                flow[a] = net[u]
+            else:
+                if s[a] != p:
+                    a = twin[a]
+                pred_dir[u] = _DOWN
+                flow[a] = -net[u]
+        pred[u] = a
+        state[a] = _TREE
+        if pred_dir[u] == _UP:
+            pi[u] = pi[p] - c[a]
+        else:
+            pi[u] = pi[p] + c[a]
+
+    path = np.empty(N, np.int64)
+    seg0 = np.empty(2 * N + 2, np.int64)
+    seg1 = np.empty(2 * N + 2, np.int64)
+    # Small pricing blocks (1/20 of LEMON's sqrt(M) default): on grid instances a quick,
+    # roughly chosen entering arc beats a long search (docs/design/emd.md).
+    block = max(int(0.05 * math.sqrt(M)), 10)
+    next_arc = 0
+    pivots = 0
+    while True:
+        # Block search: the most negative reduced cost within the first block that has one.
+        # Tree arcs have reduced cost 0, so no state test is needed.
+        in_arc = -1
+        min_rc = -tol
+        k = block
+        e = next_arc
+        for _ in range(M):
+            rc = c[e] + pi[s[e]] - pi[t[e]]
+            if rc < min_rc:
+                min_rc = rc
+                in_arc = e
+            e += 1
+            if e == M:
+                e = 0
+            k -= 1
+            if k == 0:
+                if in_arc >= 0:
+                    break
+                k = block
+        if in_arc < 0:
+            break
+        next_arc = e
+        pivots += 1
+        first = s[in_arc]
+        second = t[in_arc]
+        u = first
+        v = second
+        while u != v:
+            if succ[u] < succ[v]:
+                u = parent[u]
+            else:
+                v = parent[v]
+        join = u
+        # Leaving arc: the last blocking arc met when walking the cycle from the join in the
+        # entering arc's direction (keeps the tree strongly feasible, so no cycling).
+        delta = np.inf
+        u_out = -1
+        result = 0
+        u = first
+        while u != join:
+            if pred_dir[u] == _UP:
+                d = flow[pred[u]]
+                if d < delta:
+                    delta = d
+                    u_out = u
+                    result = 1
+            u = parent[u]
+        u = second
+        while u != join:
+            if pred_dir[u] == _DOWN:
+                d = flow[pred[u]]
+                if d <= delta:
+                    delta = d
+                    u_out = u
+                    result = 2
+            u = parent[u]
+        if result == 0:
+            return flow[:m], pi[:n], pred[:n], UNBOUNDED, pivots
+        if delta > 0:
+            flow[in_arc] += delta
+            u = first
+            while u != join:
+                flow[pred[u]] -= pred_dir[u] * delta
+                u = parent[u]
+            u = second
+            while u != join:
+                flow[pred[u]] += pred_dir[u] * delta
+                u = parent[u]
+        if result == 1:
+            u_in = first
+            v_in = second
+            sigma = -min_rc
+        else:
+            u_in = second
+            v_in = first
+            sigma = min_rc
+        # The subtree S below the leaving arc is re-rooted at u_in and hung below v_in. Its new
+        # preorder is a concatenation of old thread segments along the path u_in -> u_out, so the
+        # thread is re-linked in O(path length); only the potentials touch all of S.
+        kk = 0
+        u = u_in
+        path[0] = u
+        while u != u_out:
+            u = parent[u]
+            kk += 1
+            path[kk] = u
+        size = succ[u_out]
+        nseg = 1
+        seg0[0] = u_in
+        seg1[0] = last[u_in]
+        for i in range(1, kk + 1):
+            w = path[i]
+            wc = path[i - 1]
+            seg0[nseg] = w
+            seg1[nseg] = rev_thread[wc]
+            nseg += 1
+            if last[wc] != last[w]:
+                seg0[nseg] = thread[last[wc]]
+                seg1[nseg] = last[w]
+                nseg += 1
+        old_last = last[u_out]
+        before = rev_thread[u_out]
+        after = thread[old_last]
+        p = parent[u_out]
+        thread[before] = after
+        rev_thread[after] = before
+        a = p
+        while a != -1 and last[a] == old_last:
+            last[a] = before
+            a = parent[a]
+        a = p
+        while a != join:
+            succ[a] -= size
+            a = parent[a]
+        nxt = thread[v_in]
+        prev = v_in
+        for j in range(nseg):
+            thread[prev] = seg0[j]
+            rev_thread[seg0[j]] = prev
+            prev = seg1[j]
+        thread[prev] = nxt
+        rev_thread[nxt] = prev
+        new_last = prev
+        a = v_in
+        while a != -1 and last[a] == v_in:
+            last[a] = new_last
+            a = parent[a]
+        a = v_in
+        while a != join:
+            succ[a] += size
+            a = parent[a]
+        out_arc = pred[u_out]
+        for i in range(kk, 0, -1):
+            w = path[i]
+            wc = path[i - 1]
+            parent[w] = wc
+            pred[w] = pred[wc]
+            pred_dir[w] = -pred_dir[wc]
+            succ[w] = size - succ[wc]
+            last[w] = new_last
+        parent[u_in] = v_in
+        pred[u_in] = in_arc
+        pred_dir[u_in] = _UP if s[in_arc] == u_in else _DOWN
+        succ[u_in] = size
+        last[u_in] = new_last
+        state[out_arc] = _LOWER
+        state[in_arc] = _TREE
+        # Potentials are defined up to a constant: shift whichever side of the cut is smaller.
+        if 2 * size <= N:
+            x = u_in
+            for _ in range(size):
+                pi[x] += sigma
+                x = thread[x]
+        else:
+            x = thread[new_last]
+            for _ in range(N - size):
+                pi[x] -= sigma
+                x = thread[x]
+    return flow[:m], pi[:n], pred[:n], OPTIMAL, pivots
+
+
+@nb.njit(cache=True)
+def lift_grid_tree(Rc, Cc, coarse_edges, R, C):
+    """Spanning tree of the ``R x C`` grid graph from one of the coarse grid (2 x 2 blocks).
+
+    Edge ids: horizontal ``(r, c)-(r, c+1)`` is ``r (C-1) + c``, vertical ``(r, c)-(r+1, c)`` is
+    ``R (C-1) + r C + c`` (the same numbering on the coarse grid). Each block gets an internal
+    path (top row, left column, bottom row) and each coarse tree edge becomes one fine edge
+    between the two blocks, so the coarse tree's flows are carried unchanged across blocks.
+    """
+    H = R * (C - 1)
+    Hc = Rc * (Cc - 1)
+    out = np.empty(R * C - 1, np.int64)
+    k = 0
+    for i in range(Rc):
+        for j in range(Cc):
+            r0 = 2 * i
+            c0 = 2 * j
+            two_c = c0 + 1 < C
+            two_r = r0 + 1 < R
+            if two_c:
+                out[k] = r0 * (C - 1) + c0
+                k += 1
+            if two_r:
+                out[k] = H + r0 * C + c0
+                k += 1
+            if two_c and two_r:
+                out[k] = (r0 + 1) * (C - 1) + c0
+                k += 1
+    for ce in coarse_edges:
+        if ce < Hc:
+            i = ce // (Cc - 1)
+            j = ce % (Cc - 1)
+            out[k] = (2 * i) * (C - 1) + 2 * j + 1
+        else:
+            q = ce - Hc
+            i = q // Cc
+            j = q % Cc
+            out[k] = H + (2 * i + 1) * C + 2 * j
+        k += 1
+    return out
+
+
+@nb.njit(cache=True)
+def pair_violations(pi, f, R, C, B, tol):
+    """For each supply cell ``s`` (``f > 0``), the demand cell ``t`` (``f < 0``) that most violates
+    ``pi[t] - pi[s] <= |x_t - x_s|`` by more than ``tol`` (-1 if none), checked over all pairs.
+
+    Pairs are visited by ``B x B`` tiles: a tile pair is skipped when the largest demand potential
+    of one minus the smallest supply potential of the other is within the distance between the
+    two rectangles, which bounds every pair inside; the other tile pairs are checked pair by pair.
+    Returns ``(best_t, excess, tile_pairs_checked)``.
+    """
+    TR = (R + B - 1) // B
+    TC = (C + B - 1) // B
+    T = TR * TC
+    min_p = np.full(T, np.inf)
+    max_q = np.full(T, -np.inf)
+    for r in range(R):
+        for cc in range(C):
+            k = (r // B) * TC + cc // B
+            u = r * C + cc
+            if f[u] > 0:
+                min_p[k] = min(min_p[k], pi[u])
+            elif f[u] < 0:
+                max_q[k] = max(max_q[k], pi[u])
+    best_t = np.full(R * C, -1, np.int64)
+    excess = np.zeros(R * C)
+    checked = 0
+    for ts in range(T):
+        if min_p[ts] == np.inf:
+            continue
+        sr0 = (ts // TC) * B
+        sc0 = (ts % TC) * B
+        sr1 = min(sr0 + B, R) - 1
+        sc1 = min(sc0 + B, C) - 1
+        for tt in range(T):
+            if max_q[tt] == -np.inf:
+                continue
+            tr0 = (tt // TC) * B
+            tc0 = (tt % TC) * B
+            tr1 = min(tr0 + B, R) - 1
+            tc1 = min(tc0 + B, C) - 1
+            gr = max(0, tr0 - sr1, sr0 - tr1)
+            gc = max(0, tc0 - sc1, sc0 - tc1)
+            if max_q[tt] - min_p[ts] <= math.sqrt(gr * gr + gc * gc) + tol:
+                continue
+            checked += 1
+            for sr in range(sr0, sr1 + 1):
+                for sc in range(sc0, sc1 + 1):
+                    s = sr * C + sc
+                    if f[s] <= 0:
+                        continue
+                    ps = pi[s]
+                    for tr in range(tr0, tr1 + 1):
+                        dr = tr - sr
+                        for tc in range(tc0, tc1 + 1):
+                            tg = tr * C + tc
+                            if f[tg] >= 0:
+                                continue
+                            dc = tc - sc
+                            v = pi[tg] - ps - math.sqrt(dr * dr + dc * dc)
+                            if v > tol and v > excess[s]:
+                                excess[s] = v
+                                best_t[s] = tg
+    return best_t, excess, checked
