@@ -17,8 +17,13 @@ __all__ = ["privatize_inputs"]
 _LATLON = re.compile(r"^\s*[-+]?\d+(\.\d*)?\s*,\s*[-+]?\d+(\.\d*)?\s*$")
 
 
-def privatize_inputs(mech: Mechanism, inputs: list[str], *, rng=None) -> list[str]:
-    """One output line per input line."""
+def privatize_inputs(mech: Mechanism, inputs: list[str], *, rng=None,
+                     oov: str = "error") -> list[str]:
+    """One output line per input line.
+
+    ``oov`` is the policy of :func:`text.privatize` for words of a text line that are not in the
+    space; the default refuses them (nothing is released unprotected).
+    """
     rng = check_rng(rng)
     space = mech.space
     if space.metric == "haversine" and inputs and all(_LATLON.match(s) for s in inputs):
@@ -28,6 +33,6 @@ def privatize_inputs(mech: Mechanism, inputs: list[str], *, rng=None) -> list[st
     if space.labels is not None and any(len(s.split()) > 1 for s in inputs):
         from text.privatize import privatize
 
-        return [privatize(s, mech, rng=rng) for s in inputs]
+        return [privatize(s, mech, rng=rng, oov=oov) for s in inputs]
     out = mech.sample(inputs if space.labels is not None else [int(s) for s in inputs], rng=rng)
     return [str(o) for o in out]
