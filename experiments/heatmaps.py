@@ -50,6 +50,14 @@ US_LON, US_LAT = (-135.0, -60.0), (0.0, 50.0)
 CELL_LON, CELL_LAT = (US_LON[1] - US_LON[0]) / 300, (US_LAT[1] - US_LAT[0]) / 300
 METRICS = ["SIM", "CC", "KL", "EMD"]
 HIGHER_IS_BETTER = {"SIM": True, "CC": True, "KL": False, "EMD": False}
+#: y-axis label (with range or unit) of each metric.
+METRIC_LABELS = {"SIM": "SIM (histogram intersection, 0 to 1)",
+                 "CC": "CC (Pearson correlation, -1 to 1)",
+                 "KL": "KL(truth || estimate) (nats)",
+                 "EMD": "EMD (L1 ground distance, unit square)"}
+#: x-axis label (with unit) of each sweep variable.
+SWEEP_LABELS = {"epsilon": "epsilon (pure DP per user)", "n": "n (users per aggregate)",
+                "delta": "Delta (grid side, cells)"}
 OURS = "ours (sparse EMD)"
 BASELINE = "Laplace"
 
@@ -163,7 +171,7 @@ def _plot_sweep(summary: pd.DataFrame, by: str, path: Path, title: str, logx: bo
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 4, figsize=(18, 4))
+    fig, axes = plt.subplots(1, 4, figsize=(19, 4.4))
     for ax, m in zip(axes, METRICS, strict=True):
         for alg, g in summary.groupby("algorithm", sort=False):
             g = g.sort_values(by)
@@ -171,10 +179,18 @@ def _plot_sweep(summary: pd.DataFrame, by: str, path: Path, title: str, logx: bo
             ax.plot(g[by], g[f"{m}_mean"], marker="o", label=alg, **style)
             ax.fill_between(g[by], g[f"{m}_mean"] - g[f"{m}_ci95"], g[f"{m}_mean"] + g[f"{m}_ci95"],
                             alpha=0.2, **({"color": "red"} if alg == OURS else {}))
-        ax.set_xlabel(by)
+        ax.set_xlabel(SWEEP_LABELS.get(by, by))
+        ax.set_ylabel(METRIC_LABELS[m])
         ax.set_title(f"{m} ({'higher' if HIGHER_IS_BETTER[m] else 'lower'} is better)")
+        ax.grid(alpha=0.3)
+        values = np.sort(summary[by].unique())
         if logx:
             ax.set_xscale("log")
+        if len(values) <= 8:
+            # Tick exactly the swept values (a log axis would otherwise tick only 10^k).
+            ax.set_xticks(values)
+            ax.set_xticklabels([f"{v:g}" for v in values])
+            ax.minorticks_off()
     axes[0].legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
@@ -198,25 +214,34 @@ def _plot_examples(cell: dict, args, rng, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from geo.plotting import draw_heatmap, geo_aspect
+
     delta = 256
     P = _user_matrix(cell, delta)
     idx = rng.choice(P.shape[0], size=min(args.n_users, P.shape[0]), replace=False)
     counts = np.asarray(P[idx].sum(axis=0)).reshape(delta, delta)
     top = min(args.top_percent)
     cols = ["original (no privacy)", BASELINE, f"Laplace top {top:g}%", OURS]
-    fig, axes = plt.subplots(2, 4, figsize=(16, 8.4))
+    lon0, lon1, lat0, lat1 = cell["bounds"]
+    fig, axes = plt.subplots(2, 4, figsize=(19, 8.6))
     for r, eps in enumerate([1.0, 5.0]):
         maps = [counts / counts.sum(), laplace_baseline(counts, eps, rng=rng),
                 laplace_baseline(counts, eps, top_percent=top, rng=rng),
                 dp_sparse_emd_aggregate(counts, eps, rng=rng)]
-        for ax, name, m in zip(axes[r], cols, maps, strict=True):
-            ax.imshow(gaussian_heatmap(m, args.sigma), origin="lower", cmap="inferno")
+        for c, (ax, name, m) in enumerate(zip(axes[r], cols, maps, strict=True)):
+            draw_heatmap(ax, gaussian_heatmap(m, args.sigma), extent=cell["bounds"],
+                         xlabel="longitude (deg)" if r == 1 else "",
+                         ylabel=f"epsilon = {eps:g}\nlatitude (deg)" if c == 0 else "",
+                         aspect=geo_aspect(lat0, lat1), nticks=3,
+                         colorbar_label="share of users' mass per pixel" if c == 3 else "")
+            ax.set_title(name if r == 0 or c == 0 else f"{name}, epsilon = {eps:g}", fontsize=10)
             if r == 0:
-                ax.set_title(name, fontsize=10)
-            ax.set_xticks([])
-            ax.set_yticks([])
-        axes[r][0].set_ylabel(f"eps = {eps:g}", fontsize=11)
-    fig.suptitle(f"cell {cell['name']}, {len(idx)} users, Delta={delta}, sigma={args.sigma:g}")
+                ax.tick_params(labelbottom=False)
+            if c > 0:
+                ax.tick_params(labelleft=False)
+    fig.suptitle(f"cell {cell['name']} (lat {lat0:.2f} to {lat1:.2f}, lon {lon0:.2f} to {lon1:.2f}), "
+                 f"{len(idx)} users, Delta = {delta}, Gaussian sigma = {args.sigma:g} of the cell "
+                 "side; colour = share of users' mass per pixel (own scale per panel)")
     fig.tight_layout()
     _save_fig(fig, path)
 
