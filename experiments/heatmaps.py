@@ -1,7 +1,7 @@
-"""DP heatmaps on real Gowalla check-ins in New York (seed ghazi2023, section 4, Figures 1-2).
+"""DP heatmaps on real Gowalla check-ins in New York (Ghazi et al. 2023, section 4, Figures 1-2).
 
 Data: ``gowalla_nyc_checkins.txt.gz`` (SNAP loc-gowalla_totalCheckins rows in the NYC box; all
-dates, whereas the seed used January 2010 over the continental US). Cells are those of the seed's
+dates, whereas the paper used January 2010 over the continental US). Cells are those of the paper's
 300 x 300 grid over lon (-135, -60) x lat (0, 50) (0.25 deg x 1/6 deg); cells with at least 200
 distinct users are kept and subdivided into ``Delta x Delta``. Each user's check-ins in a cell
 form one distribution of mass 1; a trial samples ``n`` users, the truth is their average.
@@ -9,8 +9,8 @@ form one distribution of mass 1; a trial samples ``n`` users, the truth is their
 Algorithms: ours (:func:`geo.heatmap.dp_sparse_emd_aggregate`, w = 20, gamma = 1/sqrt 2, start
 at q = 2), the Laplace baseline and its top-t% variants. Metrics (:mod:`geo.saliency`) compare the
 Gaussian heatmaps (sigma in unit-square units, default 0.02, i.e. 5 cells at Delta = 256; the
-seed does not state its sigma) of estimate and truth: SIM, CC, KL and EMD, where
-EMD is the seed's (L1 ground distance on the unit square, section 2.1) computed *exactly* on the
+paper does not state its sigma) of estimate and truth: SIM, CC, KL and EMD, where
+EMD is the paper's (L1 ground distance on the unit square, section 2.1) computed *exactly* on the
 heatmaps block-summed to ``--emd-resolution`` (64: ~0.1 s per pair instead of ~15 s at 256).
 
 Sweeps: eps in {0.1, 0.5, 1, 2, 5, 10} at Delta = 256 and n = 200 on all cells (Figure 1);
@@ -42,10 +42,10 @@ from geo.saliency import cc, kl, sim
 from mdp.emd import block_sum, emd_grid
 from mdp.io import atomic_write, atomic_write_text, shared_data_dir
 
-DESCRIPTION = "DP heatmaps on Gowalla NYC: sparse EMD aggregation vs Laplace (seed ghazi2023 Figs 1-2)"
+DESCRIPTION = "DP heatmaps on Gowalla NYC: sparse EMD aggregation vs Laplace (Ghazi et al. 2023, Figs 1-2)"
 
 DATA_FILE = "gowalla_nyc_checkins.txt.gz"
-# The seed's 300 x 300 grid over the continental US (section 4, "Datasets").
+# The paper's 300 x 300 grid over the continental US (section 4, "Datasets").
 US_LON, US_LAT = (-135.0, -60.0), (0.0, 50.0)
 CELL_LON, CELL_LAT = (US_LON[1] - US_LON[0]) / 300, (US_LAT[1] - US_LAT[0]) / 300
 METRICS = ["SIM", "CC", "KL", "EMD"]
@@ -86,7 +86,7 @@ def _config(args) -> dict:
 
 
 def load_cells(path: Path, min_users: int) -> list[dict]:
-    """Check-ins grouped by seed grid cell; cells with >= ``min_users`` users, largest first."""
+    """Check-ins grouped by the paper's grid cell; cells with >= ``min_users`` users, largest first."""
     try:
         from geo.checkins import read_checkins
 

@@ -1,4 +1,4 @@
-"""Privatize a text word by word with a mechanism over a word space (seed imola2022, section 5.1).
+"""Privatize a text word by word with a mechanism over a word space (Imola et al. 2022, section 5.1).
 
 Each in-vocabulary token ``w`` is replaced by an independent draw of ``M(w)`` from the mechanism
 (any registered family built on a word space, or Madlib). Tokens that are not words of the space
