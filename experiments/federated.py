@@ -42,6 +42,7 @@ from geo.federated import (
     sample_users,
     spatial_decomposition,
 )
+from geo.federated.data import NYC_BOX
 from mdp.io import atomic_write, atomic_write_text, shared_data_dir
 
 DESCRIPTION = "federated heatmaps (distributed DP + SecAgg): seed Table 1 on Gowalla NYC"
@@ -98,34 +99,55 @@ def _run_method(name, rows, cols, depth, truth, eps, secagg, c, rng):
     raise ValueError(f"unknown method {name!r}")
 
 
-def _plot_maps(path: Path, truth, maps: dict, tree, title: str) -> None:
+def _plot_maps(path: Path, truth, maps: dict, tree, title: str, box=NYC_BOX) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
+    from matplotlib.ticker import MaxNLocator
 
+    from geo.plotting import geo_aspect
+
+    lon_min, lat_min, lon_max, lat_max = box
+    extent = (lon_min, lon_max, lat_min, lat_max)
+    aspect = geo_aspect(lat_min, lat_max)
     panels = [("ground truth", truth)] + list(maps.items())
-    fig, axes = plt.subplots(2, 4, figsize=(16, 8.5))
+    fig, axes = plt.subplots(2, 4, figsize=(17, 9))
     floor = truth[truth > 0].min()
     norm = LogNorm(vmin=max(floor, truth.max() * 1e-4), vmax=truth.max())
+    shown = None
     for ax, (name, m) in zip(axes.ravel(), panels, strict=False):
-        ax.imshow(np.maximum(m, norm.vmin), origin="lower", cmap="inferno", norm=norm)
+        shown = ax.imshow(np.maximum(m, norm.vmin), origin="lower", cmap="inferno", norm=norm,
+                          extent=extent, aspect=aspect, interpolation="nearest")
         ax.set_title(name, fontsize=10)
-        ax.set_xticks([])
-        ax.set_yticks([])
     ax = axes.ravel()[len(panels)] if len(panels) < 8 else None
     if ax is not None and tree is not None:
-        im = ax.imshow(tree.slot_levels[tree.pixel_slots()], origin="lower", cmap="viridis")
+        im = ax.imshow(tree.slot_levels[tree.pixel_slots()], origin="lower", cmap="viridis",
+                       extent=extent, aspect=aspect, interpolation="nearest")
         ax.set_title("ours: level of the reporting node", fontsize=10)
-        ax.set_xticks([])
-        ax.set_yticks([])
-        fig.colorbar(im, ax=ax, fraction=0.046)
-    for extra in axes.ravel()[len(panels) + (1 if tree is not None else 0):]:
+        cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+        cb.set_label("quadtree level (0 = whole map)")
+    used = len(panels) + (1 if tree is not None else 0)
+    for extra in axes.ravel()[used:]:
         extra.axis("off")
+    for k, ax in enumerate(axes.ravel()[:used]):
+        ax.xaxis.set_major_locator(MaxNLocator(3))
+        ax.yaxis.set_major_locator(MaxNLocator(4))
+        if k // 4 == 1:
+            ax.set_xlabel("longitude (deg)")
+        else:
+            ax.tick_params(labelbottom=False)
+        if k % 4 == 0:
+            ax.set_ylabel("latitude (deg)")
+        else:
+            ax.tick_params(labelleft=False)
+    if shown is not None:
+        cb = fig.colorbar(shown, ax=list(axes.ravel()), orientation="horizontal",
+                          fraction=0.035, pad=0.08, aspect=60)
+        cb.set_label("share of users per pixel (log scale; every map but the levels)")
     fig.suptitle(title)
-    fig.tight_layout()
-    atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=90))
+    atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=90, bbox_inches="tight"))
     plt.close(fig)
 
 

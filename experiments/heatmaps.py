@@ -1,7 +1,7 @@
-"""DP heatmaps on real Gowalla check-ins in New York (seed ghazi2023, section 4, Figures 1-2).
+"""DP heatmaps on real Gowalla check-ins in New York (Ghazi et al. 2023, section 4, Figures 1-2).
 
 Data: ``gowalla_nyc_checkins.txt.gz`` (SNAP loc-gowalla_totalCheckins rows in the NYC box; all
-dates, whereas the seed used January 2010 over the continental US). Cells are those of the seed's
+dates, whereas the paper used January 2010 over the continental US). Cells are those of the paper's
 300 x 300 grid over lon (-135, -60) x lat (0, 50) (0.25 deg x 1/6 deg); cells with at least 200
 distinct users are kept and subdivided into ``Delta x Delta``. Each user's check-ins in a cell
 form one distribution of mass 1; a trial samples ``n`` users, the truth is their average.
@@ -9,8 +9,8 @@ form one distribution of mass 1; a trial samples ``n`` users, the truth is their
 Algorithms: ours (:func:`geo.heatmap.dp_sparse_emd_aggregate`, w = 20, gamma = 1/sqrt 2, start
 at q = 2), the Laplace baseline and its top-t% variants. Metrics (:mod:`geo.saliency`) compare the
 Gaussian heatmaps (sigma in unit-square units, default 0.02, i.e. 5 cells at Delta = 256; the
-seed does not state its sigma) of estimate and truth: SIM, CC, KL and EMD, where
-EMD is the seed's (L1 ground distance on the unit square, section 2.1) computed *exactly* on the
+paper does not state its sigma) of estimate and truth: SIM, CC, KL and EMD, where
+EMD is the paper's (L1 ground distance on the unit square, section 2.1) computed *exactly* on the
 heatmaps block-summed to ``--emd-resolution`` (64: ~0.1 s per pair instead of ~15 s at 256).
 
 Sweeps: eps in {0.1, 0.5, 1, 2, 5, 10} at Delta = 256 and n = 200 on all cells (Figure 1);
@@ -42,14 +42,22 @@ from geo.saliency import cc, kl, sim
 from mdp.emd import block_sum, emd_grid
 from mdp.io import atomic_write, atomic_write_text, shared_data_dir
 
-DESCRIPTION = "DP heatmaps on Gowalla NYC: sparse EMD aggregation vs Laplace (seed ghazi2023 Figs 1-2)"
+DESCRIPTION = "DP heatmaps on Gowalla NYC: sparse EMD aggregation vs Laplace (Ghazi et al. 2023, Figs 1-2)"
 
 DATA_FILE = "gowalla_nyc_checkins.txt.gz"
-# The seed's 300 x 300 grid over the continental US (section 4, "Datasets").
+# The paper's 300 x 300 grid over the continental US (section 4, "Datasets").
 US_LON, US_LAT = (-135.0, -60.0), (0.0, 50.0)
 CELL_LON, CELL_LAT = (US_LON[1] - US_LON[0]) / 300, (US_LAT[1] - US_LAT[0]) / 300
 METRICS = ["SIM", "CC", "KL", "EMD"]
 HIGHER_IS_BETTER = {"SIM": True, "CC": True, "KL": False, "EMD": False}
+#: y-axis label (with range or unit) of each metric.
+METRIC_LABELS = {"SIM": "SIM (histogram intersection, 0 to 1)",
+                 "CC": "CC (Pearson correlation, -1 to 1)",
+                 "KL": "KL(truth || estimate) (nats)",
+                 "EMD": "EMD (L1 ground distance, unit square)"}
+#: x-axis label (with unit) of each sweep variable.
+SWEEP_LABELS = {"epsilon": "epsilon (pure DP per user)", "n": "n (users per aggregate)",
+                "delta": "Delta (grid side, cells)"}
 OURS = "ours (sparse EMD)"
 BASELINE = "Laplace"
 
@@ -78,7 +86,7 @@ def _config(args) -> dict:
 
 
 def load_cells(path: Path, min_users: int) -> list[dict]:
-    """Check-ins grouped by seed grid cell; cells with >= ``min_users`` users, largest first."""
+    """Check-ins grouped by the paper's grid cell; cells with >= ``min_users`` users, largest first."""
     try:
         from geo.checkins import read_checkins
 
@@ -163,7 +171,7 @@ def _plot_sweep(summary: pd.DataFrame, by: str, path: Path, title: str, logx: bo
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 4, figsize=(18, 4))
+    fig, axes = plt.subplots(1, 4, figsize=(19, 4.4))
     for ax, m in zip(axes, METRICS, strict=True):
         for alg, g in summary.groupby("algorithm", sort=False):
             g = g.sort_values(by)
@@ -171,10 +179,18 @@ def _plot_sweep(summary: pd.DataFrame, by: str, path: Path, title: str, logx: bo
             ax.plot(g[by], g[f"{m}_mean"], marker="o", label=alg, **style)
             ax.fill_between(g[by], g[f"{m}_mean"] - g[f"{m}_ci95"], g[f"{m}_mean"] + g[f"{m}_ci95"],
                             alpha=0.2, **({"color": "red"} if alg == OURS else {}))
-        ax.set_xlabel(by)
+        ax.set_xlabel(SWEEP_LABELS.get(by, by))
+        ax.set_ylabel(METRIC_LABELS[m])
         ax.set_title(f"{m} ({'higher' if HIGHER_IS_BETTER[m] else 'lower'} is better)")
+        ax.grid(alpha=0.3)
+        values = np.sort(summary[by].unique())
         if logx:
             ax.set_xscale("log")
+        if len(values) <= 8:
+            # Tick exactly the swept values (a log axis would otherwise tick only 10^k).
+            ax.set_xticks(values)
+            ax.set_xticklabels([f"{v:g}" for v in values])
+            ax.minorticks_off()
     axes[0].legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
@@ -198,25 +214,34 @@ def _plot_examples(cell: dict, args, rng, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from geo.plotting import draw_heatmap, geo_aspect
+
     delta = 256
     P = _user_matrix(cell, delta)
     idx = rng.choice(P.shape[0], size=min(args.n_users, P.shape[0]), replace=False)
     counts = np.asarray(P[idx].sum(axis=0)).reshape(delta, delta)
     top = min(args.top_percent)
     cols = ["original (no privacy)", BASELINE, f"Laplace top {top:g}%", OURS]
-    fig, axes = plt.subplots(2, 4, figsize=(16, 8.4))
+    lon0, lon1, lat0, lat1 = cell["bounds"]
+    fig, axes = plt.subplots(2, 4, figsize=(19, 8.6))
     for r, eps in enumerate([1.0, 5.0]):
         maps = [counts / counts.sum(), laplace_baseline(counts, eps, rng=rng),
                 laplace_baseline(counts, eps, top_percent=top, rng=rng),
                 dp_sparse_emd_aggregate(counts, eps, rng=rng)]
-        for ax, name, m in zip(axes[r], cols, maps, strict=True):
-            ax.imshow(gaussian_heatmap(m, args.sigma), origin="lower", cmap="inferno")
+        for c, (ax, name, m) in enumerate(zip(axes[r], cols, maps, strict=True)):
+            draw_heatmap(ax, gaussian_heatmap(m, args.sigma), extent=cell["bounds"],
+                         xlabel="longitude (deg)" if r == 1 else "",
+                         ylabel=f"epsilon = {eps:g}\nlatitude (deg)" if c == 0 else "",
+                         aspect=geo_aspect(lat0, lat1), nticks=3,
+                         colorbar_label="share of users' mass per pixel" if c == 3 else "")
+            ax.set_title(name if r == 0 or c == 0 else f"{name}, epsilon = {eps:g}", fontsize=10)
             if r == 0:
-                ax.set_title(name, fontsize=10)
-            ax.set_xticks([])
-            ax.set_yticks([])
-        axes[r][0].set_ylabel(f"eps = {eps:g}", fontsize=11)
-    fig.suptitle(f"cell {cell['name']}, {len(idx)} users, Delta={delta}, sigma={args.sigma:g}")
+                ax.tick_params(labelbottom=False)
+            if c > 0:
+                ax.tick_params(labelleft=False)
+    fig.suptitle(f"cell {cell['name']} (lat {lat0:.2f} to {lat1:.2f}, lon {lon0:.2f} to {lon1:.2f}), "
+                 f"{len(idx)} users, Delta = {delta}, Gaussian sigma = {args.sigma:g} of the cell "
+                 "side; colour = share of users' mass per pixel (own scale per panel)")
     fig.tight_layout()
     _save_fig(fig, path)
 

@@ -27,6 +27,7 @@ from mdp.io import atomic_write
 from mdp.plugins import Command
 
 from .heatmap import dp_sparse_emd_aggregate, gaussian_heatmap, points_to_cells, user_distributions
+from .plotting import draw_heatmap, geo_aspect
 
 __all__ = ["configure_parser", "run_cli", "read_points"]
 
@@ -95,6 +96,13 @@ def read_points(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
     return out
 
 
+def _has_lonlat_columns(path: str | Path) -> bool:
+    """Whether a points CSV names its coordinates ``lon``/``lat`` (degrees) rather than x/y."""
+    header = pd.read_csv(path, nrows=0, skipinitialspace=True).columns
+    cols = {str(c).strip().lower() for c in header}
+    return not {"x", "y"} <= cols and {"lon", "lat"} <= cols
+
+
 def run_cli(args: argparse.Namespace) -> int:
     """Run ``mdp heatmap``; returns the exit status."""
     import matplotlib
@@ -124,10 +132,18 @@ def run_cli(args: argparse.Namespace) -> int:
     sigma = 2.0 / args.delta_grid if args.sigma is None else args.sigma
     heat = gaussian_heatmap(a_hat, sigma)
 
-    fig, ax = plt.subplots(figsize=(6, 6))
-    ax.imshow(heat, origin=args.origin, cmap="inferno", extent=(bounds[0], bounds[1], bounds[2], bounds[3])
-              if args.origin == "lower" else (bounds[0], bounds[1], bounds[3], bounds[2]))
-    ax.set_title(f"DP heatmap, eps={args.epsilon:g}, {users.size} users, Delta={args.delta_grid}")
+    if args.format != "csv" or _has_lonlat_columns(args.input):
+        labels = ("longitude (deg)", "latitude (deg)")
+        aspect = geo_aspect(bounds[2], bounds[3])
+    else:
+        labels = ("x (units of the input)", "y (units of the input)")
+        aspect = "equal"
+    fig, ax = plt.subplots(figsize=(7, 6))
+    draw_heatmap(ax, heat, extent=bounds, xlabel=labels[0], ylabel=labels[1], origin=args.origin,
+                 aspect=aspect)
+    ax.set_title(f"DP heatmap: epsilon = {args.epsilon:g} per user, {users.size} users,\n"
+                 f"{args.delta_grid} x {args.delta_grid} grid, Gaussian sigma = {sigma:.2g} of the box side",
+                 fontsize=10)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)

@@ -41,6 +41,9 @@ class ParameterTypeError(ParameterError, TypeError):
 class FileFormatError(MDPError, ValueError):
     """A file cannot be read, is corrupt, or does not hold what it claims.
 
+    The message is ``"{path}: line {line}: {reason}"`` (without the line part when ``line`` is
+    None).
+
     Parameters
     ----------
     path : str or os.PathLike
@@ -49,9 +52,6 @@ class FileFormatError(MDPError, ValueError):
         What is wrong, in words.
     line : int or None
         1-based line number when the problem is on one line of a text file.
-
-    The message is ``"{path}: line {line}: {reason}"`` (without the line part when ``line`` is
-    None).
     """
 
     def __init__(self, path: str | os.PathLike, reason: str, *, line: int | None = None):

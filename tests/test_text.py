@@ -8,6 +8,7 @@ import pytest
 from scipy.spatial.distance import cdist
 
 import mdp
+from mdp.errors import ParameterError
 from mdp.privatize import privatize_inputs
 from text import Embeddings, load_glove, privatize, sample_vocabulary, tokenize, train_lee_fasttext
 from text.fasttext import lee_corpus_path
@@ -157,17 +158,20 @@ def test_privatize_at_huge_epsilon_returns_the_text(space):
     mech = mdp.build("exponential", space, 100.0)
     words = list(space.labels[:6])
     text = f"{words[0].capitalize()} {words[1]}, {words[2]}!\n  {words[3]} ({words[4]}) xylophonezz."
-    assert privatize(text, mech, rng=0) == text
+    with pytest.warns(UserWarning, match="released unchanged"):
+        assert privatize(text, mech, rng=0, oov="keep") == text
     assert privatize(words, mech, rng=0) == words
     madlib = mdp.build("madlib", space, 1e4, rng=0, n_samples=20)
-    assert privatize(text, madlib, rng=1) == text
+    with pytest.warns(UserWarning, match="without privacy protection"):
+        assert privatize(text, madlib, rng=1, oov="keep") == text
 
 
 def test_privatize_replaces_only_vocabulary_words(space):
     mech = mdp.build("madlib", space, 0.5, rng=0, n_samples=50)
     w = list(space.labels)
     tokens = [w[0], "zzzunknown", ",", w[1], w[2]] * 40
-    out = privatize(tokens, mech, rng=3)
+    with pytest.warns(UserWarning, match="40 token"):
+        out = privatize(tokens, mech, rng=3, oov="keep")
     assert isinstance(out, list) and len(out) == len(tokens)
     assert out[1::5] == ["zzzunknown"] * 40 and out[2::5] == [","] * 40
     replaced = out[0::5] + out[3::5] + out[4::5]
@@ -182,15 +186,62 @@ def test_privatize_policies(space):
     assert privatize(text, mech, oov="drop") == f"{w0}, {w1}."
     assert privatize(text, mech, oov="mask") == f"{w0} <unk>, {w1}."
     assert privatize(text, mech, oov="mask", mask_token="#") == f"{w0} #, {w1}."
-    assert privatize(text, mech, punctuation="drop") == f"{w0} qqq {w1}"
-    with pytest.raises(KeyError, match="'qqq'"):
+    with pytest.warns(UserWarning):
+        assert privatize(text, mech, punctuation="drop", oov="keep") == f"{w0} qqq {w1}"
+    assert privatize(text, mech, punctuation="drop", oov="drop") == f"{w0} {w1}"
+    with pytest.raises(ParameterError, match="'qqq'"):
         privatize(text, mech, oov="error")
+    with pytest.raises(ParameterError, match="'qqq'"):
+        privatize(text, mech)                                   # "error" is the default
     assert privatize(f"{w0.upper()} {w1.capitalize()}", mech) == f"{w0.upper()} {w1.capitalize()}"
-    assert privatize(w0.capitalize(), mech, lowercase=False) == w0.capitalize()   # not found, kept
+    with pytest.warns(UserWarning):                                            # not found, kept
+        assert privatize(w0.capitalize(), mech, lowercase=False, oov="keep") == w0.capitalize()
     assert privatize(w0.capitalize(), mech, preserve_case=False) == w0
     assert privatize(f"{w0}|{w1}", mech, tokenizer=lambda s: s.split("|")) == f"{w0} {w1}"
     assert privatize("", mech) == "" and privatize([], mech) == []
     assert tokenize("don't stop, now!") == ["don't", "stop", ",", "now", "!"]
+
+
+def test_default_never_releases_an_unknown_word_unchanged(space):
+    """Ordinary sentences, almost none of whose words are in the 40-word space: the default
+    refuses them and names every unknown word; "mask" and "drop" release none of them; only an
+    explicit "keep" releases them, with a warning."""
+    mech = mdp.build("exponential", space, 2.0)
+    vocab = set(space.labels.tolist())
+    w = list(space.labels)
+    texts = ["The committee met on Tuesday to discuss the new budget.",
+             f"My neighbour Ann Smith said {w[0]} and {w[1]} twice.",
+             f"{w[2]} {w[3]}, zzqx 12345 {w[4]}!"]
+    unknown = {t for text in texts for t in tokenize(text)
+               if t.isalnum() and t.lower() not in vocab}
+    assert len(unknown) >= 15
+    for text in texts:
+        with pytest.raises(ParameterError) as info:
+            privatize(text, mech, rng=0)
+        message = str(info.value)
+        for tok in tokenize(text):
+            if tok in unknown:
+                assert repr(tok) in message
+        for option in ("oov='mask'", "oov='drop'", "oov='keep'"):
+            assert option in message
+        with pytest.raises(ParameterError):
+            privatize(tokenize(text), mech, rng=0)
+        for policy in ("mask", "drop"):
+            for out in (privatize(text, mech, rng=1, oov=policy),
+                        " ".join(privatize(tokenize(text), mech, rng=1, oov=policy))):
+                released = set(tokenize(out))
+                assert not released & unknown, (policy, out)
+        with pytest.warns(UserWarning, match="without privacy protection"):
+            kept = privatize(text, mech, rng=1, oov="keep")
+        assert set(tokenize(kept)) & unknown == {t for t in tokenize(text) if t in unknown}
+
+
+def test_unknown_word_error_lists_at_most_twenty(space):
+    mech = mdp.build("exponential", space, 2.0)
+    words = [f"zz{i}" for i in range(25)]
+    with pytest.raises(ParameterError, match=r"25 word\(s\).*'zz19' and 5 more") as info:
+        privatize(" ".join(words + words), mech)
+    assert "'zz20'" not in str(info.value)
 
 
 def test_privatize_bad_input(space):
@@ -214,4 +265,7 @@ def test_mdp_privatize_accepts_text_lines(space):
     mech = mdp.build("exponential", space, 100.0)
     w = list(space.labels)
     lines = [f"{w[0]} {w[1]}, unknownzz", w[2]]
-    assert privatize_inputs(mech, lines, rng=0) == lines
+    with pytest.warns(UserWarning):
+        assert privatize_inputs(mech, lines, rng=0, oov="keep") == lines
+    with pytest.raises(ParameterError, match="'unknownzz'"):
+        privatize_inputs(mech, lines, rng=0)

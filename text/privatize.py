@@ -1,23 +1,29 @@
-"""Privatize a text word by word with a mechanism over a word space (seed imola2022, section 5.1).
+"""Privatize a text word by word with a mechanism over a word space (Imola et al. 2022, section 5.1).
 
 Each in-vocabulary token ``w`` is replaced by an independent draw of ``M(w)`` from the mechanism
 (any registered family built on a word space, or Madlib). Tokens that are not words of the space
 follow the ``oov`` policy; punctuation follows the ``punctuation`` policy.
 
+Safe default: ``oov="error"`` refuses a text with words outside the space (the error lists them
+and the options), so nothing leaves unprotected unless asked for by name. ``oov="mask"`` and
+``oov="drop"`` release nothing about such words but their position (mask) or nothing at all
+(drop); ``oov="keep"`` releases them unchanged and warns (:class:`UserWarning`).
+
 Privacy: each replaced token is ``epsilon``-mDP with respect to the word metric; a text of ``k``
 replaced tokens is ``k * epsilon``-mDP by composition (in the sense that two texts differing in
 tokens ``w_i -> w_i'`` are indistinguishable up to ``exp(epsilon * sum_i d(w_i, w_i'))``). Tokens
-kept under ``oov="keep"`` and ``punctuation="keep"`` are released *unprotected*: use
-``oov="drop"`` or ``oov="mask"`` when out-of-vocabulary words may be sensitive.
+kept under ``oov="keep"`` and ``punctuation="keep"`` are released *unprotected*.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from mdp.errors import ParameterError, ParameterTypeError
 from mdp.mechanism import Mechanism
 from mdp.plugins import InputFormat
 from mdp.validation import check_rng
@@ -27,14 +33,16 @@ __all__ = ["privatize", "tokenize", "TOKEN_PATTERN", "OOV_POLICIES", "PUNCTUATIO
 #: Default tokens: words (letters/digits/underscore, inner apostrophes kept, e.g. "don't"), or a
 #: single character that is neither a word character nor white space (punctuation, symbols).
 TOKEN_PATTERN = re.compile(r"\w+(?:['\u2019]\w+)*|[^\w\s]")
-OOV_POLICIES = ("keep", "drop", "mask", "error")
+OOV_POLICIES = ("error", "mask", "drop", "keep")
+# Unknown words named in the error message (the rest are counted).
+_MAX_LISTED = 20
 PUNCTUATION_POLICIES = ("keep", "drop", "privatize")
 
 
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into the default tokens (:data:`TOKEN_PATTERN`)."""
     if not isinstance(text, str):
-        raise TypeError(f"text must be a string, got {type(text).__name__}")
+        raise ParameterTypeError(f"text must be a string, got {type(text).__name__}")
     return TOKEN_PATTERN.findall(text)
 
 
@@ -51,7 +59,7 @@ def _restore_case(original: str, word: str) -> str:
 
 
 class _Plan:
-    """What happens to each token: ``("word", vocab_word)``, ``("keep",)``, ``("drop",)``, ``("mask",)``."""
+    """What happens to each token: ``("word", vocab_word)``, a punctuation policy or ``("oov",)``."""
 
     def __init__(self, vocab: dict, oov: str, punctuation: str, lowercase: bool):
         self.vocab, self.oov, self.punctuation, self.lowercase = vocab, oov, punctuation, lowercase
@@ -63,14 +71,22 @@ class _Plan:
             return ("word", token)
         if self.lowercase and token.lower() in self.vocab:
             return ("word", token.lower())
-        if self.oov == "error":
-            raise KeyError(f"token {token!r} is not a word of the mechanism's space "
-                           f"({len(self.vocab)} words); oov='error'")
-        return (self.oov,)
+        return ("oov",)
+
+
+def _unknown_words_error(unknown: list[str], n_vocab: int) -> ParameterError:
+    distinct = list(dict.fromkeys(unknown))
+    listed = ", ".join(repr(w) for w in distinct[:_MAX_LISTED])
+    more = f" and {len(distinct) - _MAX_LISTED} more" if len(distinct) > _MAX_LISTED else ""
+    return ParameterError(
+        f"{len(distinct)} word(s) of the text are not in the mechanism's space ({n_vocab} words) "
+        f"and cannot be privatized: {listed}{more}. Choose oov='mask' (replace each by the mask "
+        "token), oov='drop' (remove them) or oov='keep' (release them unchanged: NOT private), "
+        "or build the mechanism on a vocabulary that contains them.")
 
 
 def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=None,
-              tokenizer: Callable[[str], list[str]] | None = None, oov: str = "keep",
+              tokenizer: Callable[[str], list[str]] | None = None, oov: str = "error",
               punctuation: str = "keep", lowercase: bool = True, preserve_case: bool = True,
               mask_token: str = "<unk>") -> str | list[str]:
     """Replace every in-vocabulary token by the mechanism's output (one fresh draw per token).
@@ -87,9 +103,11 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
         Only for string input. ``None`` (default) uses :data:`TOKEN_PATTERN` and keeps the text
         between tokens (spaces, line breaks) verbatim. With a custom tokenizer the output tokens
         are joined with single spaces.
-    oov : {"keep", "drop", "mask", "error"}, default "keep"
-        Tokens that are not words of the space: left unchanged (released unprotected), removed,
-        replaced by ``mask_token``, or ``KeyError`` naming the token.
+    oov : {"error", "mask", "drop", "keep"}, default "error"
+        Tokens that are not words of the space: refused with a
+        :class:`~mdp.errors.ParameterError` that lists them (default: nothing is released),
+        replaced by ``mask_token``, removed, or left unchanged. ``"keep"`` releases those tokens
+        *unprotected* and warns (:class:`UserWarning`).
     punctuation : {"keep", "drop", "privatize"}, default "keep"
         Tokens without letters or digits: left unchanged, removed, or treated like any other
         token (privatized when they are words of the space, as in the full GloVe, else ``oov``).
@@ -106,13 +124,17 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
 
     Raises
     ------
-    TypeError
+    mdp.errors.ParameterTypeError
         ``mechanism`` is not a Mechanism, its space has no word labels, or the input is neither
         a string nor a sequence of strings.
-    ValueError
-        Unknown ``oov`` / ``punctuation`` policy.
-    KeyError
-        ``oov="error"`` and a token is not in the vocabulary.
+    mdp.errors.ParameterError
+        Unknown ``oov`` / ``punctuation`` policy, or ``oov="error"`` (the default) and tokens
+        are not in the vocabulary (the message lists them and the other policies).
+
+    Warns
+    -----
+    UserWarning
+        ``oov="keep"`` and tokens outside the vocabulary were released unchanged.
 
     Examples
     --------
@@ -122,15 +144,16 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
     >>> text.privatize("The cat sat.", mech, rng=1, oov="mask")          # doctest: +SKIP
     """
     if not isinstance(mechanism, Mechanism):
-        raise TypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
+        raise ParameterTypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
     if mechanism.space.labels is None:
-        raise TypeError("mechanism's space has no labels: text privatization needs a word space")
+        raise ParameterTypeError("mechanism's space has no labels: text privatization needs a word space")
     if oov not in OOV_POLICIES:
-        raise ValueError(f"oov must be one of {OOV_POLICIES}, got {oov!r}")
+        raise ParameterError(f"oov must be one of {OOV_POLICIES}, got {oov!r}")
     if punctuation not in PUNCTUATION_POLICIES:
-        raise ValueError(f"punctuation must be one of {PUNCTUATION_POLICIES}, got {punctuation!r}")
+        raise ParameterError(f"punctuation must be one of {PUNCTUATION_POLICIES}, "
+                             f"got {punctuation!r}")
     if not isinstance(mask_token, str):
-        raise TypeError(f"mask_token must be a string, got {type(mask_token).__name__}")
+        raise ParameterTypeError(f"mask_token must be a string, got {type(mask_token).__name__}")
     rng = check_rng(rng)
     vocab = {str(w): i for i, w in enumerate(mechanism.space.labels.tolist())}
     plan = _Plan(vocab, oov, punctuation, lowercase)
@@ -142,24 +165,31 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
             tokens = [m.group() for m in matches]
         else:
             if not callable(tokenizer):
-                raise TypeError(f"tokenizer must be callable, got {type(tokenizer).__name__}")
+                raise ParameterTypeError(f"tokenizer must be callable, got {type(tokenizer).__name__}")
             matches = None
             tokens = list(tokenizer(text))
     else:
         if tokenizer is not None:
-            raise TypeError("tokenizer applies to string input only; got a sequence of tokens")
+            raise ParameterTypeError("tokenizer applies to string input only; got a sequence of tokens")
         if not isinstance(text_or_tokens, (Sequence, np.ndarray)):
-            raise TypeError("text_or_tokens must be a string or a sequence of strings, got "
+            raise ParameterTypeError("text_or_tokens must be a string or a sequence of strings, got "
                             f"{type(text_or_tokens).__name__}")
         tokens = list(text_or_tokens)
         matches = None
     for k, tok in enumerate(tokens):
         if not isinstance(tok, str):
-            raise TypeError(f"token {k} must be a string, got {tok!r} ({type(tok).__name__})")
+            raise ParameterTypeError(f"token {k} must be a string, got {tok!r} ({type(tok).__name__})")
         if not tok:
-            raise ValueError(f"token {k} is empty")
+            raise ParameterError(f"token {k} is empty")
 
     actions = [plan(tok) for tok in tokens]
+    unknown = [tok for tok, a in zip(tokens, actions, strict=True) if a[0] == "oov"]
+    if unknown and oov == "error":
+        raise _unknown_words_error(unknown, len(vocab))
+    if unknown and oov == "keep":
+        warnings.warn(f"oov='keep': {len(unknown)} token(s) not in the mechanism's space were "
+                      "released unchanged, without privacy protection", UserWarning, stacklevel=2)
+    actions = [(oov,) if a[0] == "oov" else a for a in actions]
     to_sample = [a[1] for a in actions if a[0] == "word"]
     # One vectorised call: every token gets its own independent draw.
     drawn = iter(np.atleast_1d(mechanism.sample(to_sample, rng=rng)).tolist() if to_sample else [])
