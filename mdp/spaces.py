@@ -25,9 +25,8 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
+from .errors import FileFormatError
+from .io import load_points_csv, read_npy
 from .space import MetricSpace
 
 __all__ = ["load_space", "SPACE_LOADERS", "DEFAULT_SPACE"]
@@ -43,27 +42,7 @@ SPACE_LOADERS: dict[str, str] = {
 
 
 def _points_csv(path: Path) -> MetricSpace:
-    try:
-        df = pd.read_csv(path, header=None)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read points CSV ({exc})") from None
-    if df.empty:
-        raise ValueError(f"{path}: no points")
-    # A header row is detected as a first row that does not parse as numbers.
-    first_numeric = pd.to_numeric(df.iloc[0, 1:] if df.shape[1] > 1 else df.iloc[0], errors="coerce")
-    if first_numeric.isna().any():
-        df = df.iloc[1:].reset_index(drop=True)
-    labels = None
-    col0 = pd.to_numeric(df.iloc[:, 0], errors="coerce")
-    if col0.isna().any() and df.shape[1] > 1:
-        labels = df.iloc[:, 0].astype(str).tolist()
-        df = df.iloc[:, 1:]
-    values = df.apply(pd.to_numeric, errors="coerce")
-    if values.isna().any().any():
-        row, col = np.argwhere(values.isna().to_numpy())[0]
-        raise ValueError(f"{path}: line {row + 1 + (1 if first_numeric.isna().any() else 0)}: "
-                         f"non-numeric coordinate in column {col + 1}")
-    return MetricSpace.from_points(values.to_numpy(dtype=float), labels=labels)
+    return load_points_csv(path)
 
 
 def load_space(spec: str | None) -> MetricSpace:
@@ -80,14 +59,13 @@ def load_space(spec: str | None) -> MetricSpace:
     if path.suffix.lower() == ".npy":
         if not path.exists():
             raise FileNotFoundError(f"no distance matrix at {path}")
-        try:
-            D = np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as exc:
-            raise ValueError(f"{path}: not a readable .npy distance matrix ({exc})") from None
+        D = read_npy(path)
+        if D.dtype.kind not in "biuf":
+            raise FileFormatError(path, f"a distance matrix must hold real numbers, got dtype {D.dtype}")
         try:
             return MetricSpace.from_distances(D)
-        except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
+        except (ValueError, TypeError) as exc:
+            raise FileFormatError(path, f"not a distance matrix: {exc}") from None
     if path.suffix.lower() in (".csv", ".txt"):
         if not path.exists():
             raise FileNotFoundError(f"no points file at {path}")
