@@ -281,7 +281,7 @@ def _vectors():
 def _text_vectors(header: bool) -> bytes:
     words, vecs = _vectors()
     lines = [f"{len(words)} {vecs.shape[1]}"] if header else []
-    lines += [w + " " + " ".join(f"{x:.5f}" for x in v) for w, v in zip(words, vecs)]
+    lines += [w + " " + " ".join(f"{x:.5f}" for x in v) for w, v in zip(words, vecs, strict=True)]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -310,7 +310,7 @@ def test_word2vec_binary_flips_and_truncations(tmp_path):
 
     words, vecs = _vectors()
     raw = f"{len(words)} {vecs.shape[1]}\n".encode() + b"".join(
-        w.encode() + b" " + v.astype("<f4").tobytes() + b"\n" for w, v in zip(words, vecs))
+        w.encode() + b" " + v.astype("<f4").tobytes() + b"\n" for w, v in zip(words, vecs, strict=True))
     starts = np.cumsum([raw.index(b"\n") + 1] + [len(w) + 1 + 16 + 1 for w in words])
 
     def same(emb, offset, truncated):
@@ -402,3 +402,29 @@ def test_points_csv_errors_name_file_and_line(tmp_path):
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+def test_fasttext_truncations_never_hang(tmp_path):
+    """gensim loops forever on a model cut inside its word list; the loader checks it first."""
+    gensim = pytest.importorskip("gensim")
+    from text import load_vectors
+
+    src = Path(gensim.__file__).parent / "test" / "test_data" / "lee_fasttext.bin"
+    raw = src.read_bytes()
+    original = load_vectors(src)
+    rng = np.random.default_rng(15)
+    cuts = [8583] + [int(c) for c in rng.integers(0, len(raw), 30)]
+    path = tmp_path / "ft.bin"
+    errors = 0
+    for cut in cuts:
+        path.write_bytes(raw[:cut])
+        try:
+            emb = load_vectors(path, format="fasttext")
+        except FileFormatError as exc:
+            assert exc.path == str(path)
+            errors += 1
+            continue
+        # the hidden-output matrix at the end is not needed for the word vectors
+        assert list(emb.words) == list(original.words)
+        np.testing.assert_array_equal(emb.vectors, original.vectors)
+    assert errors >= len(cuts) // 2

@@ -245,9 +245,47 @@ def _load_word2vec_binary(path: Path, limit: int | None) -> Embeddings:
     return _embeddings(path, words, vectors)
 
 
+def _fasttext_vocabulary_problem(path: Path) -> str | None:
+    """Check that the vocabulary of a fastText model ends inside the file.
+
+    gensim reads each word byte by byte until a NUL and loops forever when the file ends first
+    (a truncated model), so the word list is located here before gensim reads it. Only plain
+    files are checked (a gzip-compressed model is handed to gensim as it is).
+    """
+    import mmap
+    import struct
+
+    from gensim.models import _fasttext_bin as fb
+
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        if fh.read(2) == b"\x1f\x8b":
+            return None
+        if size < 8:
+            return f"file of {size} bytes ends inside the header"
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            magic, _ = struct.unpack_from("@2i", mm, 0)
+            spec = fb._NEW_HEADER_FORMAT if magic == fb._FASTTEXT_FILEFORMAT_MAGIC else fb._OLD_HEADER_FORMAT
+            pos = 8 + sum(struct.calcsize(fmt) for _, fmt in spec)
+            if pos + 12 > size:
+                return f"file of {size} bytes ends inside the header"
+            vocab_size = struct.unpack_from("@3i", mm, pos)[0]
+            pos += 12 + 8 + (8 if magic == fb._FASTTEXT_FILEFORMAT_MAGIC else 0)
+            for i in range(max(vocab_size, 0)):
+                end = mm.find(b"\x00", pos)
+                if end < 0 or end + 10 > size:
+                    return (f"the file ends inside word {i + 1} of the {vocab_size} words its "
+                            "header promises (truncated?)")
+                pos = end + 1 + struct.calcsize("@qb")
+    return None
+
+
 def _load_fasttext(path: Path, limit: int | None) -> Embeddings:
     from gensim.models.fasttext import load_facebook_vectors
 
+    problem = _fasttext_vocabulary_problem(path)
+    if problem:
+        raise FileFormatError(path, f"corrupt fastText .bin model: {problem}")
     try:
         kv = load_facebook_vectors(str(path))
     except FileFormatError:
