@@ -14,6 +14,11 @@ this process (``workers=0``) or on a Dask cluster (``scheduler="tcp://HOST:PORT"
 ``distributed.Client``; the optional extra ``dask``), and writes each result to the store as it
 arrives, in its own transaction. Killing the sweep at any point loses only the tasks in flight.
 
+Several runs may sweep one store at the same time: a run computes only the tasks it claims
+(:meth:`ResultStore.claim`, a lease per task), skips those another live run holds and waits for
+their results, and takes over the leases of runs that died. So each task is computed once, and
+every run returns all the records.
+
 Determinism: a task function draws its randomness only from seeds in its config, so the same
 sweep gives the same results whichever executor runs it (timings aside).
 
@@ -30,6 +35,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -37,9 +43,12 @@ from dataclasses import dataclass, field
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .store import ResultStore, config_key
+from .store import BUSY, CLAIMED, ResultStore, config_key
 
 __all__ = ["Task", "run_sweep", "execute_task", "records_frame", "flatten", "default_workers"]
+
+# How often a run looks again at tasks other runs are computing (seconds).
+_POLL_SECONDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -124,40 +133,134 @@ def execute_task(config: dict, payload: dict, timeout: float | None = None) -> t
     return status, result, time.perf_counter() - t0
 
 
-def _local_results(todo: list[Task], workers: int, timeout):
-    if workers == 0:
-        for task in todo:
-            yield task, execute_task(task.config, task.payload, timeout)
-        return
-    pool = ProcessPoolExecutor(max_workers=workers)
-    try:
-        pending = {pool.submit(execute_task, t.config, t.payload, timeout): t for t in todo}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                yield pending.pop(fut), fut.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+class _SerialRunner:
+    """Runs each task in this process as it is submitted."""
+
+    def __init__(self, timeout):
+        self.timeout, self._done = timeout, []
+        self.capacity = 1
+
+    @property
+    def active(self) -> int:
+        return len(self._done)
+
+    def submit(self, task: Task) -> None:
+        self._done.append((task, execute_task(task.config, task.payload, self.timeout)))
+
+    def collect(self, wait_s: float) -> list:
+        done, self._done = self._done, []
+        return done
+
+    def close(self) -> None:
+        pass
 
 
-def _dask_results(todo: list[Task], scheduler, timeout):
-    try:
-        from distributed import Client, as_completed
-    except ImportError:  # pragma: no cover - depends on the environment
-        raise ImportError("running on a Dask cluster needs the optional extra 'dask': "
-                          "pip install 'mdp-toolkit[dask]'") from None
-    own = isinstance(scheduler, str)
-    client = Client(scheduler) if own else scheduler
-    if not isinstance(client, Client):
-        raise TypeError(f"scheduler must be an address 'tcp://HOST:PORT' or a distributed.Client, "
-                        f"got {type(scheduler).__name__}")
-    try:
-        futures = {client.submit(execute_task, t.config, t.payload, timeout, pure=False): t for t in todo}
-        for fut in as_completed(futures):
-            yield futures[fut], fut.result()
-    finally:
-        if own:
-            client.close()
+class _PoolRunner:
+    """Local processes; at most ``workers`` tasks in flight, so concurrent runs share the work."""
+
+    def __init__(self, workers: int, timeout):
+        self.timeout, self.capacity = timeout, workers
+        self._pool = ProcessPoolExecutor(max_workers=workers)
+        self._pending: dict = {}
+
+    @property
+    def active(self) -> int:
+        return len(self._pending)
+
+    def submit(self, task: Task) -> None:
+        fut = self._pool.submit(execute_task, task.config, task.payload, self.timeout)
+        self._pending[fut] = task
+
+    def collect(self, wait_s: float) -> list:
+        done, _ = wait(self._pending, timeout=wait_s, return_when=FIRST_COMPLETED)
+        return [(self._pending.pop(f), f.result()) for f in done]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _DaskRunner:
+    """A Dask cluster: every claimed task is submitted at once."""
+
+    def __init__(self, scheduler, timeout):
+        try:
+            from distributed import Client
+        except ImportError:  # pragma: no cover - depends on the environment
+            raise ImportError("running on a Dask cluster needs the optional extra 'dask': "
+                              "pip install 'mdp-toolkit[dask]'") from None
+        self._own = isinstance(scheduler, str)
+        self._client = Client(scheduler) if self._own else scheduler
+        if not isinstance(self._client, Client):
+            raise TypeError(f"scheduler must be an address 'tcp://HOST:PORT' or a distributed.Client, "
+                            f"got {type(scheduler).__name__}")
+        self.timeout, self.capacity = timeout, sys.maxsize
+        self._pending: dict = {}
+
+    @property
+    def active(self) -> int:
+        return len(self._pending)
+
+    def submit(self, task: Task) -> None:
+        fut = self._client.submit(execute_task, task.config, task.payload, self.timeout, pure=False)
+        self._pending[fut] = task
+
+    def collect(self, wait_s: float) -> list:
+        from distributed import wait as dask_wait
+
+        try:
+            dask_wait(list(self._pending), timeout=wait_s, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            return []
+        done = [f for f in self._pending if f.done()]
+        return [(self._pending.pop(f), f.result()) for f in done]
+
+    def close(self) -> None:
+        if self._own:
+            self._client.close()
+
+
+class _Claims:
+    """Which tasks of a sweep this run computes, under the store's leases.
+
+    Each task is *pending* (not yet claimed), *claimed* by this run (then submitted), *busy*
+    (another live run holds it: this run waits for its result) or *finished* (a result is
+    stored, by any run). :meth:`next` claims pending tasks in order; :meth:`recheck` puts busy
+    tasks back to pending, to be claimed when their holder died or finished.
+    """
+
+    def __init__(self, store: ResultStore, tasks: list[Task], retry_errors: bool):
+        self.store, self.retry_errors = store, retry_errors
+        self.started = time.time()
+        self.pending = deque(tasks)
+        self.busy: list[Task] = []
+        self.finished_elsewhere = 0
+
+    @property
+    def waiting(self) -> bool:
+        return bool(self.pending or self.busy)
+
+    def next(self) -> Task | None:
+        while self.pending:
+            task = self.pending.popleft()
+            state = self.store.claim(task.config, retry_errors=self.retry_errors,
+                                     errors_before=self.started)
+            if state == CLAIMED:
+                return task
+            if state == BUSY:
+                self.busy.append(task)
+            else:
+                self.finished_elsewhere += 1
+        return None
+
+    def recheck(self) -> None:
+        self.pending.extend(self.busy)
+        self.busy = []
+
+
+def _runner(scheduler, workers: int, timeout):
+    if scheduler is not None:
+        return _DaskRunner(scheduler, timeout)
+    return _SerialRunner(timeout) if workers == 0 else _PoolRunner(workers, timeout)
 
 
 def run_sweep(tasks: Sequence[Task], store: ResultStore, *, scheduler=None,
@@ -170,7 +273,8 @@ def run_sweep(tasks: Sequence[Task], store: ResultStore, *, scheduler=None,
     tasks : sequence of Task
         Duplicated configurations run once.
     store : ResultStore
-        Finished tasks are read from and written to it (one transaction per result).
+        Finished tasks are read from and written to it (one transaction per result). Other
+        runs may use it at the same time: tasks are claimed under leases (see the module doc).
     scheduler : None, str or distributed.Client
         ``None``: local processes. ``"tcp://HOST:PORT"`` or a ``Client``: a Dask cluster (the
         workers must have this package installed).
@@ -215,16 +319,33 @@ def run_sweep(tasks: Sequence[Task], store: ResultStore, *, scheduler=None,
     done_before = len(unique) - len(todo)
     bar = tqdm(total=len(unique), initial=done_before, desc=desc, disable=not progress,
                unit="task", dynamic_ncols=True)
+    claims = _Claims(store, todo, retry_errors)
     try:
-        source = (_local_results(todo, workers, timeout) if scheduler is None
-                  else _dask_results(todo, scheduler, timeout))
-        failed = 0
-        for task, (status, result, seconds) in source:
-            store.put(task.config, result, status=status, seconds=seconds)
-            failed += status != "ok"
-            bar.update(1)
-            if failed:
-                bar.set_postfix(failed=failed)
+        with store.leasing():
+            runner = _runner(scheduler, workers, timeout) if todo else None
+            try:
+                failed = 0
+                while runner is not None and (runner.active or claims.waiting):
+                    while runner.active < runner.capacity and (task := claims.next()) is not None:
+                        runner.submit(task)
+                    if runner.active:
+                        finished = runner.collect(_POLL_SECONDS)
+                    else:                    # only tasks other runs compute: wait for them
+                        if claims.busy:
+                            time.sleep(_POLL_SECONDS)
+                        finished = []
+                    for task, (status, result, seconds) in finished:
+                        store.put(task.config, result, status=status, seconds=seconds)
+                        failed += status != "ok"
+                        bar.update(1)
+                        if failed:
+                            bar.set_postfix(failed=failed)
+                    bar.update(claims.finished_elsewhere)
+                    claims.finished_elsewhere = 0
+                    claims.recheck()
+            finally:
+                if runner is not None:
+                    runner.close()
     finally:
         bar.close()
     records = []

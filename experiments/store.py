@@ -8,8 +8,16 @@ configuration always maps to the same row, on any machine and in any process.
 
 Each result is written in its own transaction (SQLite's journal makes it atomic): a sweep killed
 at any point leaves only complete rows, and rerunning it skips every configuration already stored.
-Only the process that drives the sweep writes to the store (workers return results to it), so
-there is never concurrent writing from several processes.
+Within one sweep only the driving process writes (workers return results to it).
+
+Several sweeps may share one store at the same time (two shells, two machines on a shared
+disk): a task is computed by the run that *claims* it. :meth:`ResultStore.claim` takes a
+*lease* on the task in one ``BEGIN IMMEDIATE`` transaction (SQLite's write lock makes the
+check-and-take atomic), so no two runs hold it at once; the other runs skip it and wait for its
+result. A lease lasts ``lease_seconds`` and is renewed by a heartbeat while its run lives
+(:meth:`ResultStore.leasing`); storing the result ends it. A lease whose run died (its process
+is gone on this host, or it was not renewed in time) is stale and any run takes it over, so a
+killed sweep resumes without waiting.
 """
 
 from __future__ import annotations
@@ -20,13 +28,16 @@ import math
 import os
 import socket
 import sqlite3
+import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ResultStore", "canonical_json", "config_key", "STORE_FORMAT"]
+__all__ = ["ResultStore", "canonical_json", "config_key", "STORE_FORMAT", "CLAIMED", "DONE", "BUSY"]
 
 #: Part of every key: bump it when the meaning of stored results changes.
 STORE_FORMAT = 1
@@ -44,6 +55,30 @@ CREATE TABLE IF NOT EXISTS results (
     finished_at REAL
 )
 """
+
+# One row per task being computed by some run: who holds it and until when.
+_LEASES = """
+CREATE TABLE IF NOT EXISTS leases (
+    key     TEXT PRIMARY KEY,
+    owner   TEXT NOT NULL,
+    host    TEXT NOT NULL,
+    pid     INTEGER NOT NULL,
+    expires REAL NOT NULL
+)
+"""
+
+#: Results of :meth:`ResultStore.claim`.
+CLAIMED, DONE, BUSY = "claimed", "done", "busy"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:     # e.g. PermissionError: it exists, owned by someone else
+        return True
+    return True
 
 
 def _plain(obj, path: str = "config"):
@@ -123,18 +158,40 @@ class ResultStore:
     {'loss': 1.5}
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, *, lease_seconds: float = 60.0):
+        if not (isinstance(lease_seconds, (int, float)) and math.isfinite(lease_seconds)
+                and lease_seconds > 0):
+            raise ValueError(f"lease_seconds must be a finite number > 0, got {lease_seconds!r}")
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.lease_seconds = float(lease_seconds)
+        self.host, self.pid = socket.gethostname(), os.getpid()
+        #: Identifies this store object's leases (one run may hold several).
+        self.owner = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:12]}"
         # isolation_level=None: explicit BEGIN/COMMIT below, one transaction per write.
-        self._conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+        self._conn = self._connect()
         try:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute(_SCHEMA)
+            self._conn.execute(_LEASES)
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise ValueError(f"{self.path}: not a results store ({exc})") from None
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+
+    @contextmanager
+    def _transaction(self, conn: sqlite3.Connection | None = None):
+        conn = self._conn if conn is None else conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     # -- context management ---------------------------------------------------------------------
     def close(self) -> None:
@@ -198,27 +255,115 @@ class ResultStore:
         cfg = canonical_json(config)
         experiment = str(config.get("experiment", ""))
         payload = _result_json(result)
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            self._conn.execute(
+        with self._transaction() as conn:
+            conn.execute(
                 "INSERT INTO results (key, experiment, config, status, result, seconds, computed, host,"
                 " finished_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)"
                 " ON CONFLICT(key) DO UPDATE SET status = excluded.status, result = excluded.result,"
                 " seconds = excluded.seconds, computed = results.computed + 1, host = excluded.host,"
                 " finished_at = excluded.finished_at",
-                (key, experiment, cfg, status, payload, seconds, socket.gethostname(), time.time()))
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
+                (key, experiment, cfg, status, payload, seconds, self.host, time.time()))
+            conn.execute("DELETE FROM leases WHERE key = ?", (key,))   # the task is finished
         return key
 
     def delete(self, config: Mapping) -> bool:
         """Forget ``config`` (so the next sweep recomputes it); True when a row was removed."""
-        self._conn.execute("BEGIN IMMEDIATE")
-        cur = self._conn.execute("DELETE FROM results WHERE key = ?", (config_key(config),))
-        self._conn.execute("COMMIT")
+        with self._transaction() as conn:
+            cur = conn.execute("DELETE FROM results WHERE key = ?", (config_key(config),))
         return cur.rowcount > 0
+
+    # -- leases: one run computes a task ------------------------------------------------------------
+    def _stale(self, host: str, pid: int, expires: float, now: float) -> bool:
+        return expires < now or (host == self.host and not _pid_alive(pid))
+
+    def claim(self, config: Mapping, *, retry_errors: bool = True,
+              errors_before: float | None = None) -> str:
+        """Take the lease on ``config`` unless it is finished or another live run holds it.
+
+        Check and take happen in one ``BEGIN IMMEDIATE`` transaction, so of several runs
+        claiming the same task exactly one gets it.
+
+        Parameters
+        ----------
+        config : dict
+        retry_errors : bool, default True
+            A task stored with status ``"error"`` may be claimed again ...
+        errors_before : float, optional
+            ... but only when that error was stored before this time (``time.time()``; a run
+            passes its start time, so an error another run stored meanwhile is final for it).
+
+        Returns
+        -------
+        str
+            :data:`CLAIMED` (compute it, then :meth:`put` it), :data:`DONE` (a result is
+            stored) or :data:`BUSY` (another live run holds the lease: wait for its result).
+        """
+        key = config_key(config)
+        now = time.time()
+        with self._transaction() as conn:
+            row = conn.execute("SELECT status, finished_at FROM results WHERE key = ?",
+                               (key,)).fetchone()
+            if row is not None:
+                retry = retry_errors and row[0] == "error" and (
+                    errors_before is None or row[1] is None or row[1] < errors_before)
+                if not retry:
+                    return DONE
+            lease = conn.execute("SELECT owner, host, pid, expires FROM leases WHERE key = ?",
+                                 (key,)).fetchone()
+            if lease is not None and lease[0] != self.owner and not self._stale(*lease[1:], now):
+                return BUSY
+            conn.execute("INSERT OR REPLACE INTO leases (key, owner, host, pid, expires) "
+                         "VALUES (?, ?, ?, ?, ?)",
+                         (key, self.owner, self.host, self.pid, now + self.lease_seconds))
+        return CLAIMED
+
+    def release(self, config: Mapping | None = None) -> None:
+        """Give up this store's lease on ``config`` (all of its leases when None)."""
+        with self._transaction() as conn:
+            if config is None:
+                conn.execute("DELETE FROM leases WHERE owner = ?", (self.owner,))
+            else:
+                conn.execute("DELETE FROM leases WHERE key = ? AND owner = ?",
+                             (config_key(config), self.owner))
+
+    def leases(self) -> list[dict]:
+        """The current leases (key, owner, host, pid, expires), e.g. to see who computes what."""
+        rows = self._conn.execute("SELECT key, owner, host, pid, expires FROM leases ORDER BY key")
+        return [dict(zip(("key", "owner", "host", "pid", "expires"), r, strict=True)) for r in rows]
+
+    def _renew(self, conn: sqlite3.Connection) -> None:
+        with self._transaction(conn):
+            conn.execute("UPDATE leases SET expires = ? WHERE owner = ?",
+                         (time.time() + self.lease_seconds, self.owner))
+
+    @contextmanager
+    def leasing(self):
+        """Keep this store's leases alive while the block runs; release them all at its end.
+
+        A heartbeat thread (with its own connection) renews them every ``lease_seconds / 4``
+        seconds, so a task may run far longer than ``lease_seconds`` without being taken over.
+        """
+        stop = threading.Event()
+
+        def beat():
+            conn = self._connect()
+            try:
+                while not stop.wait(self.lease_seconds / 4):
+                    try:
+                        self._renew(conn)
+                    except sqlite3.Error:   # busy beyond the timeout: try again next beat
+                        pass
+            finally:
+                conn.close()
+
+        thread = threading.Thread(target=beat, name="result-store-leases", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join()
+            self.release()
 
     def __repr__(self) -> str:
         return f"ResultStore({str(self.path)!r}, {len(self)} results)"

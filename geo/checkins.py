@@ -3,7 +3,7 @@
 Check-ins are the second kind of location data the geolocation release (seed imola2022,
 section 5.1) applies to: :func:`geo.popular.popular_cells` treats each user's check-ins as one
 trace. Both layouts are the original downloads, tab-separated, without a header, plain or
-gzip-compressed (``.gz``, detected from the file name):
+gzip-compressed (detected from the content; a ``.gz`` name on plain data is refused):
 
 ``format="snap"`` - SNAP ``loc-gowalla_totalCheckins.txt(.gz)``, ``loc-brightkite_totalCheckins``
 (Cho, Myers, Leskovec, KDD 2011), 5 fields::
@@ -22,13 +22,15 @@ gzip-compressed (``.gz``, detected from the file name):
 from __future__ import annotations
 
 import csv
-import gzip
 import os
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from mdp.errors import FileFormatError, ParameterError
+from mdp.io import open_binary, open_text
 
 __all__ = ["read_checkins", "CHECKIN_COLUMNS", "CHECKIN_FORMATS"]
 
@@ -55,57 +57,68 @@ _LAYOUTS = {
 CHECKIN_FORMATS = ("snap", "foursquare", "auto")
 
 
-def _open_text(path: Path):
-    opener = gzip.open if path.suffix.lower() == ".gz" else open
-    return opener(path, "rt", encoding="utf-8", errors="replace")
+_INT64 = (-(2**63), 2**63 - 1)
 
 
 def _detect(path: Path) -> str:
-    with _open_text(path) as fh:
+    with open_text(path, errors="replace", what="check-in file") as fh:
         for line in fh:
             if line.strip():
                 n = len(line.rstrip("\r\n").split("\t"))
                 for name, layout in _LAYOUTS.items():
                     if n == len(layout["fields"]):
                         return name
-                raise ValueError(f"{path}: line 1: cannot detect the check-in format from {n} "
-                                 "tab-separated fields (snap has 5, foursquare 8)")
-    raise ValueError(f"{path}: no check-ins (empty file)")
+                raise FileFormatError(path, f"cannot detect the check-in format from {n} "
+                                            "tab-separated fields (snap has 5, foursquare 8)",
+                                      line=fh.lineno)
+    raise FileFormatError(path, "no check-ins (empty file)")
 
 
-def _malformed(path: Path, fmt: str) -> ValueError:
-    """Locate the first bad line by a strict scan (only run after the fast parse failed)."""
+def _bad_line(parts: list[str], line: str, fmt: str) -> str | None:
+    """What is wrong with one line split into fields, or None."""
     layout = _LAYOUTS[fmt]
     fields = layout["fields"]
-    ilat, ilon, itime = fields.index("lat"), fields.index("lon"), fields.index("time")
-    integer = [i for i, f in enumerate(fields) if layout["dtypes"][f] == "int64"]
-    with _open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
+    if len(parts) != len(fields):
+        return (f"expected {len(fields)} tab-separated fields for format {fmt!r} "
+                f"({', '.join(fields)}), got {len(parts)}: {line!r}")
+    empty = [fields[i] for i, x in enumerate(parts) if not x.strip()]
+    if empty:
+        return f"empty field(s) {', '.join(empty)}: {line!r}"
+    for i, f in enumerate(fields):
+        if layout["dtypes"][f] != "int64":
+            continue
+        try:
+            value = int(parts[i])
+        except ValueError:
+            return f"{f} must be an integer, got {parts[i]!r}"
+        if not _INT64[0] <= value <= _INT64[1]:
+            return f"{f} {parts[i].strip()} does not fit in a 64-bit integer"
+    try:
+        lat, lon = float(parts[fields.index("lat")]), float(parts[fields.index("lon")])
+    except ValueError:
+        return f"non-numeric latitude/longitude field: {line!r}"
+    if not (np.isfinite(lat) and np.isfinite(lon) and abs(lat) <= 90 and abs(lon) <= 180):
+        return f"coordinates out of range (|lat| <= 90, |lon| <= 180): {line!r}"
+    time = parts[fields.index("time")]
+    try:
+        datetime.strptime(time.strip(), layout["time_format"])
+    except ValueError:
+        return f"time {time!r} does not match {layout['time_format']!r}"
+    return None
+
+
+def _malformed(path: Path, fmt: str, detail: str = "") -> FileFormatError:
+    """Locate the first bad line by a strict scan (only run after the fast parse failed)."""
+    with open_text(path, errors="replace", what="check-in file") as fh:
+        for line in fh:
             line = line.rstrip("\r\n")
             if not line.strip():
                 continue
-            parts = line.split("\t")
-            where = f"{path}: line {lineno}"
-            if len(parts) != len(fields):
-                return ValueError(f"{where}: expected {len(fields)} tab-separated fields for "
-                                  f"format {fmt!r} ({', '.join(fields)}), got {len(parts)}: {line!r}")
-            empty = [fields[i] for i, x in enumerate(parts) if not x.strip()]
-            if empty:
-                return ValueError(f"{where}: empty field(s) {', '.join(empty)}: {line!r}")
-            try:
-                for i in integer:
-                    int(parts[i])
-                lat, lon = float(parts[ilat]), float(parts[ilon])
-            except ValueError:
-                return ValueError(f"{where}: non-numeric user/latitude/longitude field: {line!r}")
-            if not (np.isfinite(lat) and np.isfinite(lon) and abs(lat) <= 90 and abs(lon) <= 180):
-                return ValueError(f"{where}: coordinates out of range (|lat| <= 90, |lon| <= 180): {line!r}")
-            try:
-                datetime.strptime(parts[itime].strip(), layout["time_format"])
-            except ValueError:
-                return ValueError(f"{where}: time {parts[itime]!r} does not match "
-                                  f"{layout['time_format']!r}")
-    return ValueError(f"{path}: malformed check-in file (no single bad line found)")
+            reason = _bad_line(line.split("\t"), line, fmt)
+            if reason is not None:
+                return FileFormatError(path, reason, line=fh.lineno)
+    return FileFormatError(path, f"malformed check-in file for format {fmt!r}"
+                                 + (f" ({detail})" if detail else ""))
 
 
 def read_checkins(path: str | os.PathLike, format: str = "snap") -> pd.DataFrame:
@@ -127,28 +140,35 @@ def read_checkins(path: str | os.PathLike, format: str = "snap") -> pd.DataFrame
     Raises
     ------
     ValueError
-        For an unknown ``format``, or a malformed file: the message names the file and the
-        first bad line (field count, non-numeric user/coordinates, coordinates out of range,
-        bad time).
+        For an unknown ``format``.
+    FileFormatError
+        For a malformed file: the message names the file and the first bad line (field count,
+        non-integer or out-of-range user id, non-numeric or out-of-range coordinates, bad time),
+        or says the file is not readable (truncated or corrupt gzip data, a ``.gz`` name on
+        data that is not gzip).
     FileNotFoundError
         When ``path`` does not exist.
     """
     if format not in CHECKIN_FORMATS:
-        raise ValueError(f"format must be one of {CHECKIN_FORMATS}, got {format!r}")
+        raise ParameterError(f"format must be one of {CHECKIN_FORMATS}, got {format!r}")
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no check-in file at {path}")
     fmt = _detect(path) if format == "auto" else format
     layout = _LAYOUTS[fmt]
     try:
-        df = pd.read_csv(path, sep="\t", header=None, names=layout["fields"], dtype=layout["dtypes"],
-                         encoding="utf-8", encoding_errors="replace", quoting=csv.QUOTE_NONE, engine="c")
+        with open_binary(path, what="check-in file") as fh:
+            df = pd.read_csv(fh, sep="\t", header=None, names=layout["fields"], dtype=layout["dtypes"],
+                             encoding="utf-8", encoding_errors="replace", quoting=csv.QUOTE_NONE,
+                             engine="c")
+    except FileFormatError:
+        raise
     except pd.errors.EmptyDataError:
-        raise ValueError(f"{path}: no check-ins (empty file)") from None
-    except (pd.errors.ParserError, ValueError, TypeError, OverflowError):
-        raise _malformed(path, fmt) from None
+        raise FileFormatError(path, "no check-ins (empty file)") from None
+    except (pd.errors.ParserError, ValueError, TypeError, OverflowError) as exc:
+        raise _malformed(path, fmt, str(exc).strip()) from None
     if len(df) == 0:
-        raise ValueError(f"{path}: no check-ins (empty file)")
+        raise FileFormatError(path, "no check-ins (empty file)")
     when = pd.to_datetime(df["time"].str.strip(), format=layout["time_format"], utc=True, errors="coerce")
     coords = df[["lat", "lon"]].to_numpy()
     if (when.isna().any() or df[layout["fields"]].isna().any().any() or not np.all(np.isfinite(coords))

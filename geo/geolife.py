@@ -23,6 +23,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mdp.errors import FileFormatError, ParameterError
+from mdp.io import open_binary, open_text
+
 __all__ = ["read_plt", "iter_geolife", "read_geolife", "find_plt_files", "PLT_HEADER_LINES",
            "GEOLIFE_COLUMNS"]
 
@@ -63,35 +66,58 @@ def find_plt_files(path: str | os.PathLike) -> list[tuple[str, str, Path]]:
     return out
 
 
-def _malformed(path: Path) -> ValueError:
+def _bad_line(line: str) -> str | None:
+    """What is wrong with one data line of a PLT file, or None."""
+    fields = line.split(",")
+    if len(fields) != len(_PLT_FIELDS):
+        return (f"expected {len(_PLT_FIELDS)} comma-separated fields "
+                f"(lat,lon,0,altitude,days,date,time), got {len(fields)}: {line!r}")
+    try:
+        lat, lon, _, _, _ = (float(x) for x in fields[:5])
+    except ValueError:
+        return f"non-numeric lat/lon/altitude/days field: {line!r}"
+    if not (np.isfinite(lat) and np.isfinite(lon) and abs(lat) <= 90 and abs(lon) <= 180):
+        return f"coordinates out of range (|lat| <= 90, |lon| <= 180): {line!r}"
+    try:
+        datetime.strptime(f"{fields[5].strip()} {fields[6].strip()}", "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return f"date/time must be YYYY-MM-DD,HH:MM:SS: {line!r}"
+    return None
+
+
+def _malformed(path: Path, detail: str = "") -> FileFormatError:
     """Find the first malformed line of a PLT file by a strict line-by-line scan.
 
     Only called after the fast pandas parse failed, so its cost does not matter.
     """
-    with open(path, encoding="latin-1") as fh:
-        lines = fh.read().splitlines()
-    if len(lines) < PLT_HEADER_LINES:
-        return ValueError(f"{path}: truncated PLT header: {len(lines)} line(s), expected "
-                          f"{PLT_HEADER_LINES} header lines")
-    for lineno, line in enumerate(lines[PLT_HEADER_LINES:], PLT_HEADER_LINES + 1):
-        if not line.strip():
-            continue
-        fields = line.split(",")
-        where = f"{path}: line {lineno}"
-        if len(fields) != len(_PLT_FIELDS):
-            return ValueError(f"{where}: expected {len(_PLT_FIELDS)} comma-separated fields "
-                              f"(lat,lon,0,altitude,days,date,time), got {len(fields)}: {line!r}")
-        try:
-            lat, lon, _, _, _ = (float(x) for x in fields[:5])
-        except ValueError:
-            return ValueError(f"{where}: non-numeric lat/lon/altitude/days field: {line!r}")
-        if not (np.isfinite(lat) and np.isfinite(lon) and abs(lat) <= 90 and abs(lon) <= 180):
-            return ValueError(f"{where}: coordinates out of range (|lat| <= 90, |lon| <= 180): {line!r}")
-        try:
-            datetime.strptime(f"{fields[5].strip()} {fields[6].strip()}", "%Y-%m-%d %H:%M:%S")
-        except ValueError:
-            return ValueError(f"{where}: date/time must be YYYY-MM-DD,HH:MM:SS: {line!r}")
-    return ValueError(f"{path}: malformed PLT file (no single bad line found)")
+    with open_text(path, encoding="latin-1", what="PLT file") as fh:
+        for line in fh:
+            if fh.lineno <= PLT_HEADER_LINES or not line.strip():
+                continue
+            reason = _bad_line(line.rstrip("\r\n"))
+            if reason is not None:
+                return FileFormatError(path, reason, line=fh.lineno)
+        if fh.lineno < PLT_HEADER_LINES:
+            return FileFormatError(path, f"truncated PLT header: {fh.lineno} line(s), expected "
+                                         f"{PLT_HEADER_LINES} header lines")
+    return FileFormatError(path, "malformed PLT file" + (f" ({detail})" if detail else ""))
+
+
+def _check_header(path: Path) -> None:
+    """The header is 6 lines by count only: refuse a file whose 6th line has the 7 fields of a
+    point (a header line is missing or joined to a point, so a point would silently be taken as
+    header; the release's 6th line is ``0``) or that is shorter."""
+    with open_text(path, encoding="latin-1", what="PLT file") as fh:
+        for line in fh:
+            if fh.lineno == PLT_HEADER_LINES:
+                if len(line.split(",")) == len(_PLT_FIELDS):
+                    raise FileFormatError(path, f"line {PLT_HEADER_LINES} has the "
+                                                f"{len(_PLT_FIELDS)} fields of a point, expected the "
+                                                f"last of {PLT_HEADER_LINES} header lines (a header "
+                                                f"line is missing or joined to a point): {line!r}",
+                                          line=fh.lineno)
+                return
+    raise _malformed(path)
 
 
 def read_plt(path: str | os.PathLike, *, user: str = "", trace: str | None = None) -> pd.DataFrame:
@@ -114,28 +140,29 @@ def read_plt(path: str | os.PathLike, *, user: str = "", trace: str | None = Non
 
     Raises
     ------
-    ValueError
+    FileFormatError
         For a malformed file: the message names the file and the first bad line (wrong number
-        of fields, non-numeric values, coordinates out of range, bad date/time).
+        of fields, non-numeric values, coordinates out of range, bad date/time), or says why it
+        cannot be read (e.g. truncated gzip data; PLT files may be gzip-compressed).
     """
     path = Path(path)
     try:
-        df = pd.read_csv(path, skiprows=PLT_HEADER_LINES, header=None, names=_PLT_FIELDS,
-                         dtype=_PLT_DTYPES, encoding="latin-1", engine="c")
-    except (pd.errors.ParserError, ValueError, UnicodeDecodeError):
-        raise _malformed(path) from None
+        with open_binary(path, what="PLT file") as fh:
+            df = pd.read_csv(fh, skiprows=PLT_HEADER_LINES, header=None, names=_PLT_FIELDS,
+                             dtype=_PLT_DTYPES, encoding="latin-1", engine="c")
+    except FileFormatError:
+        raise
     except pd.errors.EmptyDataError:
         df = pd.DataFrame({c: pd.Series(dtype=t) for c, t in _PLT_DTYPES.items()})
+    except (pd.errors.ParserError, ValueError, TypeError, OverflowError) as exc:
+        raise _malformed(path, str(exc).strip()) from None
     when = pd.to_datetime(df["date"].str.strip() + " " + df["time"].str.strip(),
-                          format="%Y-%m-%d %H:%M:%S", errors="coerce")
+                          format="%Y-%m-%d %H:%M:%S", errors="coerce").astype("datetime64[us]")
     numeric = df[["lat", "lon", "altitude_ft", "days"]].to_numpy()
     if (when.isna().any() or not np.all(np.isfinite(numeric))
             or (df["lat"].abs() > 90).any() or (df["lon"].abs() > 180).any()):
         raise _malformed(path)
-    if len(df) == 0:
-        with open(path, encoding="latin-1") as fh:
-            if sum(1 for _ in fh) < PLT_HEADER_LINES:
-                raise _malformed(path)
+    _check_header(path)
     return pd.DataFrame({
         "user": user, "trace": path.stem if trace is None else trace, "datetime": when,
         "lat": df["lat"].to_numpy(), "lon": df["lon"].to_numpy(),
@@ -175,7 +202,7 @@ def iter_geolife(path: str | os.PathLike, *, users: Iterable | None = None,
         One per trace, as returned by :func:`read_plt`.
     """
     if on_error not in ("raise", "skip"):
-        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+        raise ParameterError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
     wanted = _wanted(users)
     for user, trace, f in find_plt_files(path):
         if wanted is not None and user not in wanted and not (user.isdigit() and int(user) in wanted):

@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mdp.io import atomic_write
+from mdp.errors import FileFormatError
+from mdp.io import atomic_write, open_binary
 from mdp.plugins import Command
 
 from .heatmap import dp_sparse_emd_aggregate, gaussian_heatmap, points_to_cells, user_distributions
@@ -56,8 +57,9 @@ def read_points(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
 
     Raises
     ------
-    ValueError
-        Missing columns, or a non-numeric / non-finite value (the message names file and line).
+    FileFormatError
+        Unreadable or malformed CSV, missing columns, or a non-numeric / non-finite value (the
+        message names file and line).
     """
     path = Path(path)
     if not path.exists():
@@ -68,15 +70,22 @@ def read_points(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
         df = read_checkins(path, format=fmt)
         return pd.DataFrame({"user": df["user"], "x": df["lon"], "y": df["lat"], "weight": 1.0})
     try:
-        df = pd.read_csv(path, dtype=str, skipinitialspace=True)
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: malformed CSV: {exc}") from None
+        with open_binary(path, what="points CSV") as fh:
+            df = pd.read_csv(fh, dtype=str, skipinitialspace=True, skip_blank_lines=False,
+                             encoding="utf-8")
+    except FileFormatError:
+        raise
+    except pd.errors.EmptyDataError:
+        raise FileFormatError(path, "empty file, expected a header user,x,y[,weight]") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        raise FileFormatError(path, f"malformed CSV: {str(exc).strip()}") from None
+    df = df.dropna(how="all")      # blank lines; the index keeps each row's line number - 2
     cols = {c.strip().lower(): c for c in df.columns}
     xy = ("x", "y") if {"x", "y"} <= cols.keys() else ("lon", "lat")
     missing = [c for c in ("user", *xy) if c not in cols]
     if missing:
-        raise ValueError(f"{path}: missing column(s) {missing}; need user and x,y (or lon,lat), "
-                         f"found {list(df.columns)}")
+        raise FileFormatError(path, f"missing column(s) {missing}; need user and x,y (or lon,lat), "
+                                    f"found {list(df.columns)}")
     out = pd.DataFrame({"user": df[cols["user"]].str.strip()})
     for name, src in (("x", xy[0]), ("y", xy[1]), ("weight", "weight")):
         if src not in cols:
@@ -88,11 +97,11 @@ def read_points(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
             bad |= vals.to_numpy(dtype=float) < 0
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{path}, line {k + 2}: bad {src} value {df[cols[src]].iloc[k]!r}")
+            raise FileFormatError(path, f"bad {src} value {df[cols[src]].iloc[k]!r}", line=int(df.index[k]) + 2)
         out[name] = vals.to_numpy(dtype=float)
     if out["user"].isna().any():
         k = int(np.flatnonzero(out["user"].isna().to_numpy())[0])
-        raise ValueError(f"{path}, line {k + 2}: empty user")
+        raise FileFormatError(path, "empty user", line=int(df.index[k]) + 2)
     return out
 
 

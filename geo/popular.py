@@ -31,6 +31,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from mdp.errors import FileFormatError
+from mdp.io import read_npz
 from mdp.space import MetricSpace
 from mdp.validation import check_int, check_positive
 
@@ -60,38 +62,47 @@ def load_cell_counts(path: str | os.PathLike) -> tuple[pd.DataFrame, Grid]:
 
     Raises
     ------
-    ValueError
-        When the file is not readable or misses an array, or indices are out of range.
+    FileFormatError
+        When the file is not readable (corrupt, truncated, not an archive), misses an array,
+        holds arrays of the wrong kind, or indices are out of range.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no cell-count file at {path}")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError) as exc:
-        raise ValueError(f"{path}: not a readable .npz cell-count file ({exc})") from None
-    missing = [k for k in _NPZ_KEYS if k not in data]
-    if missing:
-        raise ValueError(f"{path}: not a cell-count file, missing arrays {missing}")
+    data = read_npz(path, required=_NPZ_KEYS, what="cell-count file")
+    for k in _NPZ_KEYS:
+        if data[k].ndim != 1:
+            raise FileFormatError(path, f"array {k!r} must be 1-D, got shape {data[k].shape}")
+    for k in ("cell_trace", "cell_id", "cell_count"):
+        if data[k].dtype.kind not in "iu":
+            raise FileFormatError(path, f"array {k!r} must hold integers, got dtype {data[k].dtype}")
+        if data[k].dtype.kind == "u" and data[k].dtype.itemsize >= 8 and len(data[k]) \
+                and data[k].max() > np.iinfo(np.int64).max:
+            raise FileFormatError(path, f"array {k!r} holds values beyond the int64 range")
+    if data["box"].dtype.kind not in "iuf" or len(data["box"]) != 5:
+        raise FileFormatError(path, "array 'box' must be 5 numbers (lat_min, lat_max, lon_min, "
+                                    f"lon_max, cell_deg), got {data['box'].tolist()!r}")
     try:
         grid = Grid.from_box(data["box"])
     except (ValueError, TypeError) as exc:
-        raise ValueError(f"{path}: bad box {data['box'].tolist()}: {exc}") from None
+        raise FileFormatError(path, f"bad box {data['box'].tolist()}: {exc}") from None
     trace = data["cell_trace"].astype(np.int64)
     cell = data["cell_id"].astype(np.int64)
     count = data["cell_count"].astype(np.int64)
     if not (len(trace) == len(cell) == len(count)):
-        raise ValueError(f"{path}: cell_trace, cell_id and cell_count must have the same length, "
-                         f"got {len(trace)}, {len(cell)}, {len(count)}")
+        raise FileFormatError(path, "cell_trace, cell_id and cell_count must have the same length, "
+                                    f"got {len(trace)}, {len(cell)}, {len(count)}")
     ntraces = len(data["trace_user"])
+    if len(data["trace_start"]) != ntraces:
+        raise FileFormatError(path, f"trace_user and trace_start must have the same length, got "
+                                    f"{ntraces} and {len(data['trace_start'])}")
     if len(trace) and (trace.min() < 0 or trace.max() >= ntraces):
-        raise ValueError(f"{path}: cell_trace must index the {ntraces} traces, got max {trace.max()}")
+        raise FileFormatError(path, f"cell_trace must index the {ntraces} traces, got max {trace.max()}")
     if len(cell) and (cell.min() < 0 or cell.max() >= grid.ncells):
-        raise ValueError(f"{path}: cell_id must be < {grid.ncells} ({grid.nrows} x {grid.ncols} grid), "
-                         f"got {cell.max()}")
+        raise FileFormatError(path, f"cell_id must be < {grid.ncells} ({grid.nrows} x {grid.ncols} "
+                                    f"grid), got {cell.max()}")
     if len(count) and count.min() < 1:
-        raise ValueError(f"{path}: cell_count must be >= 1, got {count.min()}")
+        raise FileFormatError(path, f"cell_count must be >= 1, got {count.min()}")
     counts = pd.DataFrame({"trace": trace, "cell_id": cell, "count": count})
     counts.attrs["trace_user"] = data["trace_user"]
     counts.attrs["trace_start"] = data["trace_start"]

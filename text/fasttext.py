@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mdp.errors import FileFormatError
+from mdp.io import read_npz
 from mdp.validation import check_int
 
 from .embeddings import Embeddings
@@ -82,11 +84,11 @@ def train_lee_fasttext(*, vector_size: int = 50, seed: int = 0, epochs: int = 10
         cache = Path(cache)
         if cache.is_file():
             try:
-                with np.load(cache, allow_pickle=False) as z:
-                    if "params" in z.files and np.array_equal(z["params"], key):
-                        return Embeddings(z["words"], z["vectors"])
-            except (OSError, ValueError, EOFError):
-                pass  # an unreadable cache is rebuilt below
+                z = read_npz(cache, required=("words", "vectors", "params"), what="fastText cache")
+                if np.array_equal(z["params"], key):
+                    return Embeddings(z["words"], z["vectors"])
+            except (FileFormatError, ValueError, TypeError):
+                pass  # an unreadable or foreign cache is rebuilt below
     from gensim.models import FastText
     from gensim.utils import simple_preprocess
 

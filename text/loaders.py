@@ -24,10 +24,12 @@ two integers (word2vec text, or binary when the records are not text), other bin
 from __future__ import annotations
 
 import os
-import zipfile
 from pathlib import Path
 
 import numpy as np
+
+from mdp.errors import FileFormatError, ParameterError
+from mdp.io import open_binary, open_text, read_npz
 
 from .embeddings import Embeddings
 
@@ -39,9 +41,14 @@ FORMATS = ("auto", "glove", "word2vec", "word2vec-binary", "fasttext", "npz")
 _FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")
 
 
+def _head(path: Path, size: int = 4096) -> bytes:
+    with open_binary(path, what="vector file") as fh:
+        return fh.read(size)
+
+
 def _text_header(path: Path) -> tuple[int, int] | None:
     """``(count, dim)`` when the first line is a word2vec header, else None."""
-    with open(path, "rb") as fh:
+    with open_binary(path, what="vector file") as fh:
         first = fh.readline(4096)
     parts = first.split()
     if len(parts) == 2 and all(p.isdigit() for p in parts):
@@ -50,12 +57,14 @@ def _text_header(path: Path) -> tuple[int, int] | None:
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    """Guess the vector format of ``path`` from its first bytes (see the module table)."""
+    """Guess the vector format of ``path`` from its first bytes (see the module table).
+
+    Gzip-compressed files are looked into (the format is that of the content).
+    """
     path = Path(path)
-    with open(path, "rb") as fh:
-        head = fh.read(4096)
+    head = _head(path)
     if not head:
-        raise ValueError(f"{path}: empty file, no vectors")
+        raise FileFormatError(path, "empty file, no vectors")
     if head[:4] == _FASTTEXT_MAGIC:
         return "fasttext"
     if head[:4] == b"PK\x03\x04":
@@ -76,13 +85,13 @@ def detect_format(path: str | os.PathLike) -> str:
     return "glove"
 
 
-def _first_bad_text_line(path: Path, header: bool) -> str | None:
+def _first_bad_text_line(path: Path, header: bool, limit: int | None = None) -> str | None:
     """Name the first malformed line of a text vector file, or None when every line is fine."""
     dim = None
     expected_count = None
     count = 0
     lineno = 0
-    with open(path, "rb") as fh:            # binary: decode line by line to locate bad bytes
+    with open_binary(path, what="vector file") as fh:   # binary: decode line by line
         for lineno, raw in enumerate(fh, start=1):
             try:
                 line = raw.decode("utf-8")
@@ -94,11 +103,18 @@ def _first_bad_text_line(path: Path, header: bool) -> str | None:
                     expected_count, dim = int(parts[0]), int(parts[1])
                 except (ValueError, IndexError):
                     return f"line 1: expected a 'count dim' header, got {line.strip()[:60]!r}"
+                if len(parts) != 2 or expected_count < 0 or dim < 1:
+                    return f"line 1: expected a 'count dim' header, got {line.strip()[:60]!r}"
                 continue
             if not line.strip():
-                if header:
+                if header and count < expected_count:
                     return f"line {lineno}: empty line"
                 continue
+            if header and count == expected_count:
+                if limit is not None:
+                    break
+                return (f"line {lineno}: data after the {expected_count} vectors the header "
+                        "(line 1) promises")
             word, values = parts[0], parts[1:]
             if dim is None:
                 dim = len(values)
@@ -112,9 +128,20 @@ def _first_bad_text_line(path: Path, header: bool) -> str | None:
                 if not np.isfinite(x):
                     return f"line {lineno}: value {k} of word {word!r} is {v!r} (not finite)"
             count += 1
-    if expected_count is not None and count < expected_count:
+            if limit is not None and count >= limit:
+                break
+    if expected_count is not None and count < expected_count and (limit is None or count < limit):
         return (f"line {lineno + 1}: file ends after {count} vectors, the header promises "
                 f"{expected_count}")
+    return None
+
+
+def _extra_lines(path: Path, count: int) -> str | None:
+    """Where a word2vec text file holds data after the ``count`` vectors its header promises."""
+    with open_binary(path, what="vector file") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if lineno > count + 1 and raw.strip():
+                return f"line {lineno}: data after the {count} vectors the header (line 1) promises"
     return None
 
 
@@ -123,27 +150,41 @@ def _load_text(path: Path, fmt: str, limit: int | None) -> Embeddings:
 
     header = fmt == "word2vec"
     try:
-        kv = KeyedVectors.load_word2vec_format(str(path), binary=False, no_header=not header,
-                                               limit=limit, unicode_errors="strict")
-    except (ValueError, EOFError, UnicodeDecodeError, IndexError) as exc:
-        where = _first_bad_text_line(path, header)
-        raise ValueError(f"{path}: {where or 'not a ' + fmt + ' text vector file'} "
-                         f"(gensim: {exc})") from None
+        with np.errstate(over="ignore"):   # values beyond float32 become inf, refused below
+            kv = KeyedVectors.load_word2vec_format(str(path), binary=False, no_header=not header,
+                                                   limit=limit, unicode_errors="strict")
+    except FileFormatError:
+        raise
+    except Exception as exc:  # gensim raises many types on malformed text
+        where = _first_bad_text_line(path, header, limit)
+        raise FileFormatError(path, f"{where or 'not a ' + fmt + ' text vector file'} "
+                                    f"(gensim: {type(exc).__name__}: {exc})") from None
+    if header and limit is None:
+        extra = _extra_lines(path, len(kv.index_to_key))
+        if extra:
+            raise FileFormatError(path, extra)
     return _from_kv(kv, path, header_lines=1 if header else 0)
 
 
 def _duplicate_line(path: Path, header: bool) -> str:
     """Name the first repeated word of a text vector file and both its lines."""
     seen: dict[str, int] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if (header and lineno == 1) or not line.strip():
+    with open_text(path, what="vector file") as fh:
+        for line in fh:
+            if (header and fh.lineno == 1) or not line.strip():
                 continue
             word = line.split(" ", 1)[0]
             if word in seen:
-                return f"line {lineno}: word {word!r} repeats line {seen[word]}"
-            seen[word] = lineno
+                return f"line {fh.lineno}: word {word!r} repeats line {seen[word]}"
+            seen[word] = fh.lineno
     return "duplicate words"
+
+
+def _embeddings(path: Path, words, vectors) -> Embeddings:
+    try:
+        return Embeddings(words, vectors)
+    except (ValueError, TypeError) as exc:
+        raise FileFormatError(path, str(exc)) from None
 
 
 def _from_kv(kv, path: Path, header_lines: int) -> Embeddings:
@@ -151,72 +192,127 @@ def _from_kv(kv, path: Path, header_lines: int) -> Embeddings:
     # gensim keeps the first of repeated words and leaves None placeholders behind: refuse, since
     # which vector a repeated word should get is ambiguous
     if any(w is None for w in words):
-        raise ValueError(f"{path}: {_duplicate_line(path, header_lines == 1)}")
+        raise FileFormatError(path, _duplicate_line(path, header_lines == 1))
     vectors = np.asarray(kv.vectors)
     bad = ~np.isfinite(vectors).all(axis=1)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{path}: line {i + 1 + header_lines}: the vector of {words[i]!r} is not finite")
-    try:
-        return Embeddings(words, vectors)
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
+        raise FileFormatError(path, f"the vector of {words[i]!r} is not finite",
+                              line=i + 1 + header_lines)
+    return _embeddings(path, words, vectors)
+
+
+def _binary_size_problem(path: Path, words: list[str], dim: int) -> str | None:
+    """Compare the file size with the records read (word, space, ``dim`` float32, optional newline)."""
+    with open_binary(path, what="vector file") as fh:
+        header = len(fh.readline())
+        size = header + sum(len(chunk) for chunk in iter(lambda: fh.read(1 << 20), b""))
+    least = header + sum(len(w.encode("utf-8")) + 1 + 4 * dim for w in words)
+    if size > least + len(words):
+        return (f"{size - least} bytes follow the start of the {len(words)} records the header "
+                "(line 1) promises, at most one newline per record is allowed (extra data, or a "
+                "header count that is too small)")
+    return None
 
 
 def _load_word2vec_binary(path: Path, limit: int | None) -> Embeddings:
     from gensim.models import KeyedVectors
 
+    head = _text_header(path)
+    promise = f"; the header (line 1) promises {head[0]} vectors of dimension {head[1]}" if head else ""
     try:
         kv = KeyedVectors.load_word2vec_format(str(path), binary=True, limit=limit,
                                                unicode_errors="strict")
-    except (ValueError, EOFError, UnicodeDecodeError, IndexError) as exc:
-        head = _text_header(path)
-        promise = f"; the header (line 1) promises {head[0]} vectors of dimension {head[1]}" if head else ""
-        raise ValueError(f"{path}: corrupt word2vec binary file{promise} (gensim: {exc})") from None
+    except FileFormatError:
+        raise
+    except Exception as exc:  # gensim raises many types on corrupt binary records
+        raise FileFormatError(path, f"corrupt word2vec binary file{promise} "
+                                    f"(gensim: {type(exc).__name__}: {exc})") from None
     # Binary records have no lines; a record index is the best location we can give.
     words = list(kv.index_to_key)
     if any(w is None for w in words):
-        raise ValueError(f"{path}: repeated words in a word2vec binary file "
-                         f"({len(words) - words.count(None)} distinct of {len(words)} records)")
+        raise FileFormatError(path, f"repeated words in a word2vec binary file "
+                                    f"({len(words) - words.count(None)} distinct of {len(words)} records)")
     vectors = np.asarray(kv.vectors)
+    if limit is None:
+        problem = _binary_size_problem(path, words, vectors.shape[1])
+        if problem:
+            raise FileFormatError(path, f"corrupt word2vec binary file{promise}: {problem}")
     bad = ~np.isfinite(vectors).all(axis=1)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{path}: record {i + 1} (word {words[i]!r}) holds a non-finite value")
-    return Embeddings(words, vectors)
+        raise FileFormatError(path, f"record {i + 1} (word {words[i]!r}) holds a non-finite value")
+    return _embeddings(path, words, vectors)
+
+
+def _fasttext_vocabulary_problem(path: Path) -> str | None:
+    """Check that the vocabulary of a fastText model ends inside the file.
+
+    gensim reads each word byte by byte until a NUL and loops forever when the file ends first
+    (a truncated model), so the word list is located here before gensim reads it. Only plain
+    files are checked (a gzip-compressed model is handed to gensim as it is).
+    """
+    import mmap
+    import struct
+
+    from gensim.models import _fasttext_bin as fb
+
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        if fh.read(2) == b"\x1f\x8b":
+            return None
+        if size < 8:
+            return f"file of {size} bytes ends inside the header"
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            magic, _ = struct.unpack_from("@2i", mm, 0)
+            spec = fb._NEW_HEADER_FORMAT if magic == fb._FASTTEXT_FILEFORMAT_MAGIC else fb._OLD_HEADER_FORMAT
+            pos = 8 + sum(struct.calcsize(fmt) for _, fmt in spec)
+            if pos + 12 > size:
+                return f"file of {size} bytes ends inside the header"
+            vocab_size = struct.unpack_from("@3i", mm, pos)[0]
+            pos += 12 + 8 + (8 if magic == fb._FASTTEXT_FILEFORMAT_MAGIC else 0)
+            for i in range(max(vocab_size, 0)):
+                end = mm.find(b"\x00", pos)
+                if end < 0 or end + 10 > size:
+                    return (f"the file ends inside word {i + 1} of the {vocab_size} words its "
+                            "header promises (truncated?)")
+                pos = end + 1 + struct.calcsize("@qb")
+    return None
 
 
 def _load_fasttext(path: Path, limit: int | None) -> Embeddings:
     from gensim.models.fasttext import load_facebook_vectors
 
+    problem = _fasttext_vocabulary_problem(path)
+    if problem:
+        raise FileFormatError(path, f"corrupt fastText .bin model: {problem}")
     try:
         kv = load_facebook_vectors(str(path))
-    except (ValueError, EOFError, UnicodeDecodeError, IndexError, OSError, AssertionError) as exc:
-        # gensim asserts on the header of a truncated/corrupt model: translate it to a ValueError
-        raise ValueError(f"{path}: corrupt fastText .bin model (gensim: {exc!r})") from None
+    except FileFormatError:
+        raise
+    except Exception as exc:  # gensim asserts, or fails in numpy/struct, on a corrupt model
+        raise FileFormatError(path, f"corrupt fastText .bin model (gensim: {exc!r})") from None
     words = list(kv.index_to_key)
     vectors = np.asarray(kv.vectors)
+    if not np.isfinite(vectors).all():
+        i = int(np.flatnonzero(~np.isfinite(vectors).all(axis=1))[0])
+        raise FileFormatError(path, f"corrupt fastText .bin model: the vector of word {i + 1} "
+                                    f"({words[i]!r}) is not finite")
     if limit is not None:
         words, vectors = words[:limit], vectors[:limit]
-    return Embeddings(words, vectors)
+    return _embeddings(path, words, vectors)
 
 
 def _load_npz(path: Path, limit: int | None) -> Embeddings:
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            missing = {"words", "vectors"} - set(z.files)
-            if missing:
-                raise ValueError(f"{path}: a vector archive needs arrays 'words' and 'vectors', "
-                                 f"missing {sorted(missing)} (has {sorted(z.files)})")
-            words, vectors = z["words"], z["vectors"]
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise ValueError(f"{path}: not a readable .npz archive ({exc})") from None
+    data = read_npz(path, required=("words", "vectors"), what="vector archive")
+    words, vectors = data["words"], data["vectors"]
+    if words.dtype.kind not in "US":
+        raise FileFormatError(path, f"array 'words' must hold strings, got dtype {words.dtype}")
+    if vectors.dtype.kind not in "iuf":
+        raise FileFormatError(path, f"array 'vectors' must hold real numbers, got dtype {vectors.dtype}")
     if limit is not None:
         words, vectors = words[:limit], vectors[:limit]
-    try:
-        return Embeddings(words, vectors)
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
+    return _embeddings(path, words, vectors)
 
 
 def load_vectors(path: str | os.PathLike, *, format: str = "auto", limit: int | None = None) -> Embeddings:
@@ -238,9 +334,12 @@ def load_vectors(path: str | os.PathLike, *, format: str = "auto", limit: int | 
     ------
     FileNotFoundError
         No such file.
-    ValueError
-        Unknown format, or a malformed file: the message names the file and, for text formats,
-        the first bad line (``path: line N: ...``).
+    ParameterError
+        Unknown format or bad ``limit``.
+    FileFormatError
+        A malformed, truncated or corrupt file: the message names the file and, for text
+        formats, the first bad line (``path: line N: ...``). A word2vec file must hold exactly
+        the vectors its header promises (unless ``limit`` is given).
 
     Examples
     --------
@@ -249,7 +348,7 @@ def load_vectors(path: str | os.PathLike, *, format: str = "auto", limit: int | 
     """
     path = Path(path)
     if format not in FORMATS:
-        raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
+        raise ParameterError(f"format must be one of {FORMATS}, got {format!r}")
     if limit is not None:
         from mdp.validation import check_int
 
