@@ -38,13 +38,14 @@ def variant_label(variant: str) -> str:
             "spanner": "SpannerMech", "optimal": "OPTMech", "exponential": "ExpMech"}.get(variant, variant)
 
 
+#: Build statistics holding the LP sizes of the final build (keys of ``Mechanism.stats`` that every
+#: LP family sets: :mod:`mdp.lp` reports them for the LP it solved last).
+LP_SIZE_KEYS = ("nnz", "rows", "variables")
+
+
 def lp_columns(df: pd.DataFrame) -> dict[str, str | None]:
-    """Columns holding the final build's LP sizes (names as the LP mechanisms report them)."""
-    found: dict[str, str | None] = {}
-    for what in ("nnz", "rows", "variables"):
-        cands = [c for c in df.columns if c.startswith("stats.") and c.rsplit(".", 1)[-1] == what]
-        found[what] = min(cands, key=len) if cands else None
-    return found
+    """Columns of ``df`` holding the final build's LP sizes (``stats.nnz`` etc.), None where absent."""
+    return {what: f"stats.{what}" if f"stats.{what}" in df.columns else None for what in LP_SIZE_KEYS}
 
 
 def _too_slow(rec: pd.Series, limit: float | None) -> bool:

@@ -1,12 +1,29 @@
-"""mdp.lp (HiGHS wrapper) and the certification of LP outputs."""
+"""mdp.lp (the LP engine: HiGHS wrapper, row generation) and the certification of LP outputs."""
+
+import re
+import time
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
 import mdp
-from mdp.lp import LPError, LPTimeout, SparseLP
+from mdp.errors import ParameterError, SolverError, SolverTimeout
+from mdp.lp import (
+    Cuts,
+    LPError,
+    LPSolution,
+    LPTimeout,
+    Phase,
+    RowGeneration,
+    RowGenerationPolicy,
+    SparseLP,
+    explain_failures,
+    stochastic_rows,
+)
 from mdp.space import MetricSpace
 from mdp.verification import PrivacyError, certify
 
@@ -83,3 +100,230 @@ def test_certify_refuses_gross_violation():
     M[0, 0] = 1.0  # a deterministic row: not private at all
     with pytest.raises(PrivacyError):
         certify(M, space.distances, 1.0)
+
+
+# -- the engine: options, row generation state machine, failure messages, boundaries -----------
+
+ROOT = Path(__file__).resolve().parents[1]
+ENGINE = ROOT / "mdp" / "lp"
+
+
+def test_no_highs_outside_the_engine():
+    # only mdp/lp/highs.py holds HiGHS objects; only the engine adds rows to an LP (one loop)
+    offenders = []
+    for top in ("mdp", "geo", "text", "experiments"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            rel = path.relative_to(ROOT).as_posix()
+            if rel != "mdp/lp/highs.py" and (re.search(r"\bhighspy\b", text) or re.search(r"\b_h\.", text)):
+                offenders.append(rel)
+            if not path.is_relative_to(ENGINE) and ".add_rows(" in text:
+                offenders.append(rel + " (add_rows)")
+    assert offenders == []
+    assert "import highspy" in (ENGINE / "highs.py").read_text(encoding="utf-8")  # the grep can fail
+
+
+def test_solver_options_between_solves():
+    rng = np.random.default_rng(7)
+    m, n = 25, 15
+    A = sp.random(m, n, density=0.4, random_state=8, format="csr")
+    b = A @ rng.random(n) + 0.1
+    c = rng.normal(size=n)
+    ref = linprog(c, A_ub=A.toarray(), b_ub=b, bounds=[(0, 1)] * n, method="highs-ds").fun
+    lp = SparseLP(c, A, row_upper=b, col_upper=np.ones(n), solver="ipm", crossover=False,
+                  primal_tolerance=1e-9, dual_tolerance=1e-9, ipm_tolerance=1e-10, time_limit=60.0)
+    assert lp.time_limit == 60.0 and lp.num_col == n and lp.num_row == m
+    assert lp.solve().objective == pytest.approx(ref, abs=1e-7)
+    assert lp.stats["crossover_iterations"] == 0 and lp.stats["ipm_iterations"] > 0
+    lp.set_crossover(True)
+    lp.set_tolerances(primal=1e-10, dual=1e-10)
+    lp.cold_start()
+    lp.set_solver("simplex")
+    assert lp.solve().objective == pytest.approx(ref, abs=1e-9)
+    assert lp.stats["simplex_iterations"] > 0 and lp.stats["solves"] == 2
+    with pytest.raises(ParameterError, match="primal"):
+        lp.set_tolerances(primal=-1.0)
+    with pytest.raises(ParameterError, match="solver"):
+        lp.set_solver("magic")
+    lp.set_time_limit(None)
+    assert lp.time_limit is None
+    with pytest.raises(ParameterError, match="time_limit"):
+        lp.set_time_limit(0)
+    # the limit counts every solve: a limit already spent refuses the next solve
+    lp.set_time_limit(1e-9)
+    with pytest.raises(LPTimeout, match="time limit"):
+        lp.solve()
+
+
+class _ScriptedLP:
+    """A stand-in for SparseLP that records how the loop configures and solves it."""
+
+    def __init__(self, rows=100, fail_vertex=False):
+        self.num_row = rows
+        self.solver, self.crossover = "ipm", True
+        self.fail_vertex = fail_vertex
+        self.log = []
+
+    def set_solver(self, s):
+        self.solver = s
+
+    def set_crossover(self, on):
+        self.crossover = on
+
+    def set_tolerances(self, **kw):
+        self.log.append(("tolerances", kw))
+
+    def cold_start(self):
+        self.log.append(("cold",))
+
+    def add_rows(self, A, lo, hi):
+        self.num_row += A.shape[0]
+
+    def solve(self):
+        self.log.append(("solve", self.solver, self.crossover))
+        if self.fail_vertex and self.solver == "ipm" and self.crossover:
+            self.fail_vertex = False
+            raise LPError("HiGHS did not find an optimum: model status 'Unknown'")
+        return LPSolution(x=np.zeros(1), row_dual=np.zeros(1), col_dual=np.zeros(1), objective=1.0)
+
+
+def _scripted_run(script, *, start=Phase.INTERIOR, bounds=(), lp=None, **kw):
+    """Run RowGeneration where round i's separation returns the keys ``script[i]``."""
+    lp = lp or _ScriptedLP()
+    tols, bound_values = [], list(bounds)
+
+    def cuts(sol, tol):
+        tols.append(tol)
+        keys = np.asarray(script[len(tols) - 1], dtype=np.int64)
+        return Cuts(keys=keys, worst=float(len(keys)))
+
+    def rows(keys):
+        return sp.csr_matrix((len(keys), 1)), np.zeros(len(keys)), np.full(len(keys), np.inf)
+
+    policy = RowGenerationPolicy(start=start, tol=1e-9, interior_tol=1e-8, switch_fraction=0.05,
+                                 gap_rtol=1e-8, interior_gap_rtol=1e-7, max_rounds=kw.pop("max_rounds", 50))
+    loop = RowGeneration(lp, sp.csr_matrix((0, 1)), cuts, rows, key_space=1000, initial_keys=[999],
+                         bound=(lambda A, sol: bound_values.pop(0)) if bounds else None, policy=policy, **kw)
+    return loop, lp, tols
+
+
+def test_row_generation_walks_every_phase():
+    seen = []
+    # rows 100 -> 110 (10 >= 5% of 110: stay interior) -> 113 (3 < 5%: crossover) -> ...
+    script = [range(10), range(10, 13), [13], [0, 1, 999], [14, 15], []]
+    loop, lp, tols = _scripted_run(script, bounds=[0.5, 0.5], on_round=lambda st: seen.append(st.phase))
+    out = loop.run()
+    assert out.phases == ("interior", "interior", "crossover", "simplex", "polish", "polished")
+    assert seen == [Phase.INTERIOR, Phase.CROSSOVER, Phase.SIMPLEX, Phase.POLISH, Phase.POLISHED, Phase.DONE]
+    assert out.polished and out.rounds == 6 and loop.state.phase is Phase.DONE
+    assert out.bound == 0.5 and out.last_phase is Phase.POLISHED
+    # interior rounds separate at the loose tolerance; the crossover switch tightens it
+    assert tols == [1e-8, 1e-8, 1e-9, 1e-9, 1e-9, 1e-9]
+    solves = [e[1:] for e in lp.log if e[0] == "solve"]
+    assert solves == [("ipm", False), ("ipm", False), ("ipm", True), ("simplex", True), ("ipm", True),
+                      ("simplex", True)]
+    assert lp.log.count(("cold",)) == 2  # the crossover and the polish start from scratch
+    assert lp.num_row == 116  # rows already in the LP (0, 1, 999) were not added again
+
+
+def test_row_generation_stops_on_gap_or_without_bound():
+    out = _scripted_run([range(50), []], bounds=[1.0 - 1e-8])[0].run()  # interior gap 1e-8 <= 1e-7
+    assert out.phases == ("interior", "interior") and not out.polished
+    out = _scripted_run([[], [3], []], bounds=[0.0, 0.9], start=Phase.INITIAL)[0].run()
+    assert out.phases == ("initial", "polish", "polished") and out.polished  # gap 1 > 1e-8: polish
+    out = _scripted_run([[5], []], start=Phase.INITIAL)[0].run()  # no bound: no gap test
+    assert out.phases == ("initial", "simplex") and out.bound == -np.inf
+
+
+def test_row_generation_falls_back_to_dual_simplex():
+    lp = _ScriptedLP(fail_vertex=True)
+    out = _scripted_run([[1], [2], []], lp=lp, bounds=[1.0])[0].run()  # 1 < 5%: crossover fails
+    assert out.phases == ("interior", "crossover", "simplex")
+    i = lp.log.index(("solve", "ipm", True))
+    assert lp.log[i + 1] == ("cold",) and lp.log[i + 2] == ("solve", "simplex", True)
+
+
+def test_row_generation_limits():
+    with pytest.raises(LPError, match="did not converge in 2 rounds"):
+        _scripted_run([[1], [2], [3]], max_rounds=2)[0].run()
+    with pytest.raises(LPTimeout, match="time limit of 1 s"):
+        _scripted_run([[1], [2]], time_limit=1.0, started=time.perf_counter() - 5.0)[0].run()
+    with pytest.raises(ValueError, match="starts in"):
+        RowGenerationPolicy(start=Phase.SIMPLEX)
+
+
+def test_row_generation_on_a_real_lp():
+    # min sum x s.t. x_i >= i / n generated lazily: same optimum as the full LP, fewer rows in it
+    n = 30
+    lp = SparseLP(np.ones(n), sp.csr_matrix((0, n)), solver="simplex")
+
+    def cuts(sol, tol):
+        viol = np.arange(n) / n - sol.x
+        return Cuts(keys=np.nonzero(viol > tol)[0][:5], worst=float(viol.max()))
+
+    def rows(keys):
+        A = sp.csr_matrix((np.ones(len(keys)), (np.arange(len(keys)), keys)), shape=(len(keys), n))
+        return A, keys / n, np.full(len(keys), np.inf)
+
+    out = RowGeneration(lp, sp.csr_matrix((0, n)), cuts, rows, key_space=n, initial_keys=[]).run()
+    assert out.solution.objective == pytest.approx(np.arange(n).sum() / n, abs=1e-12)
+    assert out.rounds == 7 and lp.num_row == n - 1  # x_0 >= 0 is never violated
+
+
+def test_explain_failures_names_family_n_epsilon_and_advice():
+    with pytest.raises(SolverTimeout) as info:
+        with explain_failures("OPTMech", 30, 2.0, on_timeout="a larger time_limit", on_failure="x"):
+            raise LPTimeout("LP time limit of 1 s reached.")
+    assert str(info.value) == ("OPTMech on n = 30 points at epsilon = 2: LP time limit of 1 s reached. "
+                               "Try: a larger time_limit.")
+    with pytest.raises(SolverError, match="SpannerMech on n = 5 .* Try: method='lazy'") as info:
+        with explain_failures("SpannerMech", 5, 0.5, on_timeout="x", on_failure="method='lazy'"):
+            raise LPError("model status 'Unbounded'")
+    assert not isinstance(info.value, SolverTimeout) and isinstance(info.value.__cause__, LPError)
+
+
+@pytest.mark.parametrize("name, params", [("optimal", {}), ("optimal", {"method": "full"}),
+                                          ("spanner", {}), ("spanner", {"method": "lazy"}),
+                                          ("constopt", {"r": 3, "lam": 0.1})])
+def test_lp_failures_are_explained(name, params):
+    space = MetricSpace.from_points(np.random.default_rng(0).random((40, 2)))
+    with pytest.raises(SolverTimeout, match=r"n = 40 points at epsilon = 2: .*time limit.* Try: "):
+        mdp.build(name, space, 2.0, time_limit=1e-4, **params)
+
+
+def test_stochastic_rows():
+    M = np.array([[0.5, 0.5 + 1e-9, -1e-12], [2.0, 1.0, 1.0]])
+    H = stochastic_rows(M)
+    assert np.all(H >= 0) and np.abs(H.sum(axis=1) - 1).max() <= 1e-15
+    assert H[1].tolist() == [0.5, 0.25, 0.25]
+    with pytest.raises(SolverError, match="row 0"):
+        stochastic_rows(np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("name", ["optimal", "spanner", "constopt"])
+def test_declared_rules_refuse_bad_values(name):
+    # every bad value of every declared parameter is refused before any LP is built
+    space = MetricSpace.from_points(np.random.default_rng(1).random((8, 2)))
+    rules = mdp.get(name).rules
+    assert set(rules) == set(mdp.get(name).params) and rules
+    for key, rule in rules.items():
+        for bad in rule.bad_values():
+            with pytest.raises(ParameterError, match=key):
+                mdp.build(name, space, 1.0, **{key: bad})
+
+
+def test_lp_size_stats_are_read_by_key():
+    from experiments.common import measure
+    from experiments.size_sweep import lp_columns
+
+    space = MetricSpace.from_points(np.random.default_rng(1).random((10, 2)))
+    mechs = [mdp.build("optimal", space, 1.0), mdp.build("spanner", space, 1.0),
+             mdp.build("constopt", space, 1.0, r=3, lam=0.1), mdp.build("exponential", space, 1.0)]
+    df = pd.DataFrame([measure(m, q=0.95, delta=1e-3) for m in mechs])
+    cols = lp_columns(df)
+    assert cols == {"nnz": "stats.nnz", "rows": "stats.rows", "variables": "stats.variables"}
+    for m, (_, rec) in zip(mechs, df.iterrows(), strict=True):
+        want = [m.stats.get(k) for k in ("nnz", "rows", "variables")]
+        got = [rec[cols[k]] for k in ("nnz", "rows", "variables")]
+        assert got == want if m.name != "exponential" else np.isnan(got).all()
+    assert lp_columns(df[["stats.build_seconds"]]) == {"nnz": None, "rows": None, "variables": None}

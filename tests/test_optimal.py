@@ -6,7 +6,8 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 import mdp
-from mdp.families.optimal import max_privacy_violation, nonredundant_pairs, separate
+from mdp.families.optimal import nonredundant_pairs
+from mdp.lp.worst_case import max_privacy_violation, separate
 from mdp.space import MetricSpace
 
 
@@ -221,9 +222,9 @@ def test_repair_to_private_minimal_uniform_mix():
 def test_interior_rounds_match_linprog(eps, switch, monkeypatch):
     # solver="ipm": IPM rounds without crossover (switch 0: the interior optimum is accepted on
     # its gap; switch 0.5: crossover after the first round that adds < 50% rows, then warm simplex)
-    import mdp.families.optimal as opt
+    import mdp.lp.worst_case as wc
 
-    monkeypatch.setattr(opt, "IPM_SWITCH_FRACTION", switch)
+    monkeypatch.setattr(wc, "IPM_SWITCH_FRACTION", switch)
     space = MetricSpace.from_points(np.random.default_rng(8).random((20, 2)) * 4)
     mech = mdp.build("optimal", space, eps, solver="ipm")
     ref = linprog_optimum(space.distances, eps)
@@ -241,10 +242,10 @@ def test_interior_rounds_match_linprog(eps, switch, monkeypatch):
 
 def test_interior_rounds_polish_by_crossover(monkeypatch):
     # an interior gap above IPM_POLISH_RTOL triggers crossover + warm dual simplex rounds
-    import mdp.families.optimal as opt
+    import mdp.lp.worst_case as wc
 
-    monkeypatch.setattr(opt, "IPM_POLISH_RTOL", -1.0)
-    monkeypatch.setattr(opt, "IPM_SWITCH_FRACTION", 0.0)
+    monkeypatch.setattr(wc, "IPM_POLISH_RTOL", -1.0)
+    monkeypatch.setattr(wc, "IPM_SWITCH_FRACTION", 0.0)
     space = MetricSpace.from_points(np.random.default_rng(5).random((16, 2)) * 4)
     mech = mdp.build("optimal", space, 1.0, solver="ipm")
     assert mech.stats["polished"] and mech.stats["crossover_iterations"] > 0

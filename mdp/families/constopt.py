@@ -1,4 +1,4 @@
-r"""ConstOPTMech (seed imola2022, section 3.2, Algorithm 1, Theorems 1-2).
+r"""ConstOPTMech (Imola et al. 2022, section 3.2, Algorithm 1, Theorems 1-2).
 
 The LP fixes most entries to a *weighted exponential mechanism* whose weights ``Y`` the LP
 chooses, and leaves the entries ``M[u, v]`` with ``u in I(v)`` free (replacement function):
@@ -13,7 +13,7 @@ by at most ``e D_uv`` more), so ``H`` is eps-mDP; :func:`mdp.build` re-verifies 
 
 Formulation details (notes section 1)
 -------------------------------------
-* Penalty: the seed's eq. 6 prints ``lambda * sum_u M_uu``; the intended term (it penalises row
+* Penalty: the paper's eq. 6 prints ``lambda * sum_u M_uu``; the intended term (it penalises row
   sums above 1 and reproduces Theorem 1's non-zero count) is ``lambda * sum_v M_wv``, used here.
 * Fixed entries are substituted, not stored: variables are ``Y`` (n), the free entries and ``k``.
 * Fixed-fixed privacy pairs hold by the triangle inequality and are dropped.
@@ -26,7 +26,7 @@ So the LP has ``n + 1 + sum_v |I(v)|`` variables and ``2n + sum_v (|I(v)|^2 + |I
 (at most; a lower bound row is dropped when its column has no fixed entry), within Theorem 1's
 ``2n + sum_v (2|I(v)|^2 + 3|I(v)|)``.
 
-Replacement ``I_NN,r`` (seed eq. 5): ``I(v) = {u : v is one of the r nearest points of u}``,
+Replacement ``I_NN,r`` (eq. 5): ``I(v) = {u : v is one of the r nearest points of u}``,
 where a point counts as its own nearest point (distance 0), so the diagonal is always free and
 each row has exactly ``r`` free entries (``sum_v |I(v)| = n r``). Other replacement functions
 can be passed as a callable returning the boolean "free" mask.
@@ -35,26 +35,36 @@ can be passed as a callable returning the boolean "free" mask.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..accounting import loss as mech_loss
 from ..candidate import Candidate
-from ..lp import LPError, LPTimeout, SparseLP
+from ..errors import ParameterError, ParameterTypeError
+from ..lp import (
+    SOLVERS,
+    Cuts,
+    Phase,
+    RowGeneration,
+    RowGenerationPolicy,
+    SparseLP,
+    explain_failures,
+    stochastic_rows,
+)
+from ..params import Param
 from ..registry import register
 from ..space import MetricSpace
-from ..validation import check_int, check_positive
 
 __all__ = ["nn_replacement", "constopt_lp", "solve_constopt_lp", "theorem1_counts"]
 
-#: Quantile used to choose among several lambdas (seed section 5.1, eq. 11).
+#: Quantile used to choose among several lambdas (Imola et al. 2022, section 5.1, eq. 11).
 SELECTION_Q = 0.95
 
 
 def nn_replacement(distances: np.ndarray, r: int) -> np.ndarray:
-    """Free-entry mask of ``I_NN,r`` (seed eq. 5): ``free[u, v]`` iff v is among u's r nearest points.
+    """Free-entry mask of ``I_NN,r`` (Imola et al. 2022, eq. 5): ``free[u, v]`` iff v is among u's r nearest points.
 
     ``u`` itself is its nearest point; ties are broken by index (stable sort).
     """
@@ -162,16 +172,17 @@ def constopt_lp(distances: np.ndarray, e: float, free: np.ndarray, lam: float, *
 
 
 def solve_constopt_lp(c, A, row_lower, row_upper, n_base: int, *, lazy: bool = True, solver: str = "ipm",
-                      time_limit: float | None = None, tol: float = 1e-9, max_rounds: int = 200):
+                      time_limit: float | None = None, tol: float = 1e-9, max_rounds: int = 200,
+                      on_round: Callable | None = None):
     r"""Solve the assembled LP; with ``lazy`` the free-free rows are generated on demand.
 
     Lazy: the LP without free-free rows (rows ``>= n_base``) is solved with ``solver`` (IPM with
     crossover: a basis for the warm starts), then the free-free rows violated by more than ``tol``
     are added in one batch and the LP is re-solved by the warm-started dual simplex, until none is
-    violated. The optimum is the full LP's (same constraints at the end, checked on the returned
-    ``x``). Measured here: n = 400 (GloVe, r = 10) 5 s instead of 28 s for the full IPM; the
-    objective settles in the first round, the later ones only move free entries of rows whose
-    loss is not binding.
+    violated (:class:`mdp.lp.RowGeneration`, no gap test: the restricted LP's optimum satisfying
+    every row is the full LP's). The optimum is the full LP's (same constraints at the end,
+    checked on the returned ``x``); the objective settles in the first round, the later ones only
+    move free entries of rows whose loss is not binding (figures in ``docs/design/lp.md``).
 
     Returns
     -------
@@ -189,44 +200,73 @@ def solve_constopt_lp(c, A, row_lower, row_upper, n_base: int, *, lazy: bool = T
                   time_limit=time_limit)
     rest = A[n_base:].tocsr()
     r_lo, r_hi = row_lower[n_base:], row_upper[n_base:]
-    added = np.zeros(rest.shape[0], dtype=bool)
-    rounds = 0
-    while True:
-        sol = lp.solve()
-        rounds += 1
+
+    def cuts(sol, tol_now: float) -> Cuts:
         act = rest @ sol.x
-        viol = ((act > r_hi + tol) | (act < r_lo - tol)) & ~added
-        if not viol.any():
-            break
-        if rounds >= max_rounds:
-            raise LPError(f"row generation did not converge in {max_rounds} rounds")
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
-            raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {rounds} rounds; no solution is returned")
-        idx = np.nonzero(viol)[0]
-        added[idx] = True
-        lp.add_rows(rest[idx], r_lo[idx], r_hi[idx])
-        lp.set_solver("simplex")
+        viol = (act > r_hi + tol_now) | (act < r_lo - tol_now)
+        worst = float(np.maximum(act - r_hi, r_lo - act).max(initial=-np.inf))
+        return Cuts(keys=np.nonzero(viol)[0], worst=worst)
+
+    def rows(keys):
+        return rest[keys], r_lo[keys], r_hi[keys]
+
+    loop = RowGeneration(lp, A[base], cuts, rows, key_space=rest.shape[0], initial_keys=np.zeros(0, np.int64),
+                         policy=RowGenerationPolicy(start=Phase.INITIAL, tol=tol, max_rounds=max_rounds),
+                         time_limit=time_limit, started=t0, on_round=on_round)
+    out = loop.run()
     stats = dict(lp.stats)
-    stats.update(rows=m, nnz=int(A.nnz), rows_solved=lp.num_row, rounds=rounds)
-    return sol, stats
+    stats.update(rows=m, nnz=int(A.nnz), rows_solved=lp.num_row, rounds=out.rounds,
+                 phases=list(out.phases))
+    return out.solution, stats
 
 
-def _check_lams(lam) -> tuple[float, ...]:
+def _lambdas(lam) -> tuple[float, ...]:
+    """``lam`` as a tuple (a number or a sequence of numbers)."""
+    return (float(lam),) if np.isscalar(lam) else tuple(float(x) for x in lam)
+
+
+def _check_lams(name: str, lam) -> tuple[float, ...]:
+    if isinstance(lam, str) or not (np.isscalar(lam) or isinstance(lam, Iterable)):
+        raise ParameterTypeError(f"{name} must be a number or a sequence of numbers, got {lam!r}")
     seq = (lam,) if np.isscalar(lam) else tuple(lam)
     if not seq:
-        raise ValueError("lam must be a positive number or a non-empty sequence of them, got an empty sequence")
+        raise ParameterError(f"{name} must be a positive number or a non-empty sequence of them, "
+                             "got an empty sequence")
     out = []
     for x in seq:
         if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-            raise TypeError(f"lam must be a number or a sequence of numbers, got {x!r}")
+            raise ParameterTypeError(f"{name} must be a number or a sequence of numbers, got {x!r}")
         if not np.isfinite(x) or x <= 0:
-            raise ValueError(f"lam must be > 0, got {x}")
+            raise ParameterError(f"{name} must be > 0, got {x}")
         out.append(float(x))
     return tuple(out)
 
 
-@register("constopt", description="ConstOPTMech: LP over weighted-exponential weights + r-NN free entries (seed Alg. 1)",
-          quick_max_n=200, display_name="ConstOPTMech")
+def _check_replacement(name: str, value):
+    if isinstance(value, str):
+        if value != "nn":
+            raise ParameterError(f"{name} must be 'nn' or a callable, got {value!r}")
+        return value
+    if not callable(value):
+        raise ParameterTypeError(f"{name} must be 'nn' or a callable, got {type(value).__name__}")
+    return value
+
+
+PARAMS = {
+    "r": Param("int", 10, low=1, help="free entries per row (1 <= r < n)"),
+    "lam": Param("custom", (0.001, 0.1, 1.0), check=_check_lams,
+                 help="row-sum penalty > 0, or a list of them (the best L_0.95 is kept)"),
+    "replacement": Param("custom", "nn", check=_check_replacement,
+                         help="'nn' (I_NN,r) or a callable (distances, r) -> free mask"),
+    "time_limit": Param("float", None, low=0.0, low_open=True, allow_none=True,
+                        help="seconds per LP (None: no limit)"),
+    "solver": Param("choice", "ipm", choices=SOLVERS, help="HiGHS method (lazy: of the first round)"),
+    "lazy": Param("bool", True, help="generate the free-free pair rows on demand"),
+}
+
+
+@register("constopt", description="ConstOPTMech: LP over weighted-exponential weights + r-NN free entries "
+          "(Imola et al. 2022, Alg. 1)", quick_max_n=200, display_name="ConstOPTMech", params=PARAMS)
 def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
                    lam: float | Sequence[float] = (0.001, 0.1, 1.0),
                    replacement: str | Callable = "nn", time_limit: float | None = None,
@@ -241,53 +281,55 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
     r : int, 1 <= r < n, default 10
         Free entries per row (the point itself and its r - 1 nearest others).
     lam : float or sequence of floats > 0, default (0.001, 0.1, 1.0)
-        Penalty on row sums (seed section 5.1 grid). With several values one LP is solved per
-        value and the mechanism with the least ``L_0.95`` is returned; all are in
+        Penalty on row sums (Imola et al. 2022, section 5.1 grid). With several values one LP is
+        solved per value and the mechanism with the least ``L_0.95`` is returned; all are in
         ``stats["lambdas"]``.
     replacement : "nn" or callable
         ``"nn"`` is ``I_NN,r`` (:func:`nn_replacement`). A callable ``f(distances, r) -> free`` must
         return an ``(n, n)`` boolean mask of the free entries (``free[u, v]`` iff ``u in I(v)``).
-    time_limit : float or None
+    time_limit : float > 0 or None
         Seconds per LP; :class:`mdp.lp.LPTimeout` on timeout.
     solver : str, default "ipm"
-        HiGHS solver (see :class:`mdp.lp.SparseLP`); with ``lazy`` the solver of the first round.
+        HiGHS method (see :class:`mdp.lp.SparseLP`); with ``lazy`` the method of the first round.
     lazy : bool, default True
         Generate the free-free pair rows on demand (:func:`solve_constopt_lp`); same optimum.
 
     Returns
     -------
-    (H, stats) : the normalised matrix; stats hold the LP sizes (``variables``, ``rows``, ``nnz``),
-    ``theorem1`` (the seed's bounds), solver statistics of the chosen LP, ``lambda`` and ``lambdas``.
+    Candidate
+        The normalised matrix; stats hold the LP sizes (``variables``, ``rows``, ``nnz``),
+        ``theorem1`` (Theorem 1's bounds), solver statistics of the chosen LP, ``lambda`` and
+        ``lambdas``.
     """
     n = space.n
-    r = check_int(r, "r", low=1)
     if r >= n:
-        raise ValueError(f"r must be < n = {n} (r >= n frees every entry: use 'optimal'), got {r}")
-    lams = _check_lams(lam)
-    if time_limit is not None:
-        time_limit = check_positive(time_limit, "time_limit")
+        raise ParameterError(f"r must be < n = {n} (r >= n frees every entry: use 'optimal'), got {r}")
+    lams = _lambdas(lam)
     D = space.distances
     if isinstance(replacement, str):
-        if replacement != "nn":
-            raise ValueError(f"replacement must be 'nn' or a callable, got {replacement!r}")
         free = nn_replacement(D, r)
-    elif callable(replacement):
+    else:
         free = np.asarray(replacement(D, r), dtype=bool)
         if free.shape != (n, n):
-            raise ValueError(f"replacement must return an ({n}, {n}) boolean mask, got shape {free.shape}")
-    else:
-        raise TypeError(f"replacement must be 'nn' or a callable, got {type(replacement).__name__}")
+            raise ParameterError(f"replacement must return an ({n}, {n}) boolean mask, got shape {free.shape}")
     e = epsilon / 2.0
     E = np.exp(-e * D)
     best = None
     runs = []
+    limit = "none" if time_limit is None else f"{time_limit:g} s"
     for lam_i in lams:
         c, A, lo, hi, (fu, fv), n_base = constopt_lp(D, e, free, lam_i, split=True)
-        sol, lp_stats = solve_constopt_lp(c, A, lo, hi, n_base, lazy=lazy, solver=solver, time_limit=time_limit)
-        Y = np.maximum(sol.x[:n], 0.0)
-        M = E * Y[None, :]
-        M[fu, fv] = np.maximum(sol.x[n:n + len(fu)], 0.0)
-        H = M / M.sum(axis=1, keepdims=True)
+        with explain_failures(f"ConstOPTMech (r = {r}, lambda = {lam_i:g})", n, epsilon,
+                              on_timeout=f"a larger time_limit (now {limit} per LP), a smaller r, or "
+                                         "fewer lambdas",
+                              on_failure="another solver ('simplex' or 'ipm'), lazy=False, or a "
+                                         "smaller r"):
+            sol, lp_stats = solve_constopt_lp(c, A, lo, hi, n_base, lazy=lazy, solver=solver,
+                                              time_limit=time_limit)
+            Y = np.maximum(sol.x[:n], 0.0)
+            M = E * Y[None, :]
+            M[fu, fv] = np.maximum(sol.x[n:n + len(fu)], 0.0)
+            H = stochastic_rows(M)
         run = {"lam": lam_i, "L_q": mech_loss(H, D, SELECTION_Q), "loss": mech_loss(H, D),
                "lp_objective": sol.objective, **lp_stats}
         runs.append(run)

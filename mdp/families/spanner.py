@@ -1,4 +1,4 @@
-r"""SpannerMech (Bordenabe, Chatzikokolakis, Palamidessi, CCS 2014; seed imola2022 section 5).
+r"""SpannerMech (Bordenabe, Chatzikokolakis, Palamidessi, CCS 2014; Imola et al. 2022, section 5).
 
 A *delta-spanner* of the space is a graph ``G`` on its points whose shortest-path distance
 satisfies ``d_G(u, v) <= delta D[u, v]``. Imposing the privacy rows only on the edges of ``G`` at
@@ -7,7 +7,7 @@ level ``eps / delta``,
 .. math:: M_{uw} \le e^{(\epsilon/\delta) D_{uv}} M_{vw} \quad \forall (u, v) \in E(G),\ \forall w,
 
 is sound: chaining along a shortest path gives ``M_uw <= e^{(eps/delta) d_G(u,v)} M_vw <=
-e^{eps D_uv} M_vw``. The objective is the seed's worst-case loss ``min max_u sum_w D_uw M_uw``.
+e^{eps D_uv} M_vw``. The objective is Imola et al.'s worst-case loss ``min max_u sum_w D_uw M_uw``.
 The mechanism is sub-optimal by design (it buys a smaller LP with privacy budget); the notes
 measured +5% loss at ``delta = 1.1`` and +20% at ``delta = 1.5``.
 
@@ -15,8 +15,8 @@ The spanner is the classic greedy one (Althoefer et al. 1993): scan pairs by inc
 distance and add ``(u, v)`` when the current graph distance exceeds ``delta D[u, v]``. The
 all-pairs graph distances are kept in a dense matrix updated in ``O(n^2)`` per added edge.
 
-The default ``stretch = 1.5`` is our choice for the comparison: the seed does not state the
-dilation it used ("we implement the algorithm as it is described in Bordenabe et al. [2014]"),
+The default ``stretch = 1.5`` is our choice for the comparison: Imola et al. 2022 do not
+state the dilation they used ("we implement the algorithm as it is described in Bordenabe et al. [2014]"),
 and 1.5 is in the range Bordenabe et al. explore (their experiments use 1.1-2.0).
 """
 
@@ -25,10 +25,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..candidate import Candidate
+from ..errors import ParameterError
+from ..lp import SOLVERS, explain_failures, stochastic_rows
+from ..lp.worst_case import solve_worst_case_lp, solve_worst_case_lp_lazy
+from ..params import Param
 from ..registry import register
 from ..space import MetricSpace
-from ..validation import check_positive
-from .optimal import solve_worst_case_lp, solve_worst_case_lp_lazy
 
 __all__ = ["greedy_spanner"]
 
@@ -41,7 +43,7 @@ def greedy_spanner(distances: np.ndarray, stretch: float) -> np.ndarray:
     """
     stretch = float(stretch)
     if not np.isfinite(stretch) or stretch < 1.0:
-        raise ValueError(f"stretch must be a finite number >= 1, got {stretch}")
+        raise ParameterError(f"stretch must be a finite number >= 1, got {stretch}")
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
     iu, iv = np.triu_indices(n, 1)
@@ -60,8 +62,20 @@ def greedy_spanner(distances: np.ndarray, stretch: float) -> np.ndarray:
     return np.array(edges, dtype=np.int64).reshape(-1, 2)
 
 
+PARAMS = {
+    "stretch": Param("float", 1.5, low=1.0, help="spanner dilation delta (1: OPTMech's LP)"),
+    "time_limit": Param("float", None, low=0.0, low_open=True, allow_none=True,
+                        help="seconds for the LP (None: no limit)"),
+    "method": Param("choice", "full", choices=("lazy", "full"),
+                    help="'full' LP (dualised) or 'lazy' row generation over the spanner rows"),
+    "solver": Param("choice", None, choices=SOLVERS, allow_none=True,
+                    help="HiGHS method; None: 'simplex' (lazy) or 'ipm' (full)"),
+    "knn": Param("int", 0, low=0, help="near-neighbour pairs in the lazy starting rows"),
+}
+
+
 @register("spanner", description="SpannerMech: LP with privacy rows on a greedy delta-spanner (Bordenabe et al. 2014)",
-          quick_max_n=30, display_name="SpannerMech")
+          quick_max_n=30, display_name="SpannerMech", params=PARAMS)
 def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: float = 1.5,
                   time_limit: float | None = None, method: str = "full", solver: str | None = None,
                   knn: int = 0) -> Candidate:
@@ -74,39 +88,41 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
     rng : unused (deterministic)
     stretch : float >= 1, default 1.5
         Spanner dilation ``delta``. ``1`` keeps every non-implied pair (then the LP is OPTMech's).
-    time_limit : float or None
+    time_limit : float > 0 or None
         Seconds for the LP; :class:`mdp.lp.LPTimeout` on timeout.
     method : {"lazy", "full"}, default "full"
         ``"lazy"``: row generation over the spanner rows
-        (:func:`mdp.families.optimal.solve_worst_case_lp_lazy`); ``"full"``: all spanner rows at
-        once, dualised (:func:`mdp.families.optimal.solve_worst_case_lp`).
+        (:func:`mdp.lp.worst_case.solve_worst_case_lp_lazy`); ``"full"``: all spanner rows at
+        once, dualised (:func:`mdp.lp.worst_case.solve_worst_case_lp`).
     solver : str or None
-        HiGHS solver (default: "simplex" for the first lazy round, "ipm" for the full LP).
-    knn : int, default 0
+        HiGHS method (default: "simplex" for the lazy rounds, "ipm" for the full LP).
+    knn : int >= 0, default 0
         Near-neighbour pairs (that are spanner edges) in the initial lazy rows.
 
     Returns
     -------
-    (M, stats) with the LP sizes, ``spanner_edges`` and solver statistics.
+    Candidate
+        The matrix (rows renormalised) with the LP sizes, ``spanner_edges`` and solver statistics.
     """
-    stretch = float(stretch)
-    if not np.isfinite(stretch) or stretch < 1.0:
-        raise ValueError(f"stretch must be a finite number >= 1, got {stretch}")
-    if time_limit is not None:
-        time_limit = check_positive(time_limit, "time_limit")
     E = greedy_spanner(space.distances, stretch)
     pu = np.r_[E[:, 0], E[:, 1]]
     pv = np.r_[E[:, 1], E[:, 0]]
-    if method == "lazy":
-        allowed = np.zeros((space.n, space.n), dtype=bool)
-        allowed[pu, pv] = True
-        M, stats = solve_worst_case_lp_lazy(space.distances, allowed, epsilon / stretch, time_limit=time_limit,
-                                            solver=solver or "simplex", knn=knn)
-    elif method == "full":
-        M, stats = solve_worst_case_lp(space.distances, pu, pv, epsilon / stretch, time_limit=time_limit,
-                                       solver=solver or "ipm")
-    else:
-        raise ValueError(f"method must be 'lazy' or 'full', got {method!r}")
-    M /= M.sum(axis=1, keepdims=True)
-    stats.update(spanner_edges=len(E), stretch=stretch, loss=float(np.max(np.einsum("uw,uw->u", M, space.distances))))
+    level = epsilon / stretch
+    limit = "none" if time_limit is None else f"{time_limit:g} s"
+    with explain_failures("SpannerMech", space.n, epsilon,
+                          on_timeout=f"a larger time_limit (now {limit}), a larger stretch (fewer "
+                                     "edges), or method='lazy'",
+                          on_failure="the other method (method='lazy' or 'full') or another solver "
+                                     "('simplex', 'ipm')"):
+        if method == "lazy":
+            allowed = np.zeros((space.n, space.n), dtype=bool)
+            allowed[pu, pv] = True
+            M, stats = solve_worst_case_lp_lazy(space.distances, allowed, level, time_limit=time_limit,
+                                                solver=solver or "simplex", knn=knn)
+        else:
+            M, stats = solve_worst_case_lp(space.distances, pu, pv, level, time_limit=time_limit,
+                                           solver=solver or "ipm")
+        M = stochastic_rows(M)
+    stats.update(spanner_edges=len(E), stretch=float(stretch),
+                 loss=float(np.max(np.einsum("uw,uw->u", M, space.distances))))
     return Candidate(matrix=M, stats=stats)

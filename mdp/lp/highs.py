@@ -1,6 +1,6 @@
-r"""Large sparse linear programs on HiGHS, assembled in bulk.
+r"""Large sparse linear programs on HiGHS, assembled in bulk (the only module that touches HiGHS).
 
-Every LP mechanism of the toolkit (seed imola2022, sections 2.1 and 3) is a problem
+Every LP mechanism of the toolkit (Imola et al. 2022, sections 2.1 and 3) is a problem
 
 .. math:: \min_x c^\top x \quad \text{s.t.} \quad r_\ell \le A x \le r_u, \quad
           x_\ell \le x \le x_u
@@ -8,8 +8,14 @@ Every LP mechanism of the toolkit (seed imola2022, sections 2.1 and 3) is a prob
 with a very sparse ``A`` (two non-zeros per privacy row). Building such a model row by row
 through a modelling layer costs more than solving it, so :class:`SparseLP` takes ``A`` as one
 :class:`scipy.sparse.csr_matrix` and hands it to HiGHS in a single ``passModel`` call; rows added
-later (lazy constraint generation) go in one ``addRows`` call per batch and keep the simplex
-basis, so HiGHS re-solves with a warm-started dual simplex.
+later (lazy row generation, :mod:`mdp.lp.rowgen`) go in one ``addRows`` call per batch and keep
+the simplex basis, so HiGHS re-solves with a warm-started dual simplex.
+
+Solver options are public parameters of :class:`SparseLP` (method, crossover, tolerances, time
+limit, threads) and can be changed between solves with :meth:`SparseLP.set_solver`,
+:meth:`SparseLP.set_crossover`, :meth:`SparseLP.set_tolerances`, :meth:`SparseLP.set_time_limit`
+and :meth:`SparseLP.cold_start`;
+no other module of the toolkit handles HiGHS objects.
 
 HiGHS's ``run()`` returns ``HighsStatus.kOk`` even when the model is infeasible or the time limit
 was hit: the *model status* is what says whether ``x`` is an optimum, and :meth:`SparseLP.solve`
@@ -28,15 +34,16 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import SolverError, SolverTimeout
-from .validation import check_positive
+from ..errors import ParameterError, SolverError, SolverTimeout
+from ..validation import check_positive
 
 __all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS"]
 
 #: HiGHS's infinity (bounds at or beyond it are treated as absent).
 INF = highspy.kHighsInf
 
-#: Accepted ``solver`` names: HiGHS's interior point (with crossover) or its dual/primal simplex.
+#: Accepted ``solver`` names: HiGHS's interior point (with crossover unless switched off), its
+#: dual/primal simplex, its automatic choice, or its first-order PDLP.
 SOLVERS = ("ipm", "simplex", "choose", "pdlp")
 
 _MATRIX_ROWWISE = 2  # HighsMatrixFormat::kRowwise
@@ -75,10 +82,20 @@ class LPSolution:
 def _bounds(v, size: int, default: float, name: str) -> np.ndarray:
     out = np.full(size, default, dtype=float) if v is None else np.asarray(v, dtype=float).ravel().copy()
     if out.shape != (size,):
-        raise ValueError(f"{name} must have length {size}, got {out.shape}")
+        raise ParameterError(f"{name} must have length {size}, got {out.shape}")
     out[out >= INF] = INF
     out[out <= -INF] = -INF
     return out
+
+
+def _check_solver(solver) -> str:
+    if solver not in SOLVERS:
+        raise ParameterError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    return solver
+
+
+def _check_tolerance(value, name: str) -> float | None:
+    return None if value is None else check_positive(value, name)
 
 
 class SparseLP:
@@ -95,15 +112,24 @@ class SparseLP:
     col_lower, col_upper : array-like (num_col,) or None
         Variable bounds (``None``: 0 / +inf).
     solver : {"ipm", "simplex", "choose", "pdlp"}, default "ipm"
-        HiGHS's ``solver`` option. ``"ipm"`` runs the interior point method with crossover, so the
-        answer is a basic (vertex) solution whose rows hold to the primal feasibility tolerance.
+        HiGHS's method. ``"ipm"`` runs the interior point method, by default with crossover, so
+        the answer is a basic (vertex) solution whose rows hold to the primal feasibility
+        tolerance.
+    crossover : bool, default True
+        Run crossover after the interior point method (``False``: the interior solution is
+        returned as it is, with no basis for warm starts).
+    primal_tolerance, dual_tolerance : float > 0 or None
+        HiGHS's primal and dual feasibility tolerances (``None``: HiGHS's default, 1e-7).
+    ipm_tolerance : float > 0 or None
+        The interior point method's relative optimality tolerance (``None``: HiGHS's 1e-8).
     time_limit : float or None
         Wall-clock limit in seconds for all :meth:`solve` calls together; exceeding it raises
         :class:`LPTimeout`.
     threads : int or None
         HiGHS thread count (``None``: HiGHS default).
-    options : dict
-        Further HiGHS options passed verbatim (``setOptionValue``).
+    options : dict or None
+        Further HiGHS options by their HiGHS names, passed verbatim (an escape hatch for
+        experiments; the toolkit itself uses only the named parameters above).
 
     Attributes
     ----------
@@ -121,22 +147,27 @@ class SparseLP:
     """
 
     def __init__(self, c, A, *, row_lower=None, row_upper=None, col_lower=None, col_upper=None,
-                 solver: str = "ipm", time_limit: float | None = None, threads: int | None = None,
+                 solver: str = "ipm", crossover: bool = True, primal_tolerance: float | None = None,
+                 dual_tolerance: float | None = None, ipm_tolerance: float | None = None,
+                 time_limit: float | None = None, threads: int | None = None,
                  options: dict | None = None):
-        if solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+        _check_solver(solver)
         if time_limit is not None:
             time_limit = check_positive(time_limit, "time_limit")
         c = np.asarray(c, dtype=float).ravel()
         A = sp.csr_matrix(A, dtype=float)
         m, n = A.shape
         if n != c.size:
-            raise ValueError(f"A has {n} columns but c has {c.size} entries")
+            raise ParameterError(f"A has {n} columns but c has {c.size} entries")
         self._time_limit = time_limit
         self._spent = 0.0
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        h.setOptionValue("solver", solver)
+        self._h = h
+        self.set_solver(solver)
+        if not crossover:
+            self.set_crossover(False)
+        self.set_tolerances(primal=primal_tolerance, dual=dual_tolerance, ipm=ipm_tolerance)
         if threads is not None:
             h.setOptionValue("threads", int(threads))
         for k, v in (options or {}).items():
@@ -149,8 +180,8 @@ class SparseLP:
             A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data,
             np.zeros(n, dtype=np.int32))  # all continuous
         if status == highspy.HighsStatus.kError:
-            raise LPError("HiGHS rejected the model (passModel returned an error)")
-        self._h = h
+            raise LPError(f"HiGHS rejected the model (passModel returned an error; {m} rows, {n} "
+                          f"variables, coefficients up to {np.abs(A.data).max(initial=0.0):.3g})")
         self.stats: dict = {"solver": f"HiGHS {h.version()} ({solver})", "solves": 0,
                             "simplex_iterations": 0, "ipm_iterations": 0, "crossover_iterations": 0,
                             "seconds": 0.0}
@@ -162,20 +193,60 @@ class SparseLP:
 
     @property
     def num_row(self) -> int:
+        """Rows of the current model."""
         return int(self._h.getNumRow())
 
-    def set_solver(self, solver: str) -> None:
-        """Switch HiGHS's ``solver`` option for later solves (e.g. IPM first, simplex re-solves)."""
-        if solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
-        self._h.setOptionValue("solver", solver)
+    @property
+    def num_col(self) -> int:
+        """Variables of the model."""
+        return int(self._h.getNumCol())
 
+    @property
+    def time_limit(self) -> float | None:
+        """Seconds for all solves together (``None``: no limit)."""
+        return self._time_limit
+
+    # -- options between solves ------------------------------------------------------------------
+    def set_solver(self, solver: str) -> None:
+        """Method of later solves (e.g. IPM first, warm dual simplex re-solves)."""
+        self._h.setOptionValue("solver", _check_solver(solver))
+
+    def set_crossover(self, on: bool) -> None:
+        """Run crossover after later interior point solves (``False``: keep the interior point)."""
+        self._h.setOptionValue("run_crossover", "on" if on else "off")
+
+    def set_tolerances(self, *, primal: float | None = None, dual: float | None = None,
+                       ipm: float | None = None) -> None:
+        """Set the given tolerances for later solves (``None`` leaves one unchanged).
+
+        Parameters
+        ----------
+        primal, dual : float > 0 or None
+            Primal and dual feasibility tolerances.
+        ipm : float > 0 or None
+            Relative optimality tolerance of the interior point method.
+        """
+        for name, value in (("primal_feasibility_tolerance", _check_tolerance(primal, "primal")),
+                            ("dual_feasibility_tolerance", _check_tolerance(dual, "dual")),
+                            ("ipm_optimality_tolerance", _check_tolerance(ipm, "ipm"))):
+            if value is not None:
+                self._h.setOptionValue(name, float(value))
+
+    def set_time_limit(self, seconds: float | None) -> None:
+        """Seconds for all solves together, counted from the first (``None``: no limit)."""
+        self._time_limit = None if seconds is None else check_positive(seconds, "time_limit")
+
+    def cold_start(self) -> None:
+        """Forget the basis and solution: the next solve starts from scratch (the model stays)."""
+        self._h.clearSolver()
+
+    # -- model and solve -------------------------------------------------------------------------
     def add_rows(self, A, row_lower=None, row_upper=None) -> None:
         """Append the rows of sparse ``A`` in one ``addRows`` call (the basis is kept)."""
         A = sp.csr_matrix(A, dtype=float)
         m, n = A.shape
         if n != self._h.getNumCol():
-            raise ValueError(f"new rows have {n} columns, the model has {self._h.getNumCol()}")
+            raise ParameterError(f"new rows have {n} columns, the model has {self._h.getNumCol()}")
         if m == 0:
             return
         A.sort_indices()
@@ -183,7 +254,8 @@ class SparseLP:
                                  _bounds(row_upper, m, INF, "row_upper"), int(A.nnz),
                                  A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data)
         if status == highspy.HighsStatus.kError:
-            raise LPError("HiGHS rejected the added rows")
+            raise LPError(f"HiGHS rejected the {m} added rows (coefficients up to "
+                          f"{np.abs(A.data).max(initial=0.0):.3g})")
         self._update_sizes()
 
     def solve(self) -> LPSolution:

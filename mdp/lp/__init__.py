@@ -1,0 +1,29 @@
+r"""The LP engine: sparse models on HiGHS, lazy row generation, the worst-case-loss LP.
+
+* :mod:`mdp.lp.highs` -- :class:`SparseLP`, one HiGHS model assembled from a sparse matrix, with
+  its solver options (method, crossover, tolerances, time limit, threads) as public parameters
+  and methods. It is the only module of the toolkit that touches HiGHS objects.
+* :mod:`mdp.lp.rowgen` -- :class:`RowGeneration`, the lazy row-generation loop as an explicit
+  state machine (:class:`Phase`: interior rounds, crossover, warm dual simplex, polish, done),
+  shared by OPTMech, SpannerMech and ConstOPTMech.
+* :mod:`mdp.lp.worst_case` -- the worst-case-loss LP of OPTMech and SpannerMech (row assembly,
+  separation, Lagrangian bound, full and lazy solves).
+* :mod:`mdp.lp.output` -- stochastic rows and failure messages for LP builders.
+
+Design notes and measured figures: ``docs/design/lp.md``.
+"""
+
+from .highs import INF, SOLVERS, LPError, LPSolution, LPTimeout, SparseLP
+from .output import explain_failures, stochastic_rows
+from .rowgen import (
+           Cuts,
+           Phase,
+           RowGeneration,
+           RowGenerationPolicy,
+           RowGenerationResult,
+           RowGenerationState,
+)
+
+__all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "Phase",
+           "RowGenerationPolicy", "Cuts", "RowGenerationState", "RowGenerationResult",
+           "RowGeneration", "explain_failures", "stochastic_rows"]

@@ -1,0 +1,412 @@
+r"""The worst-case-loss LP of OPTMech and SpannerMech (Imola et al. 2022, section 2.1).
+
+.. math:: \min_{M, k} k \quad\text{s.t.}\quad
+          \sum_w D_{uw} M_{uw} \le k,\ \sum_w M_{uw} = 1,\ M \ge 0,\
+          M_{uw} \le e^{\epsilon_{uv} D_{uv}} M_{vw}\ \ \forall (u, v) \in P,\ \forall w
+
+over a set ``P`` of ordered pairs: every non-redundant pair for OPTMech
+(:mod:`mdp.families.optimal`), the edges of a spanner at ``eps / stretch`` for SpannerMech
+(:mod:`mdp.families.spanner`). Two ways to solve it:
+
+* :func:`solve_worst_case_lp` passes every row at once, in the LP's dual form (``n^2 + 1`` rows,
+  one column per privacy row): HiGHS's interior point method factors a system whose size is the
+  number of rows, so the dual is the cheap side, and ``M`` is read from the row duals.
+* :func:`solve_worst_case_lp_lazy` starts from the rows through each column's own point
+  (:func:`initial_triples`) and generates the violated rows (:func:`separate`) with
+  :class:`mdp.lp.RowGeneration`.
+
+Either way :func:`lagrangian_lower_bound` turns the dual values into a rigorous lower bound on the
+optimum, whatever the solver's tolerances were, and :func:`max_privacy_violation` measures all
+``n^2 (n - 1)`` rows on the returned matrix. Design notes and measured figures:
+``docs/design/lp.md``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from .highs import SparseLP
+from .rowgen import Cuts, Phase, RowGeneration, RowGenerationPolicy
+
+__all__ = ["primal_rows", "privacy_rows", "lagrangian_lower_bound", "max_privacy_violation",
+           "pair_violation", "initial_triples", "separate", "lazy_policy",
+           "solve_worst_case_lp", "solve_worst_case_lp_lazy", "MAX_COEFFICIENTS",
+           "LAZY_SOLVERS"]
+
+#: Rows ``M_uw <= e^{eps D_uv} M_vw`` with a coefficient above ``C`` are left out of the LPs, for
+#: ``C`` tried in this order by :func:`mdp.families.optimal.build_optimal`. A left-out row only
+#: forbids ``M_vw < M_uw / C``: the restricted LP is a relaxation (its Lagrangian bound stays a
+#: rigorous lower bound on the optimum), and the final check and :func:`mdp.verification.certify`
+#: measure every row and lift such entries to their envelope (a change of at most ``1 / C``).
+#: ``1e12`` stays below HiGHS's 1e20 infinity and is exact to ~1e-12; on very wide ranges of
+#: ``e^{eps D}`` HiGHS can fail on these bounded LPs, and the smaller limits then solve them
+#: (cases in ``docs/design/lp.md``).
+MAX_COEFFICIENTS = (1e12, 1e7, 1e5)
+#: Absolute violation above which :func:`separate` adds a row in vertex rounds (the final matrix
+#: is re-checked and certified anyway; rows meet HiGHS's 1e-10 primal tolerance).
+SEPARATION_TOL = 1e-9
+#: Relative Lagrangian gap of the lazy solve above which the final row set is polished (one cold
+#: IPM + crossover solve).
+POLISH_RTOL = 1e-8
+#: IPM optimality tolerance of the interior lazy rounds (HiGHS default 1e-8).
+IPM_OPTIMALITY_TOL = 1e-10
+#: Relative Lagrangian gap accepted from the interior rounds; above it the run polishes.
+IPM_POLISH_RTOL = 1e-7
+#: Separation tolerance of the interior rounds: an interior optimum meets its rows only to the IPM
+#: tolerances (~1e-9), chasing smaller violations adds rounds that change nothing.
+IPM_SEPARATION_TOL = 1e-8
+#: Interior rounds switch to crossover + warm dual simplex once a round adds fewer rows than this
+#: fraction of the LP (0: never).
+IPM_SWITCH_FRACTION = 0.05
+#: Methods of the lazy solve: warm dual simplex rounds, or interior rounds first.
+LAZY_SOLVERS = ("simplex", "ipm")
+
+
+def primal_rows(D: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair: np.ndarray) -> sp.csr_matrix:
+    """The worst-case-loss LP in ``A x >= b`` form, columns ``M`` (row-major) then ``k``.
+
+    Row blocks: row sums (``= 1``), losses ``k - sum_w D_uw M_uw >= 0``, privacy
+    ``e^{eps D_uv} M_vw - M_uw >= 0`` for every pair ``(pu[i], pv[i])`` (at ``eps_pair[i]``) and
+    every column ``w``.
+    """
+    n = D.shape[0]
+    N = n * n
+    u = np.repeat(np.arange(n), n)
+    cols = np.arange(N)
+    R = sp.csr_matrix((np.ones(N), (u, cols)), shape=(n, N + 1))
+    L = sp.csr_matrix((np.r_[-D.ravel(), np.ones(n)], (np.r_[u, np.arange(n)], np.r_[cols, np.full(n, N)])),
+                      shape=(n, N + 1))
+    P = len(pu)
+    m = P * n
+    w = np.tile(np.arange(n), P)
+    gain = np.repeat(np.exp(eps_pair * D[pu, pv]), n)
+    indptr = np.arange(0, 2 * m + 1, 2)
+    indices = np.empty(2 * m, dtype=np.int64)
+    indices[0::2] = np.repeat(pu, n) * n + w
+    indices[1::2] = np.repeat(pv, n) * n + w
+    data = np.empty(2 * m)
+    data[0::2] = -1.0
+    data[1::2] = gain
+    Pm = sp.csr_matrix((data, indices, indptr), shape=(m, N + 1))
+    Pm.sort_indices()
+    return sp.vstack([R, L, Pm], format="csr")
+
+
+def privacy_rows(D: np.ndarray, eps: float, u: np.ndarray, v: np.ndarray, w: np.ndarray) -> sp.csr_matrix:
+    """Rows ``e^{eps D_uv} M_vw - M_uw >= 0`` for the triples ``(u, v, w)`` (columns as :func:`primal_rows`)."""
+    n = D.shape[0]
+    m = len(u)
+    indices = np.empty(2 * m, dtype=np.int64)
+    indices[0::2] = u * n + w
+    indices[1::2] = v * n + w
+    data = np.empty(2 * m)
+    data[0::2] = -1.0
+    data[1::2] = np.exp(eps * D[u, v])
+    A = sp.csr_matrix((data, indices, np.arange(0, 2 * m + 1, 2)), shape=(m, n * n + 1))
+    A.sort_indices()
+    return A
+
+
+def lagrangian_lower_bound(A: sp.csr_matrix, y: np.ndarray, n: int) -> float:
+    r"""A rigorous lower bound on the LP optimum from any multipliers ``y``.
+
+    For ``min k`` s.t. ``A x >= b`` (first ``n`` rows equalities with ``b = 1``, the rest ``b = 0``),
+    multipliers ``y`` (free on the equalities, clipped to ``>= 0`` elsewhere, loss multipliers
+    rescaled to sum to 1 so that ``k`` cancels) give, for every feasible ``x`` (``0 <= M <= 1``),
+
+    .. math:: k \ge \sum_{u} y_u + \sum_j \min(0, (c - A^\top y)_j),
+
+    a bound that holds whatever the solver's tolerances were.
+    """
+    y = np.array(y, dtype=float)
+    y[n:] = np.maximum(y[n:], 0.0)
+    beta_sum = y[n:2 * n].sum()
+    if beta_sum <= 0:
+        return 0.0
+    y[n:] /= beta_sum  # scaling every inequality multiplier keeps them valid and makes k cancel
+    c = np.zeros(A.shape[1])
+    c[-1] = 1.0
+    red = c - A.T @ y
+    return float(y[:n].sum() + np.minimum(red[:-1], 0.0).sum())
+
+
+def max_privacy_violation(M: np.ndarray, distances: np.ndarray, epsilon: float) -> float:
+    """``max_{u,v,w} e^{-eps D[u,v]} M[u,w] - M[v,w]`` over ALL ``n^2 (n-1)`` triples (vectorised).
+
+    The scaled form is the amount by which ``M[v,w]`` must rise (what the envelope repair of
+    :func:`mdp.verification.certify` moves it by); ``<= 0`` means every privacy row holds.
+    """
+    K = np.exp(-epsilon * np.asarray(distances, dtype=float))
+    n = M.shape[0]
+    worst = -np.inf
+    block = max(1, int(4e6 // (n * n)))
+    for s in range(0, n, block):
+        X = M[:, s:s + block]  # columns w in the block
+        V = K[:, :, None] * X[:, None, :] - X[None, :, :]  # V[u, v, w]
+        worst = max(worst, float(V.max()))
+    return worst
+
+
+def pair_violation(M: np.ndarray, D: np.ndarray, pu: np.ndarray, pv: np.ndarray,
+                   eps_pair: np.ndarray) -> float:
+    """Largest *relative* violation ``(M[u,w] - e^{eps_uv D_uv} M[v,w]) / M[u,w]`` of the given rows.
+
+    Relative, because a 1e-13 entry beside an exact 0 is an infinite privacy ratio.
+    """
+    worst = 0.0
+    for s in range(0, len(pu), 20000):
+        u, v, e = pu[s:s + 20000], pv[s:s + 20000], eps_pair[s:s + 20000]
+        Mu = M[u]
+        excess = Mu - np.exp(e * D[u, v])[:, None] * M[v]
+        worst = max(worst, float(np.max(np.where(Mu > 0, excess / np.where(Mu > 0, Mu, 1.0), 0.0))))
+    return worst
+
+
+def _unique_triples(n: int, u, v, w):
+    key = np.unique((np.asarray(u, np.int64) * n + v) * n + w)
+    return key // (n * n), (key // n) % n, key % n
+
+
+def initial_triples(distances: np.ndarray, allowed: np.ndarray,
+                    knn: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""The starting row set of the lazy solve: rows through each column's own point, and near pairs.
+
+    For column ``w``: every allowed row ``(u, w, w)`` and ``(w, u, w)`` (on the exact optima of
+    text spaces most binding rows are ``M_uw >= e^{-eps D_uw} M_ww``, an exponential profile
+    around the diagonal), plus every allowed row of the ``knn`` nearest neighbour pairs (both
+    orders) in every column, which keeps low-dimensional (map) spaces from chaining mass through
+    unconstrained pairs in the first rounds.
+    """
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    uu, ww = np.nonzero(~np.eye(n, dtype=bool))
+    iu, iv, iw = np.r_[uu, ww], np.r_[ww, uu], np.r_[ww, ww]
+    if knn > 0:
+        nb = np.argsort(D + np.diag(np.full(n, -1.0)), axis=1, kind="stable")[:, 1:knn + 1]
+        a = np.repeat(np.arange(n), nb.shape[1])
+        b = nb.ravel()
+        a, b = np.r_[a, b], np.r_[b, a]
+        iu = np.r_[iu, np.repeat(a, n)]
+        iv = np.r_[iv, np.repeat(b, n)]
+        iw = np.r_[iw, np.tile(np.arange(n), len(a))]
+    ok = allowed[iu, iv]
+    return _unique_triples(n, iu[ok], iv[ok], iw[ok])
+
+
+def separate(M: np.ndarray, distances: np.ndarray, eps: float, allowed: np.ndarray,
+             tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    r"""Violated privacy rows of ``M``: for each entry, its most violated row in either role.
+
+    Evaluates the scaled violation ``V[u, v, w] = e^{-eps D_uv} M_uw - M_vw`` (the amount by which
+    ``M_vw`` must rise to satisfy the row, which is what the envelope repair of
+    :func:`mdp.verification.certify` moves it by) for every allowed ordered pair and every column
+    (vectorised over column blocks, ``n^3`` values) and returns, for each entry ``(u, w)`` with a
+    violation above ``tol``, the worst ``v`` (the row bounding ``M_uw`` from above) and, for each
+    ``(v, w)``, the worst ``u`` (the row bounding ``M_vw`` from below): at most ``2 n^2`` rows per
+    round, unique.
+
+    Returns
+    -------
+    u, v, w : int arrays of the rows to add; worst : the largest violation (``-inf`` if none).
+    """
+    D = np.asarray(distances, dtype=float)
+    n = M.shape[0]
+    K = np.exp(-eps * D)
+    mask = ~allowed[:, :, None]
+    out_u, out_v, out_w = [], [], []
+    worst = -np.inf
+    block = max(1, int(4e6 // (n * n)))
+    for s in range(0, n, block):
+        X = M[:, s:s + block]
+        V = K[:, :, None] * X[:, None, :] - X[None, :, :]  # V[u, v, w]
+        np.copyto(V, -np.inf, where=mask)
+        worst = max(worst, float(V.max()))
+        a = V.argmax(axis=1)  # worst v for each (u, w)
+        hit = np.take_along_axis(V, a[:, None, :], 1)[:, 0, :] > tol
+        uu, ww = np.nonzero(hit)
+        out_u.append(uu), out_v.append(a[uu, ww]), out_w.append(ww + s)
+        b = V.argmax(axis=0)  # worst u for each (v, w)
+        hit = np.take_along_axis(V, b[None, :, :], 0)[0] > tol
+        vv, ww = np.nonzero(hit)
+        out_u.append(b[vv, ww]), out_v.append(vv), out_w.append(ww + s)
+    u, v, w = _unique_triples(n, np.concatenate(out_u), np.concatenate(out_v), np.concatenate(out_w))
+    return u, v, w, worst
+
+
+def lazy_policy(solver: str = "simplex", *, tol: float = SEPARATION_TOL,
+                max_rounds: int = 500) -> RowGenerationPolicy:
+    """The :class:`~mdp.lp.RowGenerationPolicy` of the lazy worst-case-loss solve.
+
+    ``solver="simplex"``: warm dual simplex rounds from the first solve on; ``"ipm"``: interior
+    rounds first (:class:`~mdp.lp.Phase`). Tolerances are this module's constants, read at call
+    time.
+    """
+    return RowGenerationPolicy(start=Phase.INTERIOR if solver == "ipm" else Phase.INITIAL, tol=tol,
+                               interior_tol=IPM_SEPARATION_TOL, interior_ipm_tolerance=IPM_OPTIMALITY_TOL,
+                               switch_fraction=IPM_SWITCH_FRACTION, gap_rtol=POLISH_RTOL,
+                               interior_gap_rtol=IPM_POLISH_RTOL, max_rounds=max_rounds)
+
+
+def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: float, *,
+                             time_limit: float | None = None, solver: str = "simplex", knn: int = 2,
+                             tol: float = SEPARATION_TOL, max_rounds: int = 500,
+                             max_coefficient: float = MAX_COEFFICIENTS[0],
+                             on_round: Callable | None = None) -> tuple[np.ndarray, dict]:
+    r"""Worst-case-loss LP with privacy rows on the ``allowed`` pairs, by lazy row generation.
+
+    Solves the primal LP (variables ``M``, ``k``) restricted to :func:`initial_triples`, then
+    repeatedly adds the rows returned by :func:`separate` for the current solution and re-solves
+    (:class:`~mdp.lp.RowGeneration` with :func:`lazy_policy`), until no allowed row is violated
+    by more than ``tol``. The restricted LP is a relaxation of the full one, so its Lagrangian
+    bound (:func:`lagrangian_lower_bound` with zero multipliers on the rows never added) is a
+    rigorous lower bound on the full optimum.
+
+    Parameters
+    ----------
+    distances : ndarray (n, n)
+    allowed : bool ndarray (n, n)
+        Ordered pairs whose rows ``M_uw <= e^{eps D_uv} M_vw`` are imposed in every column.
+    eps : float
+    time_limit : float or None
+        Wall-clock seconds for the whole loop (solves and separation); :class:`mdp.lp.LPTimeout`.
+    solver : str
+        ``"simplex"``: every round by HiGHS's dual simplex, warm-started from the previous basis.
+        ``"ipm"``: interior point rounds *without crossover* (``IPM_OPTIMALITY_TOL``, rows
+        separated at ``IPM_SEPARATION_TOL``); the interior optimum is accepted when its
+        Lagrangian gap is within ``IPM_POLISH_RTOL``, otherwise one IPM + crossover solve yields
+        a vertex and warm dual simplex rounds finish. The same switch happens as soon as a round
+        adds fewer than ``IPM_SWITCH_FRACTION`` of the rows (the tail rounds). Another HiGHS
+        method name: the first solve by it, then warm dual simplex rounds. Either way the
+        returned ``M`` is checked on all rows and the gap is a rigorous bound.
+    knn : int
+        Near-neighbour pairs in the initial rows.
+    tol : float
+        Absolute violation below which a row counts as satisfied.
+    max_rounds : int
+    max_coefficient : float
+        Rows whose coefficient ``e^{eps D_uv}`` exceeds it are left out (see ``MAX_COEFFICIENTS``).
+    on_round : callable or None
+        Progress callback (:class:`~mdp.lp.RowGeneration`).
+
+    Returns
+    -------
+    M : ndarray (n, n) (negatives clipped, not renormalised)
+    stats : dict with ``rounds``, ``phases``, ``polished``, ``round_trace``, ``rows`` (rows of the
+        final restricted LP), ``nnz``, ``full_rows`` (rows of the unrestricted LP), solver
+        statistics, ``lp_objective``, ``lower_bound`` and ``final_violation`` (largest
+        allowed-row violation).
+    """
+    t0 = time.perf_counter()
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    N = n * n
+    allowed = allowed & (eps * D <= np.log(max_coefficient))
+    base = primal_rows(D, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    iu, iv, iw = initial_triples(D, allowed, knn)
+    A = sp.vstack([base, privacy_rows(D, eps, iu, iv, iw)], format="csr")
+    m = A.shape[0]
+    c = np.zeros(N + 1)
+    c[-1] = 1.0
+    lp = SparseLP(c, A, row_lower=np.r_[np.ones(n), np.zeros(m - n)],
+                  row_upper=np.r_[np.ones(n), np.full(m - n, np.inf)],
+                  col_lower=np.r_[np.zeros(N), -np.inf], col_upper=np.r_[np.ones(N), np.inf],
+                  solver=solver, time_limit=time_limit, primal_tolerance=1e-10, dual_tolerance=1e-10)
+
+    def cuts(sol, tol_now: float) -> Cuts:
+        M = np.maximum(sol.x[:N].reshape(n, n), 0.0)
+        su, sv, sw, worst = separate(M, D, eps, allowed, tol_now)
+        return Cuts(keys=(su * n + sv) * n + sw, worst=worst)
+
+    def rows(keys):
+        su, sv, sw = keys // N, (keys // n) % n, keys % n
+        return privacy_rows(D, eps, su, sv, sw), np.zeros(len(keys)), np.full(len(keys), np.inf)
+
+    loop = RowGeneration(lp, A, cuts, rows, key_space=n ** 3, initial_keys=(iu * n + iv) * n + iw,
+                         bound=lambda A_all, sol: lagrangian_lower_bound(A_all, sol.row_dual, n),
+                         policy=lazy_policy(solver, tol=tol, max_rounds=max_rounds),
+                         time_limit=time_limit, started=t0, on_round=on_round)
+    out = loop.run()
+    sol = out.solution
+    M = np.maximum(sol.x[:N].reshape(n, n), 0.0)
+    if solver != "ipm":
+        how = "(warm dual simplex)"
+    elif out.last_phase is Phase.INTERIOR:
+        how = "(IPM rounds, no crossover)"
+    else:
+        how = "(IPM rounds, then crossover + warm dual simplex)"
+    stats = dict(lp.stats)
+    stats.update(rounds=out.rounds, phases=list(out.phases), polished=out.polished,
+                 round_trace=out.trace, full_rows=2 * n + int(allowed.sum()) * n,
+                 privacy_rows=lp.num_row - 2 * n,
+                 formulation="primal worst-case-loss LP, lazy row generation " + how,
+                 lp_objective=sol.objective, lower_bound=out.bound, final_violation=out.worst,
+                 wall_seconds=out.wall_seconds)
+    return M, stats
+
+
+def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair,
+                        *, time_limit: float | None = None, solver: str = "ipm",
+                        max_coefficient: float = MAX_COEFFICIENTS[0]) -> tuple[np.ndarray, dict]:
+    """Solve ``min max_u sum_w D_uw M_uw`` over stochastic ``M`` with privacy rows on the given pairs.
+
+    Every row at once, dualised (module docstring).
+
+    Parameters
+    ----------
+    distances : ndarray (n, n)
+    pu, pv : int arrays
+        Ordered pairs whose privacy rows ``M[u,w] <= e^{eps_pair D[u,v]} M[v,w]`` are imposed for
+        every column ``w``.
+    eps_pair : float or array
+        Privacy level per pair.
+    time_limit : float or None
+    solver : str
+        HiGHS method for the dualised LP (see :class:`mdp.lp.SparseLP`).
+    max_coefficient : float
+        Rows whose coefficient ``e^{eps D_uv}`` exceeds it are left out (see ``MAX_COEFFICIENTS``).
+
+    Returns
+    -------
+    M : ndarray (n, n), row-stochastic up to solver tolerance (negatives clipped).
+    stats : dict
+        LP sizes of the primal LP (``variables``, ``rows``, ``nnz``), solver, iterations,
+        seconds, ``lp_objective`` and ``lower_bound`` (:func:`lagrangian_lower_bound`).
+    """
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    eps_pair = np.broadcast_to(np.asarray(eps_pair, dtype=float), pu.shape)
+    keep = eps_pair * D[pu, pv] <= np.log(max_coefficient)
+    pu, pv, eps_pair = pu[keep], pv[keep], eps_pair[keep]
+    A = primal_rows(D, pu, pv, eps_pair)
+    N = n * n
+    m = A.shape[0]
+    # Dual of  min k  s.t. A x >= b:  max b^T y  s.t. (A^T y)_j <= c_j for M >= 0, = 1 for free k,
+    # y free on the n equality rows and >= 0 elsewhere. HiGHS minimises, so the cost is -b.
+    b = np.r_[np.ones(n), np.zeros(m - n)]
+    lp = SparseLP(-b, A.T.tocsr(), row_lower=np.r_[np.full(N, -np.inf), 1.0],
+                  row_upper=np.r_[np.zeros(N), 1.0], col_lower=np.r_[np.full(n, -np.inf), np.zeros(m - n)],
+                  solver=solver, time_limit=time_limit,
+                  # M is read from the duals, so the dual tolerance bounds its privacy violations
+                  dual_tolerance=1e-9, primal_tolerance=1e-9)
+    sol = lp.solve()
+    # The primal M is (minus) the dual value of the dual's row j (HiGHS's sign convention for <=).
+    M = np.maximum(-sol.row_dual[:N].reshape(n, n), 0.0)
+    if solver == "ipm" and pair_violation(M, D, pu, pv, eps_pair) > 1e-10:
+        # crossover's vertex can carry ~1e-8 violations (tolerances hold in the scaled model),
+        # which the certification repair would fix at a ~1e-6 loss cost; a simplex re-solve
+        # returns exact basic duals instead (slower, only run when needed)
+        lp.set_solver("simplex")
+        lp.set_tolerances(dual=1e-10)
+        lp.cold_start()
+        sol = lp.solve()
+        M = np.maximum(-sol.row_dual[:N].reshape(n, n), 0.0)
+    bound = lagrangian_lower_bound(A, sol.x, n)
+    stats = {k: v for k, v in lp.stats.items() if k not in ("variables", "rows", "nnz")}
+    stats.update(variables=N + 1, rows=m, nnz=int(A.nnz), privacy_rows=m - 2 * n,
+                 formulation="dual of the worst-case-loss LP", lp_objective=-sol.objective,
+                 lower_bound=bound)
+    return M, stats
