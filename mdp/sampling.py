@@ -20,7 +20,7 @@ margin) and ``q_res = m C - sum_w q_w``, arranged in an integer alias table (Wal
 1991; built exactly with int64 arithmetic, all rows at once): a uniform column ``j`` in
 ``[0, m)`` and a uniform ``V`` in ``[0, C)`` (``rng.integers``, both exact) give column ``j``'s
 item if ``V < threshold_j`` and its alias otherwise, so item ``i`` comes out with probability
-exactly ``q_i / (m C)``. The residual item (probability at most about ``(n + 16) 2^-50``)
+exactly ``q_i / (m C)``. The residual item (probability at most about ``2^-50 + n 2^-61``)
 completes the draw from the residual weights ``R_w = m C P_w - q_w T`` (``P_w`` the entries as
 integers on a common grid, ``T`` their sum) with Python integers: a uniform integer below
 ``sum R_w`` by rejection from random 64-bit words. Then
