@@ -1,45 +1,193 @@
 r"""Privacy accounting and utility of a mechanism's transition matrix.
 
-Notation (seed imola2022, section 2): a mechanism on ``n`` points is a row-stochastic matrix
+Notation (Imola et al. 2022, section 2): a mechanism on ``n`` points is a row-stochastic matrix
 ``M`` with ``M[u, w] = Pr[M(u) = w]``; ``D`` is the distance matrix.
 
 * Pure metric DP (Definition 1): ``M[u, w] <= exp(eps D[u, v]) M[v, w]`` for all u, v, w.
 * (eps, delta)-mDP (eq. 9): ``Pr[M(u) in S] <= exp(eps D[u, v]) Pr[M(v) in S] + delta``.
 * ``eps_tight`` (eq. 10): the smallest eps for which the guarantee holds.
 * Loss (eq. 1, 3, 11): ``L(M, u) = sum_w D[u, w] M[u, w]``; worst case or q-quantile over u.
+
+Every function accepts the matrix either as probabilities or, with ``log=True``, as natural
+log-probabilities (``-inf`` for a zero), so mechanisms whose probabilities underflow float64
+(``exp(-eps d / 2)`` below ~1e-308) are measured without underflow.
+
+Soundness
+---------
+:func:`eps_tight` and :func:`pairwise_eps` return **guaranteed upper bounds** on the true level
+of the given float64 matrix and float64 distances, taken as exact real numbers (not estimates
+that rounding can push below the truth). The rounding analysis, and the one assumption it rests
+on (numpy's ``log1p``/``log``/``exp`` are accurate to :data:`LIBM_RTOL` relative; they are
+accurate to about one unit in the last place), are in ``docs/design/verification.md``. In short:
+
+* pure level, probabilities: per ordered pair the largest ``x_w = (M[u,w] - M[v,w]) / M[v,w]``
+  (the subtraction is exact when the entries are within a factor 2, Sterbenz's lemma, so
+  near-duplicate rows keep their full relative precision), then ``log1p(x) / D[u, v]`` with a
+  relative margin of ``2^-40``;
+* pure level, log-probabilities: ``(L[u, w] - L[v, w]) / D[u, v]``, two correctly rounded
+  operations, margin ``2^-48``; no library function involved;
+* the largest pairs are then re-evaluated in exact arithmetic (:mod:`mdp.exact`), so the pure
+  ``eps_tight`` is usually the smallest float64 above the true level;
+* with ``delta > 0`` a candidate ``t = exp(eps d)`` per pair is *verified*: the hockey-stick
+  divergence ``sum_w max(0, p_w - t q_w)`` is evaluated with a rigorous rounding-error bound and
+  must be ``<= delta``; otherwise the pair falls back to its pure level (always an upper bound).
 """
 
 from __future__ import annotations
 
-import numpy as np
+import math
+from fractions import Fraction
 
+import numpy as np
+from scipy.special import logsumexp
+
+from .errors import ParameterError, ParameterTypeError
+from .exact import float_ceil, level_upper
 from .validation import check_probability
 
-__all__ = ["loss", "row_losses", "eps_tight", "pairwise_eps"]
+__all__ = ["loss", "row_losses", "eps_tight", "pairwise_eps", "pair_log_ratios",
+           "check_distances", "check_matrix", "LIBM_RTOL", "MEASURE_ROWSUM_ATOL"]
+
+#: Assumed bound on the relative error of numpy's ``log1p``, ``log`` and ``exp`` (measured:
+#: below 2^-51, about one unit in the last place; the margins below leave a factor 4 on top).
+LIBM_RTOL = 2.0 ** -44
+#: Measurements accept rows whose sum is within this of 1 (certification asks 1e-12).
+MEASURE_ROWSUM_ATOL = 1e-8
+#: Relative tolerance of the symmetry check of distances (as :class:`~mdp.MetricSpace`).
+SYMMETRY_RTOL = 1e-9
+
+_U = 2.0 ** -53                  # unit roundoff of float64
+_TINY = 2.0 ** -1070             # absolute slack for results in the subnormal range
+_X_REL = 2.0 ** -51              # x = (p - q) / q: <= 2.02 u, margin 2
+_LOG_REL = 2.0 ** -42            # log1p / log: LIBM_RTOL plus IEEE, margin 4
+_DIFF_REL = 2.0 ** -51           # one correctly rounded subtraction or division, margin 4
+_REFINE_TRIPLES = 512            # exact re-evaluation budget of eps_tight
 
 
-def _check_matrix(matrix, distances) -> tuple[np.ndarray, np.ndarray]:
-    M = np.asarray(matrix, dtype=float)
+# -- validation --------------------------------------------------------------------------------
+def check_distances(distances, n: int | None = None, name: str = "distances") -> np.ndarray:
+    """Validate a distance matrix for a privacy check and return its symmetric lower envelope.
+
+    The matrix must be square (``n x n`` when ``n`` is given), finite, with a zero diagonal,
+    positive off the diagonal (distinct points) and symmetric within :data:`SYMMETRY_RTOL` of
+    its largest entry. The returned matrix is ``min(D, D.T)``: a guarantee proved for it holds
+    for either orientation.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``name``, the position and the value.
+    """
+    try:
+        D = np.asarray(distances, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterTypeError(f"{name} must be a numeric (n, n) array, got "
+                                 f"{type(distances).__name__}") from None
+    if D.ndim != 2 or D.shape[0] != D.shape[1] or (n is not None and D.shape[0] != n):
+        want = f"({n}, {n})" if n is not None else "square (n, n)"
+        raise ParameterError(f"{name} must have shape {want}, got {D.shape}")
+    if D.shape[0] < 1:
+        raise ParameterError(f"{name} must not be empty")
+    if not np.all(np.isfinite(D)):
+        i, j = np.argwhere(~np.isfinite(D))[0]
+        raise ParameterError(f"{name} must be finite, got {name}[{i}, {j}] = {D[i, j]!r}")
+    diag = np.diag(D)
+    if np.any(diag != 0):
+        i = int(np.flatnonzero(diag != 0)[0])
+        raise ParameterError(f"{name} must have a zero diagonal, got {name}[{i}, {i}] = {D[i, i]!r}")
+    off = ~np.eye(D.shape[0], dtype=bool)
+    bad = off & ~(D > 0)
+    if np.any(bad):
+        i, j = np.argwhere(bad)[0]
+        what = ("duplicate points (distance 0); merge them into one point"
+                if D[i, j] == 0 else "distances must be positive")
+        raise ParameterError(f"{name}[{i}, {j}] = {D[i, j]!r} between distinct points {i} and {j}: "
+                             f"{what}")
+    asym = np.abs(D - D.T)
+    scale = float(D.max()) if D.size else 0.0
+    if asym.max(initial=0.0) > SYMMETRY_RTOL * scale:
+        i, j = np.unravel_index(np.argmax(asym), D.shape)
+        raise ParameterError(f"{name} must be symmetric, got {name}[{i}, {j}] = {D[i, j]!r} != "
+                             f"{name}[{j}, {i}] = {D[j, i]!r}")
+    return np.minimum(D, D.T)
+
+
+def _row_sum_error(A: np.ndarray, log: bool) -> np.ndarray:
+    """``sum_w p_w - 1`` per row (for log rows ``exp(logsumexp) - 1``), in float64."""
+    if log:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.expm1(logsumexp(A, axis=1))
+    return A.sum(axis=1) - 1.0
+
+
+def check_matrix(matrix, n: int | None = None, *, log: bool = False,
+                 rowsum_atol: float = MEASURE_ROWSUM_ATOL, name: str = "matrix") -> np.ndarray:
+    """Validate a transition matrix (probabilities, or log-probabilities with ``log=True``).
+
+    Probabilities must be finite and ``>= 0``; log-probabilities finite or ``-inf``. Every row
+    must sum to 1 within ``rowsum_atol``.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``name``, the row or entry and the value.
+    """
+    try:
+        A = np.asarray(matrix, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterTypeError(f"{name} must be a numeric (n, n) array, got "
+                                 f"{type(matrix).__name__}") from None
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or (n is not None and A.shape[0] != n):
+        want = f"({n}, {n})" if n is not None else "square (n, n)"
+        raise ParameterError(f"{name} must have shape {want}, got {A.shape}")
+    if log:
+        bad = np.isnan(A) | (A == np.inf)
+        if np.any(bad):
+            i, j = np.argwhere(bad)[0]
+            raise ParameterError(f"{name} (log-probabilities) must be finite or -inf, got "
+                                 f"{name}[{i}, {j}] = {A[i, j]!r}")
+    else:
+        if not np.all(np.isfinite(A)):
+            i, j = np.argwhere(~np.isfinite(A))[0]
+            raise ParameterError(f"{name} must be finite, got {name}[{i}, {j}] = {A[i, j]!r}")
+        if np.any(A < 0):
+            i, j = np.unravel_index(np.argmin(A), A.shape)
+            raise ParameterError(f"{name} must be non-negative, got {name}[{i}, {j}] = {A[i, j]!r}")
+    err = _row_sum_error(A, log)
+    worst = np.abs(err)
+    worst[np.isnan(worst)] = np.inf
+    if worst.max(initial=0.0) > rowsum_atol:
+        i = int(np.argmax(worst))
+        raise ParameterError(f"{name} must be row-stochastic: row {i} sums to 1 + {err[i]:.3e} "
+                             f"(tolerance {rowsum_atol:g})")
+    return A
+
+
+def _check_pair(matrix, distances, log: bool) -> tuple[np.ndarray, np.ndarray]:
+    A = check_matrix(matrix, log=log)
+    D = check_distances(distances, A.shape[0])
+    return A, D
+
+
+# -- losses -------------------------------------------------------------------------------------
+def row_losses(matrix, distances, *, log: bool = False) -> np.ndarray:
+    """Expected distance of each row: ``L(M, u) = sum_w D[u, w] M[u, w]`` (eq. 3).
+
+    ``log=True`` takes log-probabilities (entries below float64's range contribute their
+    underflowed value, i.e. less than ``1e-308 * D``).
+    """
+    A = check_matrix(matrix, log=log)
     D = np.asarray(distances, dtype=float)
-    if M.ndim != 2 or M.shape[0] != M.shape[1]:
-        raise ValueError(f"matrix must be square (n x n), got shape {M.shape}")
-    if D.shape != M.shape:
-        raise ValueError(f"distances must have the matrix's shape {M.shape}, got {D.shape}")
-    if not np.all(np.isfinite(M)):
-        raise ValueError("matrix must be finite (found NaN or inf)")
-    if np.any(M < 0):
-        raise ValueError(f"matrix must be non-negative, got minimum {M.min():.3g}")
-    return M, D
+    if D.shape != A.shape:
+        raise ParameterError(f"distances must have the matrix's shape {A.shape}, got {D.shape}")
+    if log:
+        with np.errstate(under="ignore"):
+            A = np.exp(A)
+    return np.einsum("uw,uw->u", A, D)
 
 
-def row_losses(matrix, distances) -> np.ndarray:
-    """Expected distance of each row: ``L(M, u) = sum_w D[u, w] M[u, w]`` (seed eq. 3)."""
-    M, D = _check_matrix(matrix, distances)
-    return np.einsum("uw,uw->u", M, D)
-
-
-def loss(matrix, distances, q: float | None = None) -> float:
-    r"""Loss of a mechanism: worst case (seed eq. 1) or the q-quantile of row losses (eq. 11).
+def loss(matrix, distances, q: float | None = None, *, log: bool = False) -> float:
+    r"""Loss of a mechanism: worst case (eq. 1) or the q-quantile of row losses (eq. 11).
 
     .. math:: \mathcal{L}(M) = \max_u \sum_w D_{uw} M_{uw}, \qquad
               \mathcal{L}_q(M) = \mathrm{quantile}_q\{\mathcal{L}(M, u)\}
@@ -51,113 +199,358 @@ def loss(matrix, distances, q: float | None = None) -> float:
     matrix, distances : ndarray of shape (n, n)
     q : float in [0, 1] or None
         ``None`` for the worst case (equal to ``q = 1``).
+    log : bool, keyword-only
+        ``matrix`` holds log-probabilities.
     """
-    rl = row_losses(matrix, distances)
+    rl = row_losses(matrix, distances, log=log)
     if q is None:
         return float(rl.max())
     q = check_probability(q, "q")
     return float(np.quantile(rl, q))
 
 
-def _pairs_eps(M: np.ndarray, D: np.ndarray, us: np.ndarray, vs: np.ndarray, delta: float) -> np.ndarray:
-    """Smallest eps of each ordered pair ``(us[i], vs[i])`` (see :func:`pairwise_eps`)."""
-    P, Q = M[us], M[vs]                                         # (k, n)
-    n = M.shape[1]
+# -- rigorous bounds ----------------------------------------------------------------------------
+def _up(x, rel: float) -> np.ndarray:
+    """``x`` moved up by ``rel`` relative plus a subnormal unit (infinities kept)."""
+    x = np.asarray(x, dtype=float)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = x + np.abs(x) * rel + _TINY
+    return np.where(np.isfinite(x), out, x)
+
+
+def _down(x, rel: float) -> np.ndarray:
+    x = np.asarray(x, dtype=float)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = x - np.abs(x) * rel - _TINY
+    return np.where(np.isfinite(x), out, x)
+
+
+def _block(n: int) -> int:
+    return max(1, int(4e6 // max(1, n * n)))
+
+
+def _pair_max(A: np.ndarray, op, us: np.ndarray | None) -> np.ndarray:
+    """``max_w op(A[u, w], A[v, w])`` for rows ``us`` (default all) against every ``v``.
+
+    ``op(P, Q, out)`` writes the per-triple key into ``out``; NaN keys (0/0, -inf - -inf) are
+    ignored (``fmax``), which only zeros in the matrix can produce, so matrices without zeros
+    take numpy's faster ``max``.
+    """
+    us = np.arange(A.shape[0]) if us is None else us
+    n = A.shape[0]
+    out = np.empty((len(us), n))
+    b = _block(n)
+    buf = np.empty((min(b, len(us)), n, n))
+    has_nan = not np.all(A > (-np.inf if op is _op_log else 0.0))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for s in range(0, len(us), b):
+            rows = us[s:s + b]
+            x = buf[:len(rows)]
+            op(A[rows, None, :], A[None, :, :], x)
+            if has_nan:
+                np.fmax.reduce(x, axis=2, out=out[s:s + b])
+            else:
+                x.max(axis=2, out=out[s:s + b])
+    return out
+
+
+def _op_prob(P, Q, out):
+    np.subtract(P, Q, out=out)
+    np.divide(out, Q, out=out)
+
+
+def _op_log(P, Q, out):
+    np.subtract(P, Q, out=out)
+
+
+def _xmax_prob(M: np.ndarray, us: np.ndarray | None = None) -> np.ndarray:
+    """``max_w (M[u, w] - M[v, w]) / M[v, w]`` for rows ``us`` (all rows) against every ``v``.
+
+    ``0/0`` (both zero) is ignored; a zero against a positive entry gives ``inf``; all entries
+    ignored gives ``nan``.
+    """
+    return _pair_max(M, _op_prob, us)
+
+
+def _rmax_log(L: np.ndarray, us: np.ndarray | None = None) -> np.ndarray:
+    """``max_w (L[u, w] - L[v, w])``; ``-inf - -inf`` (both zero) ignored."""
+    return _pair_max(L, _op_log, us)
+
+
+def _overflow_pairs_prob(M: np.ndarray, X: np.ndarray, R_est: np.ndarray) -> None:
+    """Fix pairs whose ``x`` overflowed (a subnormal denominator) in place of ``R_est``."""
+    us, vs = np.nonzero(X == np.inf)
+    if len(us) == 0:
+        return
+    P, Q = M[us], M[vs]
+    true_inf = np.any((Q == 0) & (P > 0), axis=1)
+    fix = ~true_inf
+    if not np.any(fix):
+        return
+    P, Q = P[fix], Q[fix]
     with np.errstate(divide="ignore", invalid="ignore"):
-        if delta == 0.0:
-            # p > 0 = q gives an infinite ratio; p = 0 contributes nothing.
-            t = np.where(P > 0, P / Q, 0.0).max(axis=1)
+        r = np.fmax.reduce(np.where(P > 0, np.log(P) - np.log(Q), np.nan), axis=1)
+    # ratio > 2^1023: value >= 709, log error <= LIBM_RTOL * (745 + 745) < 2.2 LIBM_RTOL * value
+    R_est[us[fix], vs[fix]] = r
+
+
+def _pair_log_ratio_bounds(A: np.ndarray, log: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(upper, lower) bounds of ``max_w ln(A[u, w] / A[v, w])`` from one pass over the triples."""
+    if log:
+        R = _rmax_log(A)
+        R_up, R_lo = _up(R, _DIFF_REL), _down(R, _DIFF_REL)
+    else:
+        X = _xmax_prob(A)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            R_up = np.log1p(_up(X, _X_REL))
+            R_lo = np.log1p(_down(X, _X_REL))
+        _overflow_pairs_prob(A, X, R_up)
+        _overflow_pairs_prob(A, X, R_lo)
+        R_up, R_lo = _up(R_up, _LOG_REL), _down(R_lo, _LOG_REL)
+    for R in (R_up, R_lo):
+        R[np.isnan(R)] = -np.inf
+        np.fill_diagonal(R, 0.0)
+    return R_up, R_lo
+
+
+def pair_log_ratios(matrix, *, log: bool = False, bounds: str = "upper") -> np.ndarray:
+    r"""Rigorous bound of ``r[u, v] = max_w ln(M[u, w] / M[v, w])`` for every ordered pair.
+
+    ``r[u, v] / D[u, v]`` is the pure level of the pair (before clipping at 0); ``r`` may be
+    slightly negative for rows that do not sum exactly to 1. The diagonal is 0.
+
+    Parameters
+    ----------
+    matrix : ndarray (n, n)
+        Probabilities, or log-probabilities with ``log=True``.
+    bounds : {"upper", "lower"}
+        Which side of the true value to return.
+
+    Returns
+    -------
+    ndarray (n, n)
+        ``+inf`` where some output has positive probability from ``u`` and none from ``v``.
+    """
+    if bounds not in ("upper", "lower"):
+        raise ParameterError(f"bounds must be 'upper' or 'lower', got {bounds!r}")
+    A = check_matrix(matrix, log=log)
+    R_up, R_lo = _pair_log_ratio_bounds(A, log)
+    return R_up if bounds == "upper" else R_lo
+
+
+def _levels(R: np.ndarray, D: np.ndarray, side) -> np.ndarray:
+    """Pure levels ``max(0, R) / D`` rounded to the side of ``side``; diagonal 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        E = side(np.maximum(R, 0.0) / np.where(D > 0, D, 1.0), _DIFF_REL)
+    E = np.maximum(E, 0.0)
+    np.fill_diagonal(E, 0.0)
+    return E
+
+
+def _refine_pure(A: np.ndarray, D: np.ndarray, E_up: np.ndarray, E_lo: np.ndarray,
+                 log: bool) -> float | None:
+    """Exact re-evaluation of the pairs that may hold the maximum (module docstring).
+
+    Returns a rigorous upper bound of the pure level, or ``None`` when too many triples
+    would need an exact evaluation.
+    """
+    floor = float(E_lo.max())
+    if not floor > 0:
+        return None
+    us, vs = np.nonzero(E_up >= floor)
+    if len(us) > _REFINE_TRIPLES:
+        return None
+    triples = []
+    for u, v in zip(us.tolist(), vs.tolist(), strict=True):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            # the same key the pair bound maximised: the true maximiser is within 4 u of the top
+            x = A[u] - A[v] if log else (A[u] - A[v]) / A[v]
+        x[np.isnan(x)] = -np.inf
+        top = x.max()
+        if top == math.inf:      # a zero against a positive entry, or an overflowing ratio
+            ws = np.flatnonzero(x == math.inf)
         else:
-            inf_mass = np.where((Q == 0) & (P > 0), P, 0.0).sum(axis=1)
-            ratio = np.where(Q > 0, P / np.where(Q > 0, Q, 1.0), 0.0)
-            order = np.argsort(-ratio, axis=1)
-            r = np.take_along_axis(ratio, order, axis=1)
-            cp = np.cumsum(np.take_along_axis(np.where(Q > 0, P, 0.0), order, axis=1), axis=1)
-            cq = np.cumsum(np.take_along_axis(Q, order, axis=1), axis=1)
-            budget = delta - inf_mass                   # what the finite ratios may still use
-            # f at breakpoint r_k uses the k largest ratios (indices < k): cp[k-1] - r_k cq[k-1].
-            f_at = np.concatenate([np.zeros((len(us), 1)), cp[:, :-1] - r[:, 1:] * cq[:, :-1]], axis=1)
-            exceeds = f_at > budget[:, None] * (1 + 1e-12) + 1e-300
-            k = np.where(exceeds.any(axis=1), exceeds.argmax(axis=1), n)  # first breakpoint over budget
-            km1 = np.clip(k - 1, 0, n - 1)[:, None]
-            cpk = np.take_along_axis(cp, km1, axis=1)[:, 0]
-            cqk = np.take_along_axis(cq, km1, axis=1)[:, 0]
-            # k == n: no breakpoint exceeds the budget and t* lies below the smallest ratio.
-            t = np.where(cqk > 0, (cpk - budget) / np.where(cqk > 0, cqk, 1.0), 0.0)
-            t = np.where(budget < 0, np.inf, t)
-        t = np.maximum(t, 1.0)
-        d = D[us, vs]
-        return np.where(d > 0, np.log(t) / np.where(d > 0, d, 1.0), 0.0)
+            ws = np.flatnonzero(x >= top - abs(top) * 2.0 ** -49)
+        triples.extend((u, v, w) for w in ws.tolist())
+        if len(triples) > _REFINE_TRIPLES:
+            return None
+    best = 0.0
+    for u, v, w in triples:
+        a, b, d = float(A[u, w]), float(A[v, w]), float(D[u, v])
+        if log:
+            if b == -math.inf:
+                return math.inf
+            value = float_ceil((Fraction(a) - Fraction(b)) / Fraction(d))
+        else:
+            if b == 0:
+                return math.inf
+            value = level_upper(a, b, d)
+        best = max(best, value)
+    return best
 
 
-def pairwise_eps(matrix, distances, delta: float = 0.0) -> np.ndarray:
-    r"""The smallest eps of every ordered pair: ``E[u, v]`` (``E[u, u] = 0``).
+def _pure(A: np.ndarray, D: np.ndarray, log: bool, refine: bool) -> tuple[float, np.ndarray]:
+    """(rigorous pure level, per-pair upper bounds of the levels)."""
+    R_up, R_lo = _pair_log_ratio_bounds(A, log)
+    E_up = _levels(R_up, D, _up)
+    best = float(E_up.max())
+    if refine and 0 < best < math.inf:
+        refined = _refine_pure(A, D, E_up, _levels(R_lo, D, _down), log)
+        if refined is not None:
+            best = min(best, refined)
+    return best, E_up
+
+
+def _f_upper(P: np.ndarray, Q: np.ndarray, S: np.ndarray) -> np.ndarray:
+    r"""Rigorous upper bound of :math:`\sum_w \max(0, p_w - (1 + S) q_w)` per row pair.
+
+    Each term ``g = (p - q) - S q`` is computed with three roundings, each at most ``u`` times
+    its result, so ``|g_computed - g| <= 2.5 u (|p - q| + |S q| + |g|)`` (with margin); the terms
+    are summed in some order, error ``<= (n - 1) u`` times the sum of the (non-negative) terms
+    (``n`` the number of columns given).
+    """
+    n = P.shape[1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        a = P - Q
+        b = S[:, None] * Q
+        g = a - b
+        e = 2.5 * _U * (np.abs(a) + np.abs(b) + np.abs(g)) + 4 * 2.0 ** -1074
+        t = np.maximum(g + e, 0.0)
+        return t.sum(axis=1) * (1.0 + (n + 4) * 2.0 ** -52)
+
+
+def _delta_levels(Pm: np.ndarray, D: np.ndarray, us: np.ndarray, vs: np.ndarray, delta: float,
+                  pure_up: np.ndarray, log: bool) -> np.ndarray:
+    """Upper bounds of the (eps, delta) level of pairs ``(us[i], vs[i])``.
+
+    ``Pm`` holds probabilities (``exp`` of the log matrix when ``log``). The estimate
+    ``t* - 1 = max(0, max_k (P_k - Q_k - delta) / Q_k)`` over prefixes of the outputs sorted by
+    decreasing ratio is verified with :func:`_f_upper` at a slightly larger value (up to six
+    tries); unverified pairs keep their pure level ``pure_up``.
+    """
+    P, Q = Pm[us], Pm[vs]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ratio = np.where(P > 0, P / Q, 0.0)
+        order = np.argsort(-ratio, axis=1)
+        Rs = np.take_along_axis(ratio, order, axis=1)
+        Ps = np.take_along_axis(P, order, axis=1)
+        Qs = np.take_along_axis(Q, order, axis=1)
+        cpq = np.cumsum(Ps - Qs, axis=1)
+        cq = np.cumsum(Qs, axis=1)
+        s = np.where(cq > 0, (cpq - delta) / np.where(cq > 0, cq, 1.0),
+                     np.where(cpq > delta, np.inf, -np.inf))
+    shat = np.maximum(s.max(axis=1), 0.0)
+    extra = 0.0
+    if log:   # exp(L) is within LIBM_RTOL relative (plus an underflow unit) of the true value
+        Ps = Ps * (1.0 + 2.0 ** -42) + 2.0 ** -1070
+        Qs = np.maximum(Qs * (1.0 - 2.0 ** -42) - 2.0 ** -1070, 0.0)
+        extra = P.shape[1] * 2.0 ** -1070          # outputs left out below with p underflowed
+    level = pure_up.copy()
+    todo = np.flatnonzero(np.isfinite(shat))
+    for rho in (2.0 ** -48, 2.0 ** -40, 2.0 ** -30, 2.0 ** -20, 2.0 ** -10, 1.0):
+        if len(todo) == 0:
+            break
+        S = shat[todo] * (1.0 + rho) + (0.0 if rho <= 2.0 ** -40 else rho * 2.0 ** -20)
+        # an output whose computed ratio is below (1 + S)(1 - 2^-40) has p < (1 + S) q exactly
+        # (the ratio is within 2^-42 relative of the truth): it adds nothing to f, and the
+        # outputs are sorted by that ratio, so a prefix of K columns holds every term
+        K = max(1, int((Rs[todo] >= ((1.0 + S) * (1.0 - 2.0 ** -40))[:, None]).sum(axis=1).max()))
+        ok = _f_upper(Ps[todo, :K], Qs[todo, :K], S) + extra <= delta
+        if np.any(ok):
+            idx = todo[ok]
+            with np.errstate(divide="ignore"):
+                lv = _up(_up(np.log1p(S[ok]), _LOG_REL) / D[us[idx], vs[idx]], _DIFF_REL)
+            level[idx] = np.minimum(level[idx], np.maximum(lv, 0.0))
+        todo = todo[~ok]
+    return level
+
+
+def pairwise_eps(matrix, distances, delta: float = 0.0, *, log: bool = False) -> np.ndarray:
+    r"""Upper bounds of the smallest eps of every ordered pair: ``E[u, v]`` (``E[u, u] = 0``).
 
     For rows ``p = M[u]``, ``q = M[v]`` and ``t = exp(eps D[u, v])``, the hockey-stick divergence
 
     .. math:: f(t) = \sum_w \max(0, p_w - t q_w) = \max_S \big(p(S) - t\, q(S)\big)
 
     is the largest violation of eq. 9 over output sets S. It is convex, piecewise linear and
-    non-increasing in t with breakpoints at the ratios ``p_w / q_w``; ``E[u, v] = log(t*) / D[u, v]``
-    with ``t* = min {t >= 1 : f(t) <= delta}``, found exactly by sorting the ratios:
-    on the segment where exactly the k largest ratios exceed t, ``f(t) = P_k - t Q_k`` (prefix sums),
-    so ``t* = (P_k - delta) / Q_k``. Outputs with ``q_w = 0 < p_w`` have an infinite ratio: their mass
-    must fit in delta, else ``E[u, v] = inf``. With ``delta = 0`` this is the pure mDP level
-    ``max_w log(p_w / q_w) / D[u, v]``.
-    """
-    M, D = _check_matrix(matrix, distances)
-    delta = check_probability(delta, "delta")
-    n = M.shape[0]
-    E = np.zeros((n, n))
-    if delta == 0.0:
-        # blocks of rows u against all v: ratio tensor of shape (b, n, n)
-        b = max(1, int(4e6 // (n * n)))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            for s in range(0, n, b):
-                P = M[s:s + b, None, :]
-                t = np.maximum(np.where(P > 0, P / M[None, :, :], 0.0).max(axis=2), 1.0)
-                d = D[s:s + b]
-                E[s:s + b] = np.where(d > 0, np.log(t) / np.where(d > 0, d, 1.0), 0.0)
-        np.fill_diagonal(E, 0.0)
-        return E
-    us, vs = np.nonzero(~np.eye(n, dtype=bool))
-    step = max(1, int(4e6 // n))
-    for s in range(0, len(us), step):
-        E[us[s:s + step], vs[s:s + step]] = _pairs_eps(M, D, us[s:s + step], vs[s:s + step], delta)
-    return E
+    non-increasing in t; ``E[u, v] = log(t*) / D[u, v]`` with ``t* = min {t >= 1 : f(t) <= delta}
+    = max(1, max_S (p(S) - delta) / q(S))``, the maximum being reached on a prefix of the outputs
+    sorted by decreasing ratio ``p_w / q_w``. Outputs with ``q_w = 0 < p_w`` have an infinite
+    ratio: their mass must fit in delta, else ``E[u, v] = inf``. With ``delta = 0`` this is the
+    pure level ``max_w log(p_w / q_w) / D[u, v]``.
 
-
-def eps_tight(matrix, distances, delta: float = 0.0) -> float:
-    r"""The smallest eps for which ``matrix`` is (eps, delta)-mDP (seed eq. 9-10), exactly.
-
-    .. math:: \epsilon_{tight} = \max_{u \ne v} \min\{\epsilon \ge 0 :
-              \sum_w \max(0, M_{uw} - e^{\epsilon D_{uv}} M_{vw}) \le \delta\}
-
-    With ``delta = 0`` this is the pure level
-    ``max_{u,v,w} (log M[u,w] - log M[v,w]) / D[u,v]``, where an output that one row gives
-    positive probability and the other exactly zero (at finite distance) is infinite.
-    Computed exactly for every ordered pair by sorting likelihood ratios (no sampling); see
-    :func:`pairwise_eps`.
-
-    With ``delta > 0`` pairs are visited in decreasing order of their pure level (an upper bound
-    on their delta level) and the scan stops once no remaining pair can exceed the running
-    maximum: exact, and usually a small fraction of the ``n (n - 1)`` pairs.
+    Every entry is a guaranteed upper bound of the true value (module docstring).
 
     Parameters
     ----------
     matrix : ndarray (n, n)
-        Row-stochastic transition matrix.
+        Row-stochastic matrix, or log-probabilities with ``log=True``.
     distances : ndarray (n, n)
     delta : float in [0, 1], default 0
+    log : bool, keyword-only
     """
-    M, D = _check_matrix(matrix, distances)
+    A, D = _check_pair(matrix, distances, log)
     delta = check_probability(delta, "delta")
-    pure = pairwise_eps(M, D, 0.0)
+    _, E = _pure(A, D, log, refine=False)
     if delta == 0.0:
-        return float(pure.max())
-    n = M.shape[0]
+        return E
+    n = A.shape[0]
+    with np.errstate(under="ignore"):
+        Pm = np.exp(A) if log else A
     us, vs = np.nonzero(~np.eye(n, dtype=bool))
-    bound = pure[us, vs]
+    out = np.zeros((n, n))
+    step = max(1, int(2e6 // n))
+    for s in range(0, len(us), step):
+        u, v = us[s:s + step], vs[s:s + step]
+        out[u, v] = _delta_levels(Pm, D, u, v, delta, E[u, v], log)
+    return out
+
+
+def eps_tight(matrix, distances, delta: float = 0.0, *, log: bool = False) -> float:
+    r"""A guaranteed upper bound of the smallest eps for which ``matrix`` is (eps, delta)-mDP.
+
+    .. math:: \epsilon_{tight} = \max_{u \ne v} \min\{\epsilon \ge 0 :
+              \sum_w \max(0, M_{uw} - e^{\epsilon D_{uv}} M_{vw}) \le \delta\}
+
+    (Imola et al. 2022, eq. 9-10). With ``delta = 0`` this is the pure level
+    ``max_{u,v,w} (log M[u,w] - log M[v,w]) / D[u,v]``, where an output that one row gives
+    positive probability and the other exactly zero is infinite. The matrix and distances are
+    taken as exact numbers; the value returned is never below the true level (module docstring
+    and ``docs/design/verification.md``): for ``delta = 0`` it is normally the smallest float64
+    at or above it, otherwise within about ``1e-12`` relative of it.
+
+    With ``delta > 0`` pairs are visited in decreasing order of their pure level (an upper bound
+    of their delta level) and the scan stops once no remaining pair can exceed the running
+    maximum, usually a small fraction of the ``n (n - 1)`` pairs. The divergence is evaluated on
+    probabilities; with ``log=True``, outputs whose probability underflows float64 (below
+    ~1e-308) are counted conservatively, so a pair that depends on them may keep a bound
+    between its delta level and its pure level.
+
+    Parameters
+    ----------
+    matrix : ndarray (n, n)
+        Row-stochastic transition matrix (rows summing to 1 within
+        :data:`MEASURE_ROWSUM_ATOL`), or log-probabilities with ``log=True``.
+    distances : ndarray (n, n)
+        Symmetric, zero diagonal, positive off the diagonal.
+    delta : float in [0, 1], default 0
+    log : bool, keyword-only
+
+    Raises
+    ------
+    ParameterError
+        Invalid matrix, distances or delta (the message names which and the value).
+    """
+    A, D = _check_pair(matrix, distances, log)
+    delta = check_probability(delta, "delta")
+    pure, E = _pure(A, D, log, refine=delta == 0.0)
+    if delta == 0.0:
+        return pure
+    n = A.shape[0]
+    with np.errstate(under="ignore"):
+        Pm = np.exp(A) if log else A
+    us, vs = np.nonzero(~np.eye(n, dtype=bool))
+    bound = E[us, vs]
     order = np.argsort(-bound, kind="stable")
     best = 0.0
     step = max(256, int(2e6 // n))
@@ -165,5 +558,8 @@ def eps_tight(matrix, distances, delta: float = 0.0) -> float:
         idx = order[s:s + step]
         if bound[idx[0]] <= best:
             break
-        best = max(best, float(_pairs_eps(M, D, us[idx], vs[idx], delta).max()))
+        idx = idx[bound[idx] > best]
+        lv = _delta_levels(Pm, D, us[idx], vs[idx], delta, bound[idx], log)
+        best = max(best, float(lv.max()))
     return best
+

@@ -14,7 +14,9 @@ import numpy as np
 from scipy.sparse.csgraph import shortest_path
 from scipy.spatial.distance import cdist
 
-__all__ = ["MetricSpace", "EARTH_RADIUS_KM", "haversine_km"]
+from .errors import ParameterError
+
+__all__ = ["MetricSpace", "EARTH_RADIUS_KM", "haversine_km", "normalize_latlon"]
 
 #: Mean Earth radius (IUGG), the radius used by every haversine distance in the toolkit.
 EARTH_RADIUS_KM = 6371.0088
@@ -42,6 +44,23 @@ def haversine_km(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     dlon = a[:, None, 1] - b[None, :, 1]
     h = np.sin(dlat / 2) ** 2 + np.cos(a[:, None, 0]) * np.cos(b[None, :, 0]) * np.sin(dlon / 2) ** 2
     return 2 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.clip(h, 0.0, 1.0)))
+
+
+def normalize_latlon(points: np.ndarray) -> np.ndarray:
+    """(lat, lon) in degrees with one spelling per location on the sphere.
+
+    Longitudes are mapped to ``[-180, 180)`` (so ``180`` and ``-180`` are the same point) and
+    set to 0 at the poles (``|lat| = 90``), where every longitude names the same point. Without
+    this, such duplicates get a spurious distance of about ``1e-12`` km from rounding, a
+    near-duplicate pair that no finite-precision mechanism can separate at any useful epsilon;
+    with it they are exact duplicates, which :class:`MetricSpace` refuses with a clear message.
+    """
+    P = np.array(points, dtype=float, copy=True)
+    # only the spellings that change: arithmetic on the others could move them by an ulp
+    P[:, 1] = np.where(P[:, 1] >= 180.0, np.mod(P[:, 1] + 180.0, 360.0) - 180.0, P[:, 1])
+    P[:, 1] = np.where(P[:, 1] < -180.0, np.mod(P[:, 1] + 180.0, 360.0) - 180.0, P[:, 1])
+    P[np.abs(P[:, 0]) == 90.0, 1] = 0.0
+    return P
 
 
 def _check_labels(labels, n: int) -> np.ndarray | None:
@@ -99,7 +118,9 @@ class MetricSpace:
         Parameters
         ----------
         points : array-like of shape (n, d)
-            Coordinates. For ``metric="haversine"`` columns are (lat, lon) in degrees.
+            Coordinates. For ``metric="haversine"`` columns are (lat, lon) in degrees; they are
+            stored normalised (:func:`normalize_latlon`: longitude in ``[-180, 180)``, 0 at
+            the poles).
         metric : {"euclidean", "haversine"} or callable, default "euclidean"
             Any metric name accepted by :func:`scipy.spatial.distance.cdist`, ``"haversine"``
             (great-circle km), or a callable ``f(a, b) -> float``.
@@ -121,6 +142,7 @@ class MetricSpace:
                 raise ValueError(f"haversine needs (lat, lon) columns, got {P.shape[1]} columns")
             if np.any(np.abs(P[:, 0]) > 90) or np.any(np.abs(P[:, 1]) > 180):
                 raise ValueError("haversine points must be (lat, lon) in degrees: |lat| <= 90, |lon| <= 180")
+            P = normalize_latlon(P)
             D = haversine_km(P, P)
             name = "haversine"
         elif isinstance(metric, str):
@@ -166,7 +188,9 @@ class MetricSpace:
         off = D + np.eye(n) * scale
         if np.any(off[np.triu_indices(n, 1)] == 0):
             i, j = np.argwhere(np.triu(off == 0, 1))[0]
-            raise ValueError(f"distinct points must have positive distance, got D[{i},{j}] = 0")
+            raise ParameterError(
+                f"distinct points must have positive distance, got D[{i},{j}] = 0: points {i} and "
+                f"{j} are duplicates (the same location); merge them into one point")
         if not triangle:
             return
         # Triangle inequality holds iff every shortest path (Floyd-Warshall in compiled code,

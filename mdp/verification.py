@@ -1,170 +1,465 @@
 r"""The one privacy check every mechanism's final matrix passes through.
 
-:func:`certify` takes a candidate transition matrix and the guarantee it claims (pure
-``eps``-mDP, seed imola2022 Definition 1) and either returns a matrix that provably satisfies it
-or raises :class:`PrivacyError`. It never returns a matrix it has not measured.
+:func:`certify` takes a candidate transition matrix (probabilities, or natural
+log-probabilities with ``log=True``) and the pure ``eps``-mDP guarantee it claims (Imola et al.
+2022, Definition 1) and either returns a matrix that provably satisfies it or raises
+:class:`PrivacyError`. The matrix it returns is exactly, bit for bit, the matrix it measured.
+
+Guarantee
+---------
+When :func:`certify` returns, the returned matrix ``M`` (its float64 entries, or ``exp`` of its
+float64 log-entries, taken as exact real numbers) and the float64 distances ``D`` (as exact
+reals, symmetrised to ``min(D, D.T)``) satisfy
+
+.. math:: M_{uw} \le e^{\bar\epsilon D_{uv}} M_{vw} \quad \text{for all } u, v, w,
+          \qquad \bar\epsilon = \mathrm{fl}(\epsilon (1 + 10^{-9}))
+
+in exact real arithmetic; ``report["measured_eps"]`` is a rigorous upper bound of the smallest
+such level. The proof obligations and the single assumption (numpy's ``log1p``/``log`` accurate
+to 2^-44 relative; only for probability matrices) are in ``docs/design/verification.md``.
 
 Procedure
 ---------
-1. *Stochasticity.* Entries must be finite; negatives down to ``-NEGATIVE_ATOL`` (LP feasibility
-   tolerance) are set to 0 and rows within ``ROWSUM_ATOL`` of 1 are rescaled to sum to 1.
-   Anything worse is refused.
-2. *Measure.* The exact pure level ``eps_tight(M, D, 0)`` (:func:`mdp.accounting.eps_tight`).
-   The matrix passes when ``eps_tight <= eps * (1 + PURE_EPS_RTOL)``, ``PURE_EPS_RTOL = 1e-9``.
-3. *Repair* (only when the defect is a solver-tolerance artefact). LP solvers meet each row to
-   ~1e-7 *absolute*, which for tiny probabilities is an unbounded *multiplicative* violation
-   (a 1e-15 entry beside an exact 0 is an infinite ratio). :func:`repair_to_private`
+1. *Inputs.* ``epsilon`` must be a finite number > 0 and ``distances`` a valid distance matrix
+   (:func:`mdp.accounting.check_distances`), else :class:`~mdp.errors.ParameterError`.
+2. *Stochasticity.* Probabilities must be finite; negatives down to ``-NEGATIVE_ATOL`` (LP
+   feasibility tolerance) are set to 0 (the only change ever made to a matrix that is not
+   repaired; counted in the report); then every row must sum to 1 within ``ROWSUM_ATOL``
+   (``1e-12``). Log-probabilities must be finite or ``-inf`` with ``logsumexp`` of every row
+   within ``1e-12`` of 0. Anything else is refused: builders normalise their own rows.
+3. *Measure.* Rigorous upper bounds of every pair's pure level
+   (:func:`mdp.accounting.pair_log_ratios`): float64 formulas with proved error margins. The
+   matrix passes when the largest is ``<= eps_bar``. Triples whose bounds straddle ``eps_bar``
+   are decided exactly (:func:`mdp.exact.pure_triple_holds`: rational arithmetic with a
+   rigorous enclosure of ``e^c``).
+4. *Repair* (``repair=True``, only when the defect is a solver-tolerance artefact).
+   :func:`repair_to_private`
 
-   a. raises every column to its log-Lipschitz envelope at ``eps``,
-      ``\tilde M_{vw} = \max_u M_{uw} e^{-\epsilon D_{uv}}`` (a maximum of eps-Lipschitz functions
-      of ``v`` in log space, so every column satisfies eps-mDP and ``\tilde M \ge M``), and
-      renormalises the rows, which perturbs log-ratios by the spread of the row sums;
-   b. mixes in the uniform matrix ``U`` (ratio 1, strictly inside the convex set of eps-mDP
+   a. merges near-duplicate points, ``eps * D[u, v] < MERGE_C``: their rows are made identical
+      (no finite-precision matrix can resolve a level on a distance of ``1e-16``), by taking the
+      envelope below in the quotient pseudo-metric where merged points are at distance 0;
+   b. raises every column to its log-Lipschitz envelope at ``eps``,
+      ``\tilde M_{vw} = \max_u M_{uw} e^{-\epsilon D_{uv}}`` (a maximum of eps-Lipschitz
+      functions of ``v`` in log space, so every column satisfies eps-mDP and
+      ``\tilde M \ge M``), and renormalises the rows, which perturbs log-ratios by the spread of
+      the row sums;
+   c. mixes in the uniform matrix ``U`` (ratio 1, strictly inside the convex set of eps-mDP
       matrices): ``(1-t) \tilde M + t U`` satisfies row ``(u, v, w)`` iff
       ``t >= V / (V + (e^{eps D_uv} - 1)/n)`` with ``V = \tilde M_uw - e^{eps D_uv} \tilde M_vw``;
       the smallest ``t`` over all triples is used.
 
-   The result is measured again (step 2). The repair is refused when it would move any entry by
-   more than ``REPAIR_ATOL`` (then the matrix is simply not private and no tolerance explains it).
+   The result is measured again (step 3). The repair is refused when it would move any
+   probability by more than ``REPAIR_ATOL`` (then the matrix is simply not private and no
+   tolerance explains it). Everything works in the log domain for log matrices.
 
 The outcome is returned as a dict recorded in ``Mechanism.stats["privacy"]``.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components, shortest_path
+from scipy.special import expit, logsumexp
 
-from .accounting import eps_tight
-from .errors import PrivacyError
+from .accounting import (
+    _DIFF_REL,
+    _LOG_REL,
+    _X_REL,
+    _down,
+    _levels,
+    _pair_log_ratio_bounds,
+    _refine_pure,
+    _up,
+    check_distances,
+)
+from .errors import ParameterError, PrivacyError
+from .exact import pure_triple_holds
+from .validation import check_epsilon
 
-__all__ = ["PrivacyError", "certify", "repair_to_private", "PURE_EPS_RTOL", "REPAIR_ATOL"]
+__all__ = ["PrivacyError", "Certification", "certify", "certify_matrix", "repair_to_private",
+           "PURE_EPS_RTOL", "REPAIR_ATOL", "ROWSUM_ATOL", "NEGATIVE_ATOL", "MERGE_C"]
 
-#: Relative tolerance on the measured pure eps (floating-point rounding of exp/log).
+#: Relative slack of the certified level: the guarantee is ``fl(eps * (1 + PURE_EPS_RTOL))``.
 PURE_EPS_RTOL = 1e-9
 #: Largest negative entry accepted as solver tolerance (clipped to 0).
 NEGATIVE_ATOL = 1e-7
-#: Largest deviation of a row sum from 1 accepted as solver tolerance (rows are rescaled).
-ROWSUM_ATOL = 1e-6
-#: Largest absolute change of an entry that the repair may make.
+#: Largest deviation of a row sum from 1 that a candidate may have (never rescaled here).
+ROWSUM_ATOL = 1e-12
+#: Largest absolute change of a probability that the repair may make.
 REPAIR_ATOL = 1e-6
+#: The repair gives identical rows to points with ``eps * D[u, v]`` below this.
+MERGE_C = 1e-6
+#: Most triples decided in exact arithmetic per check (beyond: refused as unproved).
+EXACT_TRIPLES = 4096
 
 
+@dataclass
+class Certification:
+    """What :func:`certify_matrix` returns.
 
-def _envelope(M: np.ndarray, D: np.ndarray, eps: float) -> np.ndarray:
-    """Column-wise log-Lipschitz envelope ``max_u M[u, w] exp(-eps D[u, v])``."""
-    n = M.shape[0]
-    K = np.exp(-eps * D)
-    out = np.empty_like(M)
+    Attributes
+    ----------
+    matrix : ndarray (n, n)
+        The certified matrix (probabilities, or log-probabilities when ``log``), exactly the
+        one measured.
+    log : bool
+        Whether ``matrix`` holds log-probabilities.
+    report : dict
+        As :func:`certify`'s report.
+    pair_log_ratios : ndarray (n, n)
+        Rigorous upper bounds of ``max_w ln(p_uw / p_vw)`` for the returned matrix (reused by
+        :class:`mdp.sampling.ExactSampler` to measure what it samples without another pass).
+    """
+
+    matrix: np.ndarray
+    log: bool
+    report: dict
+    pair_log_ratios: np.ndarray
+
+
+# -- stochasticity --------------------------------------------------------------------------------
+def _prepare(matrix, n: int, log: bool) -> tuple[np.ndarray, dict]:
+    """Validated copy of the candidate (step 2 of the module docstring)."""
+    try:
+        A = np.array(matrix, dtype=float, copy=True)
+    except (TypeError, ValueError):
+        raise ParameterError(f"matrix must be a numeric (n, n) array, got "
+                             f"{type(matrix).__name__}") from None
+    if A.shape != (n, n):
+        raise ParameterError(f"matrix must have the distances' shape ({n}, {n}), got {A.shape}")
+    info = {"clipped_negative_entries": 0}
+    if log:
+        bad = np.isnan(A) | (A == np.inf)
+        if np.any(bad):
+            i, j = np.argwhere(bad)[0]
+            raise PrivacyError(f"log-matrix entry [{i}, {j}] is {A[i, j]!r}: log-probabilities "
+                               "must be finite or -inf")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            err = np.expm1(logsumexp(A, axis=1))
+    else:
+        if not np.all(np.isfinite(A)):
+            i, j = np.argwhere(~np.isfinite(A))[0]
+            raise PrivacyError(f"matrix entry [{i}, {j}] is {A[i, j]!r}: probabilities must be finite")
+        low = float(A.min())
+        if low < -NEGATIVE_ATOL:
+            i, j = np.unravel_index(np.argmin(A), A.shape)
+            raise PrivacyError(f"matrix entry [{i}, {j}] = {low!r} is negative beyond the solver "
+                               f"tolerance {NEGATIVE_ATOL:g}")
+        neg = A < 0
+        info["clipped_negative_entries"] = int(np.count_nonzero(neg))
+        A[neg] = 0.0
+        err = A.sum(axis=1) - 1.0
+    worst = np.where(np.isnan(err), np.inf, np.abs(err))
+    info["max_rowsum_error"] = float(worst.max())
+    if worst.max() > ROWSUM_ATOL:
+        i = int(np.argmax(worst))
+        raise PrivacyError(
+            f"matrix is not row-stochastic: row {i} sums to 1 + {err[i]:.6e} (tolerance "
+            f"{ROWSUM_ATOL:g}); a builder must normalise its rows before certification")
+    return A, info
+
+
+# -- measurement ----------------------------------------------------------------------------------
+def _triple_upper(A: np.ndarray, u: int, v: int, log: bool) -> np.ndarray:
+    """Upper bounds of ``ln(A[u, w] / A[v, w])`` for every ``w`` (``-inf`` where ``A[u, w] = 0``)."""
+    if log:
+        with np.errstate(invalid="ignore"):
+            r = _up(A[u] - A[v], _DIFF_REL)
+        r[np.isnan(r)] = -np.inf
+        return r
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        x = (A[u] - A[v]) / A[v]
+        r = _up(np.log1p(_up(x, _X_REL)), _LOG_REL)
+        big = np.isinf(x) & (A[v] > 0)             # overflow: a subnormal denominator
+        r[big] = _up(np.log(A[u, big]) - np.log(A[v, big]), _LOG_REL)
+    r[A[u] == 0] = -np.inf
+    r[np.isnan(r)] = -np.inf
+    return r
+
+
+def _exact_holds(A: np.ndarray, D: np.ndarray, u: int, v: int, w: int, limit: float,
+                 log: bool) -> bool:
+    c = Fraction(limit) * Fraction(float(D[u, v]))
+    a, b = float(A[u, w]), float(A[v, w])
+    if log:
+        if a == -math.inf:
+            return True
+        return b != -math.inf and Fraction(a) - Fraction(b) <= c
+    return pure_triple_holds(a, b, c)
+
+
+def _measure(A: np.ndarray, D: np.ndarray, limit: float, log: bool):
+    """(passes, measured upper bound, pair log-ratio upper bounds, exactly decided triples)."""
+    R_up, R_lo = _pair_log_ratio_bounds(A, log)
+    E_up = _levels(R_up, D, _up)
+    measured = float(E_up.max())
+    if measured <= limit:
+        if measured > 0 and math.isfinite(measured):
+            refined = _refine_pure(A, D, E_up, _levels(R_lo, D, _down), log)
+            if refined is not None:
+                measured = min(measured, refined)
+        return True, measured, R_up, 0
+    E_lo = _levels(R_lo, D, _down)
+    if float(E_lo.max()) > limit:
+        return False, measured, R_up, 0
+    # every pair over the limit is within rounding of it: decide its triples exactly
+    us, vs = np.nonzero(E_up > limit)
+    decided = 0
+    for u, v in zip(us.tolist(), vs.tolist(), strict=True):
+        d = float(D[u, v])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lv = _up(_triple_upper(A, u, v, log) / d, _DIFF_REL)
+        for w in np.flatnonzero(lv > limit).tolist():
+            decided += 1
+            if decided > EXACT_TRIPLES or not _exact_holds(A, D, u, v, w, limit, log):
+                return False, measured, R_up, decided
+    return True, limit, R_up, decided
+
+
+# -- repair ---------------------------------------------------------------------------------------
+def _clusters(D: np.ndarray, epsilon: float) -> np.ndarray:
+    """Labels of the near-duplicate clusters (``eps * D < MERGE_C``, single linkage)."""
+    close = (epsilon * D < MERGE_C) & ~np.eye(len(D), dtype=bool)
+    if not close.any():
+        return np.arange(len(D))
+    _, labels = connected_components(csr_matrix(close), directed=False)
+    return labels
+
+
+def _quotient_distances(D: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Shortest-path pseudo-metric in which points of one cluster are at distance 0."""
+    order = np.argsort(labels, kind="stable")
+    sl = labels[order]
+    starts = np.flatnonzero(np.r_[True, sl[1:] != sl[:-1]])
+    Ds = D[np.ix_(order, order)]
+    Dc = np.minimum.reduceat(np.minimum.reduceat(Ds, starts, axis=0), starts, axis=1)
+    np.fill_diagonal(Dc, 0.0)
+    Dq = shortest_path(Dc, method="D", directed=False)
+    return Dq[np.ix_(labels, labels)]
+
+
+def _copy_representatives(E: np.ndarray, labels: np.ndarray) -> None:
+    """Give every member of a cluster the exact row of its first member (in place)."""
+    _, first = np.unique(labels, return_index=True)
+    rep = first[labels]
+    moved = rep != np.arange(len(labels))
+    if np.any(moved):
+        E[moved] = E[rep[moved]]
+
+
+def _envelope(A: np.ndarray, Dq: np.ndarray, eps: float, log: bool) -> np.ndarray:
+    """Column-wise envelope ``max_u M[u, w] exp(-eps Dq[u, v])`` (``max_u L[u, w] - eps Dq``)."""
+    n = A.shape[0]
+    out = np.empty_like(A)
     block = max(1, int(8e6 // (n * n)))
+    if log:
+        C = eps * Dq
+        for s in range(0, n, block):
+            out[s:s + block] = np.max(A[:, None, :] - C[:, s:s + block, None], axis=0)
+        return out
+    with np.errstate(under="ignore"):
+        K = np.exp(-eps * Dq)
     for s in range(0, n, block):
-        out[s:s + block] = np.max(K[:, s:s + block, None] * M[:, None, :], axis=0)
+        out[s:s + block] = np.max(K[:, s:s + block, None] * A[:, None, :], axis=0)
     return out
 
 
-def repair_to_private(M: np.ndarray, distances: np.ndarray, epsilon: float) -> tuple[np.ndarray, float]:
-    """Envelope at ``epsilon``, renormalise, then the smallest uniform mix (module docstring, 3).
+def _uniform_weight(E: np.ndarray, D: np.ndarray, eps: float, log: bool) -> float:
+    """Smallest ``t`` making ``(1 - t) E + t U`` eps-mDP (module docstring, 4c)."""
+    n = E.shape[0]
+    t = 0.0
+    block = max(1, int(4e6 // (n * n)))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        if log:
+            C = eps * D
+            # log((e^c - 1) / n) = c + log(1 - e^-c) - log n
+            logden = C + np.log(-np.expm1(-C)) - math.log(n)
+            np.fill_diagonal(logden, np.inf)
+            for s in range(0, n, block):
+                X = E[:, s:s + block]
+                gap = X[None, :, :] + C[:, :, None] - X[:, None, :]      # [u, v, w]: <0 violates
+                viol = (gap < 0) & np.isfinite(X[:, None, :])
+                if np.any(viol & ~np.isfinite(gap)):
+                    return 1.0
+                if viol.any():
+                    logv = X[:, None, :] + np.log(-np.expm1(gap))          # log V
+                    z = np.broadcast_to(logden[:, :, None], gap.shape)[viol] - logv[viol]
+                    t = max(t, float(np.max(expit(-z))))
+            return t
+        Ku = np.exp(eps * D)
+        den = (Ku - 1.0) / n
+        np.fill_diagonal(den, np.inf)
+        for s in range(0, n, block):
+            X = E[:, s:s + block]
+            V = X[:, None, :] - Ku[:, :, None] * X[None, :, :]          # V[u, v, w]
+            if np.isnan(V).any():        # 0 against a positive entry at an overflowing ratio
+                return 1.0
+            pos = V > 0
+            if pos.any():
+                dv = np.broadcast_to(den[:, :, None], V.shape)[pos]
+                t = max(t, float(np.max(V[pos] / (V[pos] + dv))))
+    return t
+
+
+def _repair(A: np.ndarray, D: np.ndarray, epsilon: float, log: bool) -> tuple[np.ndarray, dict]:
+    labels = _clusters(D, epsilon)
+    merged = len(np.unique(labels)) < len(labels)
+    Dq = _quotient_distances(D, labels) if merged else D
+    E = _envelope(A, Dq, epsilon, log)
+    if merged:
+        _copy_representatives(E, labels)
+    if log:
+        E -= logsumexp(E, axis=1, keepdims=True)
+    else:
+        E /= E.sum(axis=1, keepdims=True)
+    if merged:
+        _copy_representatives(E, labels)
+    t = _uniform_weight(E, D, epsilon, log)
+    if t > 0:
+        t = min(1.0, t * (1 + 1e-6) + 1e-15)
+        n = E.shape[0]
+        if log:
+            with np.errstate(divide="ignore"):
+                E = np.logaddexp(math.log1p(-t) + E if t < 1 else np.full_like(E, -np.inf),
+                                 math.log(t / n))
+        else:
+            E = (1.0 - t) * E + t / n
+        if merged:
+            _copy_representatives(E, labels)
+    counts = np.bincount(labels)
+    return E, {"uniform_mix": t, "merged_points": int(counts[counts > 1].sum())}
+
+
+def repair_to_private(matrix, distances, epsilon: float, *, log: bool = False
+                      ) -> tuple[np.ndarray, float]:
+    """Merge near-duplicates, envelope at ``epsilon``, renormalise, smallest uniform mix.
+
+    See the module docstring, step 4. The result is *not* certified here; pass it to
+    :func:`certify`.
+
+    Parameters
+    ----------
+    matrix : ndarray (n, n)
+        Probabilities, or log-probabilities with ``log=True`` (the result has the same form).
+    distances : ndarray (n, n)
+    epsilon : float
+    log : bool, keyword-only
 
     Returns
     -------
     (matrix, t) : the repaired row-stochastic matrix and the uniform weight ``t`` used.
     """
-    D = np.asarray(distances, dtype=float)
-    n = D.shape[0]
-    E = _envelope(np.asarray(M, dtype=float), D, epsilon)
-    E /= E.sum(axis=1, keepdims=True)
-    with np.errstate(over="ignore", invalid="ignore"):
-        Ku = np.exp(epsilon * D)
-        den = (Ku - 1.0) / n
-        np.fill_diagonal(den, np.inf)
-        t = 0.0
-        block = max(1, int(4e6 // (n * n)))
-        for s in range(0, n, block):
-            X = E[:, s:s + block]
-            V = X[:, None, :] - Ku[:, :, None] * X[None, :, :]          # V[u, v, w]
-            if np.isnan(V).any():        # 0 against a positive entry at an overflowing ratio
-                t = 1.0
-                break
-            pos = V > 0
-            if pos.any():
-                t = max(t, float(np.max(V[pos] / (V[pos] + np.broadcast_to(den[:, :, None], V.shape)[pos]))))
-    if t > 0:
-        t = min(1.0, t * (1 + 1e-6) + 1e-15)
-        E = (1.0 - t) * E + t / n
-    return E, t
+    epsilon = check_epsilon(epsilon)
+    D = check_distances(distances)
+    A = np.array(matrix, dtype=float, copy=True)
+    if A.shape != D.shape:
+        raise ParameterError(f"matrix must have the distances' shape {D.shape}, got {A.shape}")
+    H, info = _repair(A, D, epsilon, log)
+    return H, info["uniform_mix"]
 
 
-def _underflow_hint(M: np.ndarray, D: np.ndarray, epsilon: float) -> str:
-    pos = M > 0
+# -- certification --------------------------------------------------------------------------------
+def _underflow_hint(A: np.ndarray, D: np.ndarray, epsilon: float, log: bool) -> str:
+    if log:
+        return ""
+    pos = A > 0
     mixed = np.any(pos, axis=0) & ~np.all(pos, axis=0)
     if np.any(mixed) and epsilon * D.max() > 700:
         return (f" The matrix has exact zeros beside positive entries in {int(mixed.sum())} columns:"
-                f" epsilon * diameter = {epsilon * D.max():.4g} makes probabilities underflow double"
-                " precision (below ~1e-308); use a smaller epsilon for this space.")
+                f" epsilon * diameter = {epsilon * D.max():.6g} makes probabilities underflow double"
+                " precision (below ~1e-308); give the matrix as log-probabilities (log=True).")
     return ""
 
 
-def certify(matrix, distances, epsilon: float, *, repair: bool = True) -> tuple[np.ndarray, dict]:
+def _max_change(A: np.ndarray, H: np.ndarray, log: bool) -> float:
+    if log:
+        with np.errstate(under="ignore", invalid="ignore"):
+            diff = np.abs(np.exp(H) - np.exp(A))
+        return float(np.nanmax(diff))
+    return float(np.abs(H - A).max())
+
+
+def certify_matrix(matrix, distances, epsilon: float, *, repair: bool = True,
+                   log: bool = False) -> Certification:
+    """:func:`certify`, returning a :class:`Certification` (with the pair bounds).
+
+    Parameters and errors as :func:`certify`.
+    """
+    epsilon = check_epsilon(epsilon)
+    D = check_distances(distances)
+    A, info = _prepare(matrix, D.shape[0], log)
+    limit = epsilon * (1.0 + PURE_EPS_RTOL)
+    report = {"guarantee": "matrix", "verified": True, "claimed_eps": epsilon,
+              "certified_eps": limit, "rtol": PURE_EPS_RTOL,
+              "representation": "log" if log else "probability", **info, "repaired": False}
+    ok, measured, R, decided = _measure(A, D, limit, log)
+    report["measured_eps"] = measured
+    report["exactly_decided_triples"] = decided
+    if ok:
+        return Certification(A, log, report, R)
+    head = (f"matrix is {measured:.17g}-mDP (rigorous upper bound) but claims {epsilon!r}-mDP "
+            f"(certified limit {limit!r}, relative tolerance {PURE_EPS_RTOL:g}; "
+            f"ratio {measured / epsilon:.12g})")
+    if not repair:
+        raise PrivacyError(head + "." + _underflow_hint(A, D, epsilon, log))
+    H, rinfo = _repair(A, D, epsilon, log)
+    change = _max_change(A, H, log)
+    if change > REPAIR_ATOL or not np.all(np.isfinite(H) | (log & (H == -np.inf))):
+        raise PrivacyError(head + f"; the tolerance repair would change probabilities by up to "
+                           f"{change:.3g} (limit {REPAIR_ATOL:g}), so the mechanism is refused."
+                           + _underflow_hint(A, D, epsilon, log))
+    ok2, after, R2, decided2 = _measure(H, D, limit, log)
+    if not ok2:
+        raise PrivacyError(head + f"; after the tolerance repair it is still {after:.17g}-mDP, so "
+                           "the mechanism is refused." + _underflow_hint(A, D, epsilon, log))
+    report.update(repaired=True, measured_eps_before=measured, measured_eps=after,
+                  exactly_decided_triples=decided + decided2, max_entry_change=change, **rinfo)
+    return Certification(H, log, report, R2)
+
+
+def certify(matrix, distances, epsilon: float, *, repair: bool = True,
+            log: bool = False) -> tuple[np.ndarray, dict]:
     """Check (and if needed repair) that ``matrix`` is ``epsilon``-mDP on ``distances``.
 
     Parameters
     ----------
     matrix : ndarray (n, n)
-        Candidate transition matrix (rows ~ probability vectors).
+        Candidate transition matrix (rows probability vectors), or natural log-probabilities
+        with ``log=True`` (``-inf`` for zeros).
     distances : ndarray (n, n)
-        The space's distances.
+        The space's distances (symmetric, zero diagonal, positive off the diagonal).
     epsilon : float
-        The claimed pure mDP level.
+        The claimed pure mDP level, > 0.
     repair : bool, default True
         Allow the tolerance repair described in the module docstring.
+    log : bool, default False, keyword-only
+        ``matrix`` holds log-probabilities; the returned matrix then does too.
 
     Returns
     -------
     matrix : ndarray (n, n)
-        A row-stochastic matrix whose measured pure eps is ``<= epsilon * (1 + PURE_EPS_RTOL)``.
+        Exactly the matrix that was measured: the candidate itself (as float64, with negatives
+        above ``-NEGATIVE_ATOL`` set to 0) or its repair. Its pure level is at most
+        ``certified_eps = fl(epsilon * (1 + PURE_EPS_RTOL))`` in exact arithmetic.
     report : dict
-        ``verified`` (True), ``claimed_eps``, ``measured_eps``, ``repaired`` and, when repaired,
-        ``measured_eps_before``, ``uniform_mix`` and ``max_entry_change``.
+        ``guarantee`` ("matrix"), ``verified`` (True), ``claimed_eps``, ``certified_eps``,
+        ``measured_eps`` (a rigorous upper bound of the true pure level),
+        ``representation`` ("probability" or "log"), ``clipped_negative_entries``,
+        ``max_rowsum_error``, ``exactly_decided_triples``, ``repaired`` and, when repaired,
+        ``measured_eps_before``, ``uniform_mix``, ``merged_points`` and ``max_entry_change``.
 
     Raises
     ------
+    ParameterError
+        Invalid ``epsilon`` or ``distances`` (or a matrix of the wrong shape).
     PrivacyError
-        When the matrix is not (nearly) stochastic or violates the guarantee beyond repair.
+        The matrix is not stochastic (within ``ROWSUM_ATOL``) or violates the guarantee beyond
+        the repair.
     """
-    M = np.array(matrix, dtype=float, copy=True)
-    D = np.asarray(distances, dtype=float)
-    if M.shape != D.shape or M.ndim != 2:
-        raise PrivacyError(f"matrix shape {M.shape} does not match distances {D.shape}")
-    if not np.all(np.isfinite(M)):
-        raise PrivacyError("matrix has NaN or inf entries")
-    if M.min() < -NEGATIVE_ATOL:
-        raise PrivacyError(f"matrix has a negative entry {M.min():.3g} (beyond solver tolerance {NEGATIVE_ATOL})")
-    clipped = int(np.count_nonzero(M < 0))
-    np.maximum(M, 0.0, out=M)
-    sums = M.sum(axis=1)
-    worst = float(np.max(np.abs(sums - 1.0)))
-    if worst > ROWSUM_ATOL:
-        raise PrivacyError(f"matrix is not row-stochastic: a row sums to {sums[np.argmax(np.abs(sums - 1))]:.9g}")
-    if worst > 1e-12:  # keep a stochastic-to-rounding matrix bit for bit (load round trip)
-        M /= sums[:, None]
-    report = {"guarantee": "matrix", "verified": True, "claimed_eps": float(epsilon), "rtol": PURE_EPS_RTOL,
-              "clipped_negative_entries": clipped, "max_rowsum_error": worst, "repaired": False}
-    limit = epsilon * (1.0 + PURE_EPS_RTOL)
-    measured = eps_tight(M, D, 0.0)
-    report["measured_eps"] = measured
-    if measured <= limit:
-        return M, report
-    if not repair:
-        raise PrivacyError(
-            f"matrix is {measured:.6g}-mDP but claims {epsilon:.6g}-mDP (ratio {measured / epsilon:.4g})."
-            + _underflow_hint(M, D, epsilon))
-    H, mix = repair_to_private(M, D, epsilon)
-    after = eps_tight(H, D, 0.0)
-    change = float(np.abs(H - M).max())
-    if change > REPAIR_ATOL or not after <= limit:
-        raise PrivacyError(
-            f"matrix is {measured:.6g}-mDP but claims {epsilon:.6g}-mDP (ratio {measured / epsilon:.4g});"
-            f" the tolerance repair would change entries by up to {change:.3g} (limit {REPAIR_ATOL})"
-            f" and reaches {after:.6g}, so the mechanism is refused." + _underflow_hint(M, D, epsilon))
-    report.update(repaired=True, measured_eps_before=measured, measured_eps=after,
-                  uniform_mix=mix, max_entry_change=change)
-    return H, report
+    cert = certify_matrix(matrix, distances, epsilon, repair=repair, log=log)
+    return cert.matrix, cert.report

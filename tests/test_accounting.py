@@ -1,4 +1,6 @@
 import itertools
+from decimal import Decimal, localcontext
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -102,3 +104,99 @@ def test_eps_tight_speed_n200():
     t = time.perf_counter()
     e = m.eps_tight(1e-3)
     assert time.perf_counter() - t < 20 and 0 < e < 3.0
+
+
+# -- guaranteed upper bounds (issue 15) and log-probabilities (issue 14) --------------------------
+
+
+def exact_delta_level(M, D, delta, prec=50):
+    """max over pairs of ln(t*)/d, t* = max(1, max_S (p(S) - delta) / q(S)), in exact rationals."""
+    n = len(M)
+    F = [[Fraction(float(x)) for x in row] for row in M]
+    dl = Fraction(float(delta))
+    best = Decimal(0)
+    subsets = [S for k in range(1, n + 1) for S in itertools.combinations(range(n), k)]
+    with localcontext() as ctx:
+        ctx.prec = prec
+        for u in range(n):
+            for v in range(n):
+                if u == v:
+                    continue
+                t = Fraction(1)
+                for S in subsets:
+                    p = sum(F[u][w] for w in S)
+                    q = sum(F[v][w] for w in S)
+                    if q == 0:
+                        if p > dl:
+                            return Decimal("Infinity")
+                        continue
+                    t = max(t, (p - dl) / q)
+                best = max(best, (Decimal(t.numerator) / Decimal(t.denominator)).ln()
+                           / Decimal(float(D[u, v])))
+    return best
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("delta", [0.0, 1e-3, 0.05])
+def test_eps_tight_is_a_tight_upper_bound(seed, delta):
+    rng = np.random.default_rng(seed)
+    pts = rng.uniform(size=(5, 1))
+    pts[4] = pts[0] + 1e-12 * (seed + 1)                 # a near-duplicate pair
+    D = MetricSpace.from_points(pts).distances
+    M = rng.dirichlet(np.ones(5), size=5)
+    M[4] = M[0] * (1 + 1e-13 * rng.uniform(-1, 1, 5))
+    M[4] /= M[4].sum()
+    truth = exact_delta_level(M, D, delta)
+    got = eps_tight(M, D, delta)
+    assert Decimal(got) >= truth
+    assert Decimal(got) <= truth * (1 + Decimal("1e-9")) + Decimal("1e-300")
+
+
+def test_log_probabilities_measured_exactly():
+    rng = np.random.default_rng(5)
+    s = random_space(6, 5)
+    L = np.log(rng.dirichlet(np.ones(6), size=6))
+    L -= np.log(np.exp(L).sum(axis=1, keepdims=True))
+    D = s.distances
+    exact = max((Fraction(float(L[u, w])) - Fraction(float(L[v, w]))) / Fraction(float(D[u, v]))
+                for u in range(6) for v in range(6) if u != v for w in range(6))
+    got = eps_tight(L, D, log=True)
+    assert Fraction(got) >= exact and Fraction(np.nextafter(got, 0)) < exact   # smallest float above
+    M = np.exp(L)
+    assert eps_tight(L, D, 1e-2, log=True) == pytest.approx(eps_tight(M, D, 1e-2), rel=1e-9)
+    assert loss(L, D, log=True) == pytest.approx(loss(M, D), rel=1e-14)
+    assert loss(L, D, 0.5, log=True) == pytest.approx(loss(M, D, 0.5), rel=1e-14)
+
+
+def test_eps_tight_log_domain_far_below_float_range():
+    D = np.array([[0.0, 1.0], [1.0, 0.0]]) * 4000
+    L = np.array([[0.0, -4000.0], [-4000.0, 0.0]])       # e^-4000 underflows float64
+    L -= np.logaddexp(0.0, -4000.0)
+    assert eps_tight(L, D, log=True) == pytest.approx(1.0, rel=1e-15)
+    assert eps_tight(L, D, log=True) >= 1.0
+    # with delta the true level is (4000 + log(1 - delta)) / 4000; underflowing outputs are
+    # counted conservatively, so the bound lies between it and the pure level
+    truth = (4000 + np.log1p(-1e-3)) / 4000
+    assert truth <= eps_tight(L, D, 1e-3, log=True) <= 1.0 * (1 + 1e-15)
+
+
+def test_libm_accuracy_assumption():
+    """The one assumption of the sound check: numpy's log1p, log and exp are accurate to
+    LIBM_RTOL relative (docs/design/verification.md). Checked against Decimal at 60 digits."""
+    from mdp.accounting import LIBM_RTOL
+
+    rng = np.random.default_rng(0)
+    xs = np.concatenate([10.0 ** rng.uniform(-300, 0, 300), rng.uniform(0, 5, 300),
+                         -rng.uniform(0, 1, 300)])
+    xl = np.concatenate([10.0 ** rng.uniform(-320, 0, 300), 1 + rng.uniform(-1e-3, 1e-3, 300)])
+    xe = np.concatenate([rng.uniform(-700, 0, 300), rng.uniform(-0.4, 0.4, 300)])
+    worst = 0.0
+    with localcontext() as ctx:
+        ctx.prec = 700                          # exact for 1 + x with |x| >= 1e-320
+        for f, ref, values in [(np.log1p, lambda d: (d + 1).ln(), xs), (np.log, lambda d: d.ln(), xl),
+                               (np.exp, lambda d: d.exp(), xe)]:
+            for x, y in zip(values, f(values), strict=True):
+                t = ref(Decimal(float(x)))
+                if t != 0:
+                    worst = max(worst, float(abs((Decimal(float(y)) - t) / t)))
+    assert worst <= LIBM_RTOL / 64                  # observed ~1 unit in the last place

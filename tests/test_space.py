@@ -76,3 +76,19 @@ def test_unknown_label_and_index():
     t = MetricSpace.from_distances(np.array([[0, 1.0], [1.0, 0]]))
     with pytest.raises(KeyError, match="out of range"):
         t.index_of(5)
+
+
+def test_haversine_longitude_and_pole_spellings_are_one_point():
+    from mdp.errors import ParameterError
+
+    # lon 180 and -180 (and any longitude at a pole) name one location: an exact duplicate,
+    # refused with a clear message instead of two points ~1e-12 km apart
+    for pts in ([[10.0, 180.0], [10.0, -180.0], [20.0, 30.0]], [[90.0, 10.0], [90.0, -50.0], [0.0, 0.0]]):
+        with pytest.raises(ParameterError, match="duplicates"):
+            MetricSpace.from_points(pts, metric="haversine")
+    s = MetricSpace.from_points([[10.0, 179.9], [10.0, 180.0], [10.0, -179.9]], metric="haversine")
+    assert s.points[1, 1] == -180.0 and s.points[0, 1] == 179.9          # others untouched
+    assert s.distances[0, 2] == pytest.approx(haversine_km(np.array([[10.0, 0.0]]),
+                                                           np.array([[10.0, 0.2]]))[0, 0], rel=1e-9)
+    assert s.distances[0, 1] == pytest.approx(haversine_km(np.array([[10.0, 0.0]]),
+                                                           np.array([[10.0, 0.1]]))[0, 0], rel=1e-9)

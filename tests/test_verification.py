@@ -1,8 +1,13 @@
+import re
+from decimal import Decimal, localcontext
+
 import numpy as np
 import pytest
 
-from mdp import MetricSpace, PrivacyError, build, certify, eps_tight
-from mdp.families.exponential import exponential_matrix
+from mdp import MetricSpace, ParameterError, PrivacyError, build, certify, eps_tight
+from mdp.exact import check_pure_exact
+from mdp.families.exponential import exponential_log_matrix, exponential_matrix
+from mdp.verification import certify_matrix
 
 
 def space(n=8, seed=0):
@@ -64,3 +69,172 @@ def test_underflow_refused_with_hint():
     s = MetricSpace.from_distances(np.array([[0, 1, 2], [1, 0, 1], [2, 1, 0]], dtype=float) * 1000)
     with pytest.raises(PrivacyError, match="underflow"):
         build("exponential", s, 2.0)
+
+
+# -- soundness (issue 15, finding 3) and log domain (issue 14) ------------------------------------
+
+NEAR_DUP = [[0.17], [0.18], [0.466], [0.17000000000000015]]
+
+
+def true_level(M, D, log=False, prec=60):
+    """max (ln M[u,w] - ln M[v,w]) / D[u,v] at 60 digits (M, D taken as exact numbers)."""
+    best = Decimal(0)
+    with localcontext() as ctx:
+        ctx.prec = prec
+        n = len(M)
+        for u in range(n):
+            for v in range(n):
+                if u == v:
+                    continue
+                for w in range(n):
+                    if log:
+                        r = Decimal(M[u, w]) - Decimal(M[v, w])
+                    else:
+                        r = (Decimal(M[u, w]) / Decimal(M[v, w])).ln()
+                    best = max(best, r / Decimal(D[u, v]))
+    return best
+
+
+def test_near_duplicates_measured_soundly_and_repaired():
+    s = MetricSpace.from_points(NEAR_DUP)
+    D = s.distances
+    M = exponential_matrix(D, 0.468)
+    truth = true_level(M, D)
+    assert truth > Decimal("1.685")                       # the float64 matrix is NOT 0.468-mDP
+    et = eps_tight(M, D)
+    assert Decimal(et) >= truth and (Decimal(et) - truth) / truth < Decimal("1e-15")
+    with pytest.raises(PrivacyError, match="claims 0.468-mDP"):
+        certify(M, D, 0.468, repair=False)
+    out, rep = certify(M, D, 0.468)
+    assert rep["repaired"] and rep["merged_points"] == 2 and rep["max_entry_change"] < 1e-12
+    assert np.array_equal(out[0], out[3])                 # merged near-duplicates: identical rows
+    assert check_pure_exact(out, D, rep["certified_eps"])[0]
+    assert Decimal(rep["measured_eps"]) >= true_level(out, D)
+    m = build("exponential", s, 0.468)
+    assert check_pure_exact(m.matrix, D, m.stats["privacy"]["certified_eps"])[0]
+
+
+def test_near_duplicate_optimal_is_exactly_private():
+    s = MetricSpace.from_points([[0.029], [0.601], [0.029000009934]])
+    m = build("optimal", s, 0.033)
+    rep = m.stats["privacy"]
+    assert check_pure_exact(m.matrix, s.distances, rep["certified_eps"])[0]
+    assert Decimal(rep["measured_eps"]) >= true_level(m.matrix, s.distances)
+
+
+def test_refuses_non_stochastic_and_returns_exactly_what_it_measured():
+    s = space(6, 2)
+    M = exponential_matrix(s.distances, 1.0)
+    out, rep = certify(M, s.distances, 1.0)
+    assert out.tobytes() == M.tobytes() and not rep["repaired"]   # bit for bit
+    bad = M.copy()
+    bad[0] *= 1 + 5e-7
+    with pytest.raises(PrivacyError, match=r"row 0 sums to 1 \+ 5\.0000"):
+        certify(bad, s.distances, 1.0)
+    bad[0] = M[0] * (1 + 1e-11)
+    with pytest.raises(PrivacyError, match="row-stochastic"):
+        certify(bad, s.distances, 1.0)
+    neg = M.copy()
+    neg[:, 5] = 0.0                                       # output 5 is never released
+    neg /= neg.sum(axis=1, keepdims=True)
+    neg[0, 5], neg[0, 0] = -1e-13, neg[0, 0] + 1e-13      # an LP artefact, clipped to 0
+    out, rep = certify(neg, s.distances, 10.0)
+    w = 5
+    assert rep["clipped_negative_entries"] == 1 and out[0, w] == 0.0 and not rep["repaired"]
+    changed = out != neg
+    assert changed.sum() == 1 and changed[0, w]           # only the documented clipping
+    L = np.log(M)
+    out, rep = certify(L, s.distances, 1.0, log=True)
+    assert out.tobytes() == L.tobytes() and rep["representation"] == "log"
+
+
+@pytest.mark.parametrize("eps, match", [(float("nan"), "epsilon must be a number"),
+                                        (-1.0, "epsilon must be > 0"), (0.0, "epsilon must be > 0"),
+                                        (float("inf"), "epsilon must be finite"),
+                                        ("1", "epsilon must be a real number")])
+def test_invalid_epsilon_named(eps, match):
+    s = space(4)
+    with pytest.raises(ParameterError, match=match):
+        certify(exponential_matrix(s.distances, 1.0), s.distances, eps)
+
+
+def test_invalid_distances_and_matrices_named():
+    s = space(4)
+    M = exponential_matrix(s.distances, 1.0)
+    D = s.distances.copy()
+    cases = []
+    Z = D.copy(); Z[0, 1] = Z[1, 0] = 0.0; cases.append((Z, "duplicate points"))          # noqa: E702
+    N = D.copy(); N[0, 1] = N[1, 0] = -0.5; cases.append((N, "must be positive"))        # noqa: E702
+    Q = D.copy(); Q[2, 3] = Q[3, 2] = np.nan; cases.append((Q, "finite"))               # noqa: E702
+    A = D.copy(); A[0, 2] *= 1.5; cases.append((A, "symmetric"))                         # noqa: E702
+    G = D.copy(); G[1, 1] = 0.1; cases.append((G, "zero diagonal"))                      # noqa: E702
+    cases.append((D[:3, :3], "shape"))
+    for bad, match in cases:
+        with pytest.raises(ParameterError, match=match):
+            certify(M, bad, 1.0)
+        with pytest.raises(ParameterError, match=match):
+            eps_tight(M, bad)
+    with pytest.raises(ParameterError, match="row-stochastic"):
+        eps_tight(np.full((4, 4), 0.5), D)
+    with pytest.raises(ParameterError, match="row-stochastic"):
+        eps_tight(np.zeros((4, 4)), D)
+    with pytest.raises(ParameterError, match="non-negative"):
+        eps_tight(np.array([[1.5, -0.5], [0.5, 0.5]]), D[:2, :2])
+
+
+def test_messages_show_the_difference():
+    s = space(10, 4)
+    M = exponential_matrix(s.distances, 2.0)
+    level = eps_tight(M, s.distances)
+    claim = level * (1 - 3e-9)
+    with pytest.raises(PrivacyError) as info:
+        certify(M, s.distances, claim, repair=False)
+    got = re.search(r"matrix is (\S+)-mDP .* claims (\S+)-mDP", str(info.value))
+    assert got and got.group(1) != got.group(2)
+    assert float(got.group(1)) >= level and float(got.group(2)) == claim
+
+
+def closed_form_log(D, eps, prec=50):
+    with localcontext() as ctx:
+        ctx.prec = prec
+        out = []
+        for row in D:
+            logits = [Decimal(-0.5) * Decimal(eps) * Decimal(d) for d in row]
+            top = max(logits)
+            lse = top + sum((x - top).exp() for x in logits).ln()
+            out.append([float(x - lse) for x in logits])
+    return np.array(out)
+
+
+def test_exponential_log_domain_at_eps_times_diameter_1e4():
+    pts = np.random.default_rng(3).uniform(size=(14, 2))
+    pts[:7] *= 0.01                                         # two distance scales
+    s = MetricSpace.from_points(pts)
+    D = s.distances
+    eps = 1e4 / D.max()
+    L = exponential_log_matrix(D, eps)
+    assert L.min() < -4900                                  # e^-4900: far below float64's range
+    ref = closed_form_log(D, eps)
+    np.testing.assert_allclose(L, ref, rtol=1e-12, atol=0)
+    cert = certify_matrix(L, D, eps, log=True)
+    assert cert.report["verified"] and not cert.report["repaired"]
+    assert cert.matrix.tobytes() == L.tobytes()
+    assert 0 < cert.report["measured_eps"] <= eps
+    assert Decimal(cert.report["measured_eps"]) >= true_level(L, D, log=True)
+    assert check_pure_exact(L, D, cert.report["certified_eps"], log=True)[0]
+    # the same mechanism as probabilities underflows and is refused
+    with pytest.raises(PrivacyError, match="underflow"):
+        certify(np.exp(L), D, eps)
+
+
+def test_log_domain_repair_matches_probability_repair():
+    s = space(10, 4)
+    M = exponential_matrix(s.distances, 2.0)
+    level = eps_tight(M, s.distances)
+    out_p, rep_p = certify(M, s.distances, level * (1 - 1e-8))
+    out_l, rep_l = certify(np.log(M), s.distances, level * (1 - 1e-8), log=True)
+    assert rep_p["repaired"] and rep_l["repaired"]
+    np.testing.assert_allclose(np.exp(out_l), out_p, rtol=1e-9)
+    assert rep_l["uniform_mix"] == pytest.approx(rep_p["uniform_mix"], rel=1e-3)
+    assert check_pure_exact(out_l, s.distances, rep_l["certified_eps"], log=True)[0]
+    assert eps_tight(out_l, s.distances, log=True) <= rep_l["certified_eps"]

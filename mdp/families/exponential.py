@@ -1,4 +1,4 @@
-r"""Exponential and weighted exponential mechanisms (seed imola2022, section 3.1).
+r"""Exponential and weighted exponential mechanisms (Imola et al. 2022, section 3.1).
 
 .. math:: \Pr[\mathrm{EXPMECH}_Y(w_i) = w_j] =
           \frac{Y_j e^{-\epsilon d(w_i, w_j)/2}}{\sum_k Y_k e^{-\epsilon d(w_i, w_k)/2}}
@@ -20,24 +20,57 @@ from ..params import Param
 from ..registry import register
 from ..space import MetricSpace
 
-__all__ = ["exponential_matrix", "inverse_density_weights"]
+__all__ = ["exponential_log_matrix", "exponential_matrix", "inverse_density_weights",
+           "inverse_density_log_weights"]
+
+
+def exponential_log_matrix(distances: np.ndarray, epsilon: float, weights: np.ndarray | None = None,
+                           *, log_weights: np.ndarray | None = None) -> np.ndarray:
+    r"""Natural log-probabilities of the (weighted) exponential mechanism, by log-sum-exp.
+
+    .. math:: L_{ij} = \log Y_j - \frac{\epsilon d_{ij}}{2}
+              - \log \sum_k Y_k e^{-\epsilon d_{ik} / 2}
+
+    No probability underflows: ``L`` is finite for every ``epsilon * d`` (``e^-5000`` is
+    ``L = -5000 - ...``), each entry within a few units in the last place of the closed form.
+
+    Parameters
+    ----------
+    distances : ndarray (n, n)
+    epsilon : float
+    weights : ndarray (n,), optional
+        Positive weights ``Y`` (``None``: all 1).
+    log_weights : ndarray (n,), optional, keyword-only
+        ``log Y`` instead of ``weights``.
+    """
+    logits = -0.5 * epsilon * np.asarray(distances, dtype=float)
+    if weights is not None:
+        logits = logits + np.log(np.asarray(weights, dtype=float))[None, :]
+    if log_weights is not None:
+        logits = logits + np.asarray(log_weights, dtype=float)[None, :]
+    return logits - logsumexp(logits, axis=1, keepdims=True)
 
 
 def exponential_matrix(distances: np.ndarray, epsilon: float, weights: np.ndarray | None = None) -> np.ndarray:
-    """Row-normalised ``Y_j exp(-epsilon D[i, j] / 2)`` computed in log space."""
-    logits = -0.5 * epsilon * np.asarray(distances, dtype=float)
-    if weights is not None:
-        logits = logits + np.log(weights)[None, :]
-    return np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
+    """Row-normalised ``Y_j exp(-epsilon D[i, j] / 2)``: ``exp`` of :func:`exponential_log_matrix`
+    (entries below ~1e-308 underflow to 0; use the log matrix at large ``epsilon * d``)."""
+    with np.errstate(under="ignore"):
+        return np.exp(exponential_log_matrix(distances, epsilon, weights))
+
+
+def inverse_density_log_weights(distances: np.ndarray, epsilon: float) -> np.ndarray:
+    """``log Y_j = -log sum_k exp(-epsilon D[j, k] / 2)`` (:func:`inverse_density_weights`)."""
+    return -logsumexp(-0.5 * epsilon * np.asarray(distances, dtype=float), axis=1)
 
 
 def inverse_density_weights(distances: np.ndarray, epsilon: float) -> np.ndarray:
     r"""The default weights ``Y_j = 1 / sum_k exp(-epsilon D[j, k] / 2)``.
 
-    The seed's rule of thumb (section 3.1): dense elements should be weighted less, so that a
-    dense cluster does not act as a "black hole" for outliers.
+    Imola et al. 2022's rule of thumb (section 3.1): dense elements should be weighted less, so
+    that a dense cluster does not act as a "black hole" for outliers. Each ``Y_j`` lies in
+    ``[1/n, 1]`` (the sum includes ``k = j``), so it never underflows.
     """
-    return np.exp(-logsumexp(-0.5 * epsilon * np.asarray(distances, dtype=float), axis=1))
+    return np.exp(inverse_density_log_weights(distances, epsilon))
 
 
 def _check_weights(name: str, value):
@@ -60,8 +93,11 @@ def _check_weights(name: str, value):
 @register("exponential", description="exponential mechanism, Pr ~ exp(-eps d/2) "
           "(McSherry & Talwar 2007; Imola et al. 2022, 3.1)", display_name="ExpMech")
 def build_exponential(space: MetricSpace, epsilon: float, *, rng=None) -> Candidate:
-    """Plain exponential mechanism ``Pr[w_i -> w_j] ~ exp(-eps d(w_i, w_j) / 2)``."""
-    return Candidate(matrix=exponential_matrix(space.distances, epsilon))
+    """Plain exponential mechanism ``Pr[w_i -> w_j] ~ exp(-eps d(w_i, w_j) / 2)``.
+
+    Returned as log-probabilities (:func:`exponential_log_matrix`): exact at any epsilon.
+    """
+    return Candidate(log_matrix=exponential_log_matrix(space.distances, epsilon))
 
 
 @register("weighted_exponential",
@@ -80,9 +116,10 @@ def build_weighted_exponential(space: MetricSpace, epsilon: float, *, rng=None,
         ``Y = (1, 1/(n-1), ..., 1/(n-1))``.
     """
     if isinstance(Y, str):
-        w = inverse_density_weights(space.distances, epsilon)
+        logw = inverse_density_log_weights(space.distances, epsilon)
     else:
         w = _check_weights("Y", Y)
         if w.shape != (space.n,):
             raise ParameterError(f"Y must have length n={space.n}, got shape {w.shape}")
-    return Candidate(matrix=exponential_matrix(space.distances, epsilon, w))
+        logw = np.log(w)
+    return Candidate(log_matrix=exponential_log_matrix(space.distances, epsilon, log_weights=logw))

@@ -1,0 +1,407 @@
+r"""Exact sampling from a certified transition matrix.
+
+A float64 inverse CDF never draws an entry below about ``1e-16`` of its row's mass, so the
+distribution it samples is not the certified one (an entry that one row gives ``1e-30`` and
+another ``0`` is an infinite privacy loss). :class:`ExactSampler` draws, with exact integer
+arithmetic, from the distribution
+
+.. math:: \tilde p_{uw} = \frac{\hat p_{uw}}{\sum_{w'} \hat p_{uw'}},
+
+where ``p_hat`` is the certified matrix itself (float64 probabilities, each an exact dyadic
+rational) or, for a log-probability matrix, ``exp(L)`` evaluated once into exact dyadic numbers
+``m 2^e`` (53-bit mantissa, unbounded integer exponent: ``e^-10000`` stays positive). Every
+entry that is positive in the certified matrix is positive in the sampled one.
+
+Sampling (two levels, both exact)
+---------------------------------
+Per row, ``m = n + 1`` items (the ``n`` outputs and a *residual* item) get integer weights
+``q_w <= m C p_tilde_w`` (``C = 2^k``, ``m C <= 2^62``; rounded down in float64 with a proved
+margin) and ``q_res = m C - sum_w q_w``, arranged in an integer alias table (Walker 1977, Vose
+1991; built exactly with int64 arithmetic, all rows at once): a uniform column ``j`` in
+``[0, m)`` and a uniform ``V`` in ``[0, C)`` (``rng.integers``, both exact) give column ``j``'s
+item if ``V < threshold_j`` and its alias otherwise, so item ``i`` comes out with probability
+exactly ``q_i / (m C)``. The residual item (probability at most about ``2^-50 + n 2^-61``)
+completes the draw from the residual weights ``R_w = m C P_w - q_w T`` (``P_w`` the entries as
+integers on a common grid, ``T`` their sum) with Python integers: a uniform integer below
+``sum R_w`` by rejection from random 64-bit words. Then
+
+.. math:: \Pr[w] = \frac{q_w}{m C} + \frac{q_{res}}{m C} \frac{R_w}{\sum R}
+          = \frac{P_w}{T} = \tilde p_{uw}
+
+exactly. :meth:`ExactSampler.row_distribution` recomputes these probabilities as fractions
+from the tables.
+
+Privacy of what is sampled
+--------------------------
+The sampled matrix differs from the certified one by the row normalisation (rows sum to 1 only
+within ``1e-12``) and, for log matrices, by the evaluation of ``exp``. :meth:`ExactSampler.certify`
+bounds its pure level rigorously:
+
+.. math:: \tilde\epsilon_{uv} = \frac{r_{uv} + \ln(S_v / S_u)}{D_{uv}},\qquad
+          r_{uv} = \max_w \ln\frac{\hat p_{uw}}{\hat p_{vw}},\ S_u = \sum_w \hat p_{uw}
+
+with ``r`` from the certification's pair bounds (probabilities: the same numbers; log matrices:
+``max_w (L_uw - L_vw)`` plus the proved error of the ``exp`` evaluation, pairs that need it
+re-measured directly on ``p_hat``), ``ln(S_v/S_u) <= (S_v - S_u)/S_u`` with ``S_u - 1`` from
+``math.fsum`` (correctly rounded), and ``0`` for pairs of identical rows.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from collections.abc import Callable
+from fractions import Fraction
+
+import numpy as np
+
+from .accounting import (
+    _DIFF_REL,
+    _LOG_REL,
+    _X_REL,
+    LIBM_RTOL,
+    _pair_log_ratio_bounds,
+    _up,
+    check_distances,
+    check_matrix,
+)
+from .errors import ParameterError, PrivacyError
+from .validation import check_epsilon, check_rng
+from .verification import PURE_EPS_RTOL, certify_matrix
+
+__all__ = ["ExactSampler", "certified_sampler", "TABLE_BITS"]
+
+#: Bits of the alias table's total mass ``m C <= 2^TABLE_BITS`` (int64 arithmetic).
+TABLE_BITS = 62
+_U = 2.0 ** -53
+# Cody-Waite split of ln 2: LN2_HI has 32 significant bits, so k * LN2_HI is exact for |k| < 2^21.
+_LN2_HI = float.fromhex("0x1.62e42feep-1")
+_LN2_LO = float.fromhex("0x1.a39ef35793c76p-33")
+_CHUNK = 1 << 20
+
+
+def _exp_extended(L: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``exp(L)`` as exact dyadic numbers ``mant * 2^expo`` and a per-entry error bound.
+
+    Returns ``(mant, expo, eta)``: ``mant`` in ``[0.5, 1)`` (0 for ``L = -inf``), ``expo``
+    int64, and ``eta >= |ln(mant 2^expo) - L|`` (range reduction ``L = k ln2 + r`` with
+    Cody-Waite constants, ``exp(r)`` within :data:`~mdp.accounting.LIBM_RTOL`).
+    """
+    finite = np.isfinite(L)
+    Lf = np.where(finite, L, 0.0)
+    k = np.floor(Lf / math.log(2) + 0.5)
+    r1 = Lf - k * _LN2_HI
+    r = r1 - k * _LN2_LO
+    mant, e = np.frexp(np.exp(r))
+    expo = e.astype(np.int64) + k.astype(np.int64)
+    inexact_hi = np.abs(k) >= 2.0 ** 21
+    eta = (1.1 * LIBM_RTOL + 1.1 * _U * (np.abs(r1) + np.abs(r) + np.abs(k * _LN2_LO))
+           + np.abs(k) * 2.0 ** -80 + np.where(inexact_hi, 1.1 * _U * np.abs(k * _LN2_HI), 0.0))
+    mant = np.where(finite, mant, 0.0)
+    expo = np.where(finite, expo, 0)
+    eta = np.where(finite, eta, 0.0)
+    return mant, expo, eta
+
+
+def _randbelow(rng: np.random.Generator, N: int) -> int:
+    """A uniform integer in ``[0, N)`` from 64-bit words of ``rng`` (exact, by rejection)."""
+    k = N.bit_length()
+    words = -(-k // 64)
+    mask = (1 << k) - 1
+    while True:
+        raw = rng.integers(0, 2 ** 64 - 1, size=words, dtype=np.uint64, endpoint=True)
+        x = int.from_bytes(raw.tobytes(), "little") & mask
+        if x < N:
+            return x
+
+
+def _alias_tables(W: np.ndarray, C: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact integer alias tables of every row of ``W`` (each row sums to ``m C``).
+
+    Two-pointer form of Vose's method on the weights sorted ascending, all rows in lockstep:
+    the current *large* item ``j`` (from the right) fills the column of the next *small* item
+    (from the left) or, once its remainder is below ``C``, its own column with alias ``j - 1``.
+    The invariant "unplaced weight = C times the number of unplaced items" makes every
+    threshold lie in ``[0, C]``; this is checked.
+
+    Returns
+    -------
+    thr, item, alias : flat arrays of length ``n m`` (row-major): column ``j`` of row ``u``
+        yields ``item`` if ``V < thr`` else ``alias``.
+    """
+    n, m = W.shape
+    order = np.argsort(W, axis=1, kind="stable")
+    w = np.take_along_axis(W, order, axis=1)
+    thr = np.empty((n, m), dtype=np.int64)
+    alias = np.empty((n, m), dtype=np.int64)
+    rows = np.arange(n)
+    i = np.zeros(n, dtype=np.int64)
+    j = np.full(n, m - 1, dtype=np.int64)
+    rem = w[:, m - 1].copy()
+    for _ in range(m - 1):
+        own = rem < C                          # the large item became small: place it
+        col = np.where(own, j, i)
+        wi = w[rows, i]
+        thr[rows, col] = np.where(own, rem, wi)
+        alias[rows, col] = np.where(own, j - 1, j)
+        rem = np.where(own, w[rows, np.maximum(j - 1, 0)] - (C - rem), rem - (C - wi))
+        i = np.where(own, i, i + 1)
+        j = np.where(own, j - 1, j)
+    thr[rows, j] = rem
+    alias[rows, j] = j
+    if np.any(rem != C) or thr.min() < 0 or thr.max() > C:
+        raise RuntimeError("alias table construction failed its invariant (a bug)")
+    item = order
+    alias_item = np.take_along_axis(order, alias, axis=1)
+    small = np.int32 if m < 2 ** 31 else np.int64
+    return thr.ravel(), item.astype(small).ravel(), alias_item.astype(small).ravel()
+
+
+class ExactSampler:
+    """Exact sampler of the row-normalised certified matrix (module docstring).
+
+    Parameters
+    ----------
+    matrix : ndarray (n, n)
+        The certified matrix: probabilities, or natural log-probabilities with ``log=True``.
+        Rows must sum to 1 within :data:`mdp.accounting.MEASURE_ROWSUM_ATOL`.
+    log : bool, keyword-only
+
+    Attributes
+    ----------
+    n : int
+    log : bool
+    """
+
+    def __init__(self, matrix, *, log: bool = False):
+        A = check_matrix(matrix, log=log)
+        self.n = A.shape[0]
+        self.log = bool(log)
+        self._source = np.array(A, copy=True)
+        self._source.setflags(write=False)
+        if log:
+            self._mant, self._expo, eta = _exp_extended(A)
+            self._eta_row = eta.max(axis=1)
+        else:
+            mant, e = np.frexp(A)
+            self._mant, self._expo = mant, e.astype(np.int64)
+            self._eta_row = np.zeros(self.n)
+        self._sigma_lo, self._sigma_hi = self._row_sum_bounds()
+        m = self.n + 1
+        k = TABLE_BITS - (m - 1).bit_length()
+        self._m, self._C = m, 1 << k
+        # q_w <= m C p_w / S: the factor (1 - 2^-50) covers the roundings of this float formula
+        fac = float(m) * (1.0 - 2.0 ** -50) / (1.0 + self._sigma_hi)
+        ek = np.clip(self._expo + k, -1100, 1100).astype(np.int32)
+        with np.errstate(under="ignore"):
+            y = np.ldexp(self._mant, ek) * fac[:, None]
+        q = np.floor(y).astype(np.int64)
+        W = np.empty((self.n, m), dtype=np.int64)
+        W[:, :self.n] = q
+        W[:, self.n] = m * self._C - q.sum(axis=1)
+        self._q = q
+        self._thr, self._item, self._alias = _alias_tables(W, self._C)
+        self._residual: dict[int, tuple[list[int], int]] = {}
+        keys: dict[bytes, int] = {}
+        self._group = np.array([keys.setdefault(self._mant[u].tobytes() + self._expo[u].tobytes(), u)
+                                for u in range(self.n)])
+
+    # -- exact row sums ---------------------------------------------------------------------------
+    def _row_sum_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of ``S_u - 1`` for the exact row sums ``S_u = sum_w mant 2^expo``."""
+        lo = np.empty(self.n)
+        hi = np.empty(self.n)
+        normal = self._expo >= -1020           # mant * 2^expo is then an exact float64
+        with np.errstate(under="ignore"):
+            vals = np.where(normal, np.ldexp(self._mant, np.clip(self._expo, -1100, 1100)
+                                             .astype(np.int32)), 0.0)
+        tail = np.count_nonzero(~normal & (self._mant > 0), axis=1) * 2.0 ** -1020
+        for u in range(self.n):
+            s = math.fsum([*vals[u].tolist(), -1.0])       # correctly rounded
+            lo[u] = s - abs(s) * 2.0 ** -52 - 2.0 ** -1070
+            hi[u] = s + abs(s) * 2.0 ** -52 + 2.0 ** -1070 + tail[u] * 1.01
+        return lo, hi
+
+    # -- sampling ---------------------------------------------------------------------------------
+    def _residual_table(self, u: int) -> tuple[list[int], int]:
+        """Cumulative exact residual weights ``R_w = m C P_w - q_w T`` of row ``u`` (lazily)."""
+        if u in self._residual:
+            return self._residual[u]
+        m = self._mant[u]
+        pos = m > 0
+        M53 = (m * 2.0 ** 53).astype(np.int64).tolist()
+        E = (self._expo[u] - 53).tolist()
+        g = min(e for e, p in zip(E, pos.tolist(), strict=True) if p)
+        P = [mm << (e - g) if p else 0 for mm, e, p in zip(M53, E, pos.tolist(), strict=True)]
+        T = sum(P)
+        mC = self._m * self._C
+        R = [p * mC - qq * T for p, qq in zip(P, self._q[u].tolist(), strict=True)]
+        if min(R) < 0:
+            raise RuntimeError(f"sampler table of row {u} exceeds the exact probabilities")
+        cum = list(itertools.accumulate(R))
+        self._residual[u] = (cum, cum[-1])
+        return self._residual[u]
+
+    def _residual_pick(self, u: int, x: int) -> int:
+        """Output for a residual integer ``x`` in ``[0, sum R)`` of row ``u``."""
+        cum, _ = self._residual_table(u)
+        return bisect.bisect_right(cum, x)
+
+    def _draw(self, rows: np.ndarray, cols: np.ndarray, V: np.ndarray,
+              below: Callable[[int], int]) -> np.ndarray:
+        """Outputs for alias columns ``cols``, table words ``V`` and a residual source
+        ``below(N)`` uniform on ``[0, N)`` (the random inputs are explicit for testing)."""
+        idx = rows * self._m + cols
+        out = np.where(V < self._thr[idx], self._item[idx], self._alias[idx]).astype(np.int64)
+        for i in np.flatnonzero(out == self.n).tolist():
+            u = int(rows[i])
+            _, total = self._residual_table(u)
+            out[i] = self._residual_pick(u, below(total))
+        return out
+
+    def sample(self, rows, rng=None) -> np.ndarray:
+        """One output index per input row index, drawn exactly from the sampled distribution.
+
+        Parameters
+        ----------
+        rows : array-like of int
+            Input indices in ``[0, n)``.
+        rng : None, int or numpy.random.Generator
+            Source of randomness; ``None`` draws from OS entropy (``SeedSequence()``).
+
+        Returns
+        -------
+        ndarray of int64
+        """
+        rng = check_rng(rng)
+        rows = np.asarray(rows, dtype=np.int64).ravel()
+        if rows.size and (rows.min() < 0 or rows.max() >= self.n):
+            raise ParameterError(f"rows must be indices in [0, {self.n}), got values "
+                                 f"{rows.min()}..{rows.max()}")
+        out = np.empty(len(rows), dtype=np.int64)
+        for s in range(0, len(rows), _CHUNK):
+            r = rows[s:s + _CHUNK]
+            cols = rng.integers(0, self._m, size=len(r), dtype=np.int64)
+            V = rng.integers(0, self._C, size=len(r), dtype=np.int64)
+            out[s:s + _CHUNK] = self._draw(r, cols, V, lambda N: _randbelow(rng, N))
+        return out
+
+    def row_distribution(self, u: int) -> list[Fraction]:
+        """The exact probabilities with which :meth:`sample` draws each output from row ``u``,
+        recomputed from the alias table and the residual weights."""
+        u = int(u)
+        m, C = self._m, self._C
+        sl = slice(u * m, (u + 1) * m)
+        mass = [0] * m
+        for thr, item, alias in zip(self._thr[sl].tolist(), self._item[sl].tolist(),
+                                    self._alias[sl].tolist(), strict=True):
+            mass[item] += thr
+            mass[alias] += C - thr
+        cum, total = self._residual_table(u)
+        R = [b - a for a, b in zip([0] + cum[:-1], cum, strict=True)]
+        res = Fraction(mass[self.n], m * C)
+        return [Fraction(mass[w], m * C) + res * Fraction(R[w], total) for w in range(self.n)]
+
+    def sampled_matrix(self) -> np.ndarray:
+        """The sampled probabilities rounded to float64 (for display; :meth:`row_distribution`
+        is exact)."""
+        with np.errstate(under="ignore"):
+            vals = np.ldexp(self._mant, np.clip(self._expo, -1100, 1100).astype(np.int32))
+        return vals / (1.0 + (self._sigma_lo + self._sigma_hi) / 2)[:, None]
+
+    # -- privacy of what is sampled -----------------------------------------------------------------
+    def _pair_upper_direct(self, u: int, v: int) -> float:
+        """Upper bound of ``max_w ln(p_hat[u, w] / p_hat[v, w])`` measured on ``p_hat`` itself."""
+        mu, mv = self._mant[u], self._mant[v]
+        pos = mu > 0
+        if np.any(pos & (mv == 0)):
+            return math.inf
+        mu, mv = mu[pos], mv[pos]
+        de = self._expo[u][pos] - self._expo[v][pos]
+        small = np.abs(de) <= 1000
+        with np.errstate(over="ignore"):
+            x = (np.ldexp(mu[small], de[small].astype(np.int32)) - mv[small]) / mv[small]
+            r_small = _up(np.log1p(_up(x, _X_REL)), _LOG_REL)
+            r_big = _up(np.log(mu[~small]) - np.log(mv[~small]) + de[~small] * math.log(2), _LOG_REL)
+        return float(max(r_small.max(initial=-math.inf), r_big.max(initial=-math.inf)))
+
+    def measure_eps(self, distances, *, pair_log_ratios=None, limit: float | None = None) -> float:
+        """A rigorous upper bound of the pure level of the sampled matrix (module docstring).
+
+        Parameters
+        ----------
+        distances : ndarray (n, n)
+        pair_log_ratios : ndarray (n, n), optional
+            Upper bounds of ``max_w ln(M[u, w] / M[v, w])`` of the matrix this sampler was
+            built from (:class:`mdp.verification.Certification`); computed when omitted.
+        limit : float, optional
+            Pairs whose bound exceeds ``limit`` are re-measured directly on ``p_hat``.
+        """
+        D = check_distances(distances, self.n)
+        R = pair_log_ratios
+        if R is None:
+            R, _ = _pair_log_ratio_bounds(self._source, self.log)
+        R = np.asarray(R, dtype=float)
+        if R.shape != (self.n, self.n):
+            raise ParameterError(f"pair_log_ratios must have shape ({self.n}, {self.n}), got {R.shape}")
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            corr = _up(_up(self._sigma_hi[None, :] - self._sigma_lo[:, None], _DIFF_REL)
+                       / (1.0 + self._sigma_lo[:, None]), _DIFF_REL)
+            eta = self._eta_row[:, None] + self._eta_row[None, :]
+            total = _up(_up(R + eta, _DIFF_REL) + corr, _DIFF_REL)
+            E = _up(np.maximum(total, 0.0) / np.where(D > 0, D, 1.0), _DIFF_REL)
+        E[self._group[:, None] == self._group[None, :]] = 0.0
+        if limit is not None and self.log:
+            for u, v in zip(*np.nonzero(E > limit), strict=True):
+                r = _up(self._pair_upper_direct(int(u), int(v)), _DIFF_REL)
+                direct = _up(max(_up(r + float(corr[u, v]), _DIFF_REL), 0.0) / D[u, v], _DIFF_REL)
+                E[u, v] = min(E[u, v], float(direct))
+        return float(E.max(initial=0.0))
+
+    def certify(self, distances, epsilon: float, *, pair_log_ratios=None) -> dict:
+        """Check that the sampled matrix is ``epsilon``-mDP (same limit as :func:`mdp.certify`).
+
+        Returns
+        -------
+        dict
+            ``method``, ``table_bits``, ``measured_eps`` (rigorous upper bound of the sampled
+            matrix's pure level) and ``certified_eps``; goes in ``stats["privacy"]["sampling"]``.
+
+        Raises
+        ------
+        PrivacyError
+            The sampled matrix exceeds ``fl(epsilon (1 + PURE_EPS_RTOL))``.
+        """
+        epsilon = check_epsilon(epsilon)
+        limit = epsilon * (1.0 + PURE_EPS_RTOL)
+        measured = self.measure_eps(distances, pair_log_ratios=pair_log_ratios, limit=limit)
+        if not measured <= limit:
+            raise PrivacyError(
+                f"the exactly sampled (row-normalised) matrix is {measured:.17g}-mDP but claims "
+                f"{epsilon!r}-mDP (certified limit {limit!r}); the certified rows are too far from "
+                "summing to 1 for a pair of nearby points")
+        return {"method": f"exact integer alias table ({TABLE_BITS}-bit, exact residual)",
+                "table_bits": TABLE_BITS, "measured_eps": measured, "certified_eps": limit,
+                "representation": "log" if self.log else "probability"}
+
+
+def certified_sampler(matrix, distances, epsilon: float, *, log: bool = False,
+                      repair: bool = True):
+    """Certify a candidate and build the exact sampler of the certified matrix, in one call.
+
+    Returns
+    -------
+    (certification, sampler) : :class:`mdp.verification.Certification` (its ``report`` gains
+        ``"sampling"``: :meth:`ExactSampler.certify`'s dict) and the :class:`ExactSampler`.
+
+    Raises
+    ------
+    ParameterError, PrivacyError
+        As :func:`mdp.certify`, or when the sampled matrix fails the limit.
+    """
+    cert = certify_matrix(matrix, distances, epsilon, repair=repair, log=log)
+    sampler = ExactSampler(cert.matrix, log=log)
+    cert.report["sampling"] = sampler.certify(distances, epsilon,
+                                              pair_log_ratios=cert.pair_log_ratios)
+    return cert, sampler

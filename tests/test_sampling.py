@@ -1,0 +1,152 @@
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from mdp import MetricSpace, PrivacyError
+from mdp.exact import pure_triple_holds
+from mdp.families.exponential import exponential_log_matrix, exponential_matrix
+from mdp.sampling import ExactSampler, _alias_tables, certified_sampler
+
+
+def space(n=8, seed=0, scale=1.0):
+    return MetricSpace.from_points(scale * np.random.default_rng(seed).uniform(size=(n, 2)))
+
+
+def exact_rows(A):
+    """The normalised float rows as exact fractions (what the sampler must draw)."""
+    out = []
+    for row in A:
+        F = [Fraction(float(x)) for x in row]
+        T = sum(F)
+        out.append([f / T for f in F])
+    return out
+
+
+def sampled_is_private(S, D, limit):
+    """Exact check of the pure inequality on the sampler's exact distribution."""
+    P = [S.row_distribution(u) for u in range(S.n)]
+    for u in range(S.n):
+        for v in range(S.n):
+            if u != v:
+                c = Fraction(limit) * Fraction(float(D[u, v]))
+                if not all(pure_triple_holds(P[u][w], P[v][w], c) for w in range(S.n)):
+                    return False
+    return True
+
+
+def test_alias_tables_reproduce_integer_weights_exactly():
+    rng = np.random.default_rng(0)
+    m, C = 9, 1 << 20
+    W = rng.integers(0, 3 * C, size=(50, m - 1))
+    W = np.concatenate([W, np.zeros((50, 1), dtype=np.int64)], axis=1)
+    W[:, -1] = m * C - W.sum(axis=1)
+    W = W[W[:, -1] >= 0]
+    W[0] = 0
+    W[0, 3] = m * C                                       # one certain item
+    thr, item, alias = _alias_tables(W, C)
+    for u in range(len(W)):
+        mass = np.zeros(m, dtype=np.int64)
+        sl = slice(u * m, (u + 1) * m)
+        np.add.at(mass, item[sl], thr[sl])
+        np.add.at(mass, alias[sl], C - thr[sl])
+        assert np.array_equal(mass, W[u])
+
+
+def test_row_distribution_is_exactly_the_normalised_row():
+    rng = np.random.default_rng(1)
+    A = rng.dirichlet(np.ones(7) * 0.3, size=7)
+    A[0, 3] = 1e-30
+    A[1, 2] = 5e-320                                      # subnormal
+    A[2, 5] = 0.0
+    A /= A.sum(axis=1, keepdims=True)
+    S = ExactSampler(A)
+    for u, row in enumerate(exact_rows(A)):
+        assert S.row_distribution(u) == row
+    assert S.row_distribution(0)[3] > 0 and S.row_distribution(2)[5] == 0
+
+
+def test_one_in_1e30_is_reachable():
+    A = np.array([[1.0, 1e-30, 0.0], [0.4, 0.3, 0.3], [0.2, 0.3, 0.5]])
+    S = ExactSampler(A)
+    assert S.row_distribution(0)[1] == Fraction(1e-30) / (1 + Fraction(1e-30))
+    # force the alias draw onto the residual item, then the residual integer onto output 1
+    m, C = S._m, S._C
+    thr, item, alias = S._thr[:m], S._item[:m], S._alias[:m]
+    j = next(c for c in range(m) if item[c] == S.n or alias[c] == S.n)
+    V = 0 if item[j] == S.n else C - 1
+    assert V < thr[j] if item[j] == S.n else V >= thr[j]
+    cum, total = S._residual_table(0)
+    rows, cols, words = np.array([0, 0, 0]), np.array([j] * 3), np.array([V] * 3)
+    picks = iter([cum[0], cum[0] - 1, total - 1])         # first integer of output 1, last of 0, ...
+    out = S._draw(rows, cols, words, lambda N: next(picks))
+    assert out.tolist() == [1, 0, 1]
+    # and an ordinary draw never leaves the support
+    assert set(S.sample(np.zeros(10_000, dtype=int), rng=0).tolist()) <= {0, 1}
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_chi_square_on_a_million_draws(log):
+    s = space(6, 2)
+    L = exponential_log_matrix(s.distances, 3.0)
+    S = ExactSampler(L if log else np.exp(L), log=log)
+    rng = np.random.default_rng(12345)
+    for u in (0, 3, 5):
+        out = S.sample(np.full(1_000_000, u), rng)
+        counts = np.bincount(out, minlength=6)
+        p = np.array([float(x) for x in S.row_distribution(u)])
+        np.testing.assert_allclose(p, np.exp(L[u]), rtol=1e-12)
+        assert stats.chisquare(counts, 1_000_000 * p).pvalue > 1e-4
+
+
+def test_rng_none_uses_fresh_entropy_and_seeds_reproduce():
+    S = ExactSampler(np.full((50, 50), 1 / 50))
+    rows = np.zeros(200, dtype=int)
+    assert not np.array_equal(S.sample(rows), S.sample(rows))
+    assert np.array_equal(S.sample(rows, rng=7), S.sample(rows, rng=7))
+
+
+def test_sampled_matrix_passes_exact_check():
+    s = space(5, 3)
+    D = s.distances
+    for eps in (0.5, 4.0):
+        cert, S = certified_sampler(exponential_matrix(D, eps), D, eps)
+        rep = cert.report["sampling"]
+        assert rep["measured_eps"] <= rep["certified_eps"]
+        assert sampled_is_private(S, D, rep["certified_eps"])
+        # the bound is tight: the exact level of the sampled matrix is within 1e-9 of it
+        assert not sampled_is_private(S, D, rep["measured_eps"] * (1 - 1e-9))
+
+
+def test_log_matrix_far_below_float_range_sampled_exactly():
+    s = space(8, 4)
+    D = s.distances
+    eps = 1e4 / D.max()
+    cert, S = certified_sampler(exponential_log_matrix(D, eps), D, eps, log=True)
+    assert cert.report["sampling"]["measured_eps"] <= cert.report["certified_eps"]
+    P = S.row_distribution(0)
+    assert min(P) > 0 and min(P) < Fraction(1, 10 ** 300)       # e^-hundreds stays positive
+    with pytest.raises(ValueError):
+        S.sample([8])
+
+
+def test_sampler_refuses_a_sampled_matrix_over_the_limit():
+    # rows 0 and 1 differ by log-ratio x on two outputs; row 1 sums to 1 + x^2 / 4 (within the
+    # 1e-12 certification tolerance), and normalising it adds x^2 / 4 to the pair's log-ratio
+    x = 1e-6
+    D = np.array([[0, 1e-3, 1], [1e-3, 0, 1], [1, 1, 0.0]])
+    A = np.array([[0.5, 0.25, 0.25], [0.5, 0.25 * math.exp(x), 0.25 * math.exp(-x)],
+                  [0.5, 0.25, 0.25]])
+    from mdp import certify, eps_tight
+
+    level = eps_tight(A, D)
+    assert level == pytest.approx(x / 1e-3, rel=1e-6)
+    M, rep = certify(A, D, level)                          # the matrix itself passes
+    S = ExactSampler(M)
+    sampled = S.measure_eps(D)
+    assert sampled == pytest.approx((x + x * x / 4) / 1e-3, rel=1e-6) and sampled > rep["certified_eps"]
+    with pytest.raises(PrivacyError, match="exactly sampled"):
+        S.certify(D, level)
+    assert S.certify(D, level * (1 + 1e-6))["measured_eps"] == sampled
