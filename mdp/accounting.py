@@ -426,7 +426,7 @@ def _delta_levels(Pm: np.ndarray, D: np.ndarray, us: np.ndarray, vs: np.ndarray,
     ``Pm`` holds probabilities (``exp`` of the log matrix when ``log``). The estimate
     ``t* - 1 = max(0, max_k (P_k - Q_k - delta) / Q_k)`` over prefixes of the outputs sorted by
     decreasing ratio is verified with :func:`_f_upper` at a slightly larger value (up to six
-    tries); unverified pairs keep their pure level ``pure_up``.
+    tries, finer first); unverified pairs keep their pure level ``pure_up``.
     """
     P, Q = Pm[us], Pm[vs]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -447,7 +447,8 @@ def _delta_levels(Pm: np.ndarray, D: np.ndarray, us: np.ndarray, vs: np.ndarray,
         extra = P.shape[1] * 2.0 ** -1070          # outputs left out below with p underflowed
     level = pure_up.copy()
     todo = np.flatnonzero(np.isfinite(shat))
-    for rho in (2.0 ** -48, 2.0 ** -40, 2.0 ** -30, 2.0 ** -20, 2.0 ** -10, 1.0):
+    for rho in (2.0 ** -48, 2.0 ** -40, 2.0 ** -38, 2.0 ** -36, 2.0 ** -33, 2.0 ** -30, 2.0 ** -20,
+                2.0 ** -10, 1.0):
         if len(todo) == 0:
             break
         S = shat[todo] * (1.0 + rho) + (0.0 if rho <= 2.0 ** -40 else rho * 2.0 ** -20)

@@ -23,7 +23,10 @@ from .validation import check_rng
 
 __all__ = ["Mechanism", "load", "FORMAT_VERSION"]
 
-FORMAT_VERSION = 1
+#: Version written by :meth:`Mechanism.save`. 2: the matrix may be stored as ``log_matrix``.
+FORMAT_VERSION = 2
+#: Versions :func:`load` reads (version 1 files hold ``matrix``; both are re-verified).
+READABLE_VERSIONS = (1, 2)
 
 
 def _jsonable(obj):
@@ -101,51 +104,74 @@ class Mechanism:
         self.name = str(name)
         self.params = dict(params or {})
         self.stats = dict(stats or {})
-        self._cdf = None
-        if log_matrix is not None:
-            L = np.asarray(log_matrix, dtype=float)
-            self._check_shape(L, "log_matrix")
-            with np.errstate(under="ignore"):
-                matrix = np.exp(L)
-        M = np.asarray(matrix, dtype=float)
-        self._check_shape(M, "matrix")
-        M = self._certify(M, repair)
-        M.setflags(write=False)
-        self._matrix = M
+        self._sampler = None
+        self._probabilities = None
+        self._log = log_matrix is not None
+        values = np.asarray(log_matrix if self._log else matrix, dtype=float)
+        self._check_shape(values, "log_matrix" if self._log else "matrix")
+        values = self._certify(values, repair)
+        values.setflags(write=False)
+        self._values = values
 
     def _check_shape(self, M: np.ndarray, what: str) -> None:
         n = self.space.n
         if M.shape != (n, n):
             raise ParameterError(f"{what} must have shape ({n}, {n}), got {M.shape}")
 
-    def _certify(self, M: np.ndarray, repair: bool) -> np.ndarray:
-        """Certify ``M`` at ``epsilon``; returns the certified matrix and records the report."""
-        from .verification import certify
+    def _certify(self, values: np.ndarray, repair: bool) -> np.ndarray:
+        """Certify the candidate at ``epsilon`` and build the exact sampler of the result.
+
+        Returns the certified matrix (in the candidate's representation), records the report
+        (``stats["privacy"]``, with the sampled matrix's own measured level under
+        ``"sampling"``) and keeps the sampler that draws exactly that matrix.
+        """
+        from .sampling import certified_sampler
 
         t0 = time.perf_counter()
-        certified, report = certify(M, self.space.distances, self.epsilon, repair=repair)
-        report["seconds"] = time.perf_counter() - t0
-        self.stats["privacy"] = report
-        return certified
+        cert, self._sampler = certified_sampler(values, self.space.distances, self.epsilon,
+                                                log=self._log, repair=repair)
+        cert.report["seconds"] = time.perf_counter() - t0
+        self.stats["privacy"] = cert.report
+        return cert.matrix
+
+    @property
+    def representation(self) -> str:
+        """``"log"`` when the certified matrix is held as log-probabilities, else ``"probability"``."""
+        return "log" if self._log else "probability"
 
     @property
     def matrix(self) -> np.ndarray:
-        """The certified transition matrix (read-only)."""
-        return self._matrix
+        """The certified transition matrix as probabilities (read-only).
+
+        For a mechanism held in the log domain this is ``exp(log_matrix)``, whose smallest
+        entries may underflow to 0 in float64; measurements and sampling use the log matrix.
+        """
+        if not self._log:
+            return self._values
+        if self._probabilities is None:
+            with np.errstate(under="ignore"):
+                P = np.exp(self._values)
+            P.setflags(write=False)
+            self._probabilities = P
+        return self._probabilities
+
+    @property
+    def log_matrix(self) -> np.ndarray:
+        """Natural logarithms of the certified probabilities (``-inf`` for zeros)."""
+        if self._log:
+            return self._values
+        with np.errstate(divide="ignore"):
+            return np.log(self._values)
 
     # -- sampling -------------------------------------------------------------------------------
     def sample_indices(self, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Draw one output index per input index (vectorised inverse-CDF sampling)."""
-        if self._cdf is None:
-            cdf = np.cumsum(self.matrix, axis=1)
-            cdf[:, -1] = np.inf  # rows sum to 1 up to rounding; never fall off the end
-            self._cdf = cdf
-        u = rng.random(len(idx))
-        out = np.empty(len(idx), dtype=np.int64)
-        for start in range(0, len(idx), 4096):
-            rows = self._cdf[idx[start:start + 4096]]
-            out[start:start + 4096] = np.sum(rows < u[start:start + 4096, None], axis=1)
-        return out
+        """Draw one output index per input index, exactly from the certified matrix.
+
+        Uses the integer sampler of :mod:`mdp.sampling`: what is drawn is exactly the certified
+        matrix's rows (as exact rationals), whose own privacy level was measured at
+        construction (``stats["privacy"]["sampling"]``).
+        """
+        return self._sampler.sample(np.asarray(idx, dtype=np.int64), rng)
 
     def sample(self, x, *, rng=None):
         """Privatize ``x``: one output per input.
@@ -176,25 +202,28 @@ class Mechanism:
     # -- measurements ---------------------------------------------------------------------------
     def row_losses(self) -> np.ndarray:
         """Expected distance of each input's output (seed eq. 3)."""
-        return accounting.row_losses(self.matrix, self.space.distances)
+        return accounting.row_losses(self._values, self.space.distances, log=self._log)
 
     def loss(self, q: float | None = None) -> float:
         """Worst-case loss (``q=None``) or the q-quantile of row losses (seed eq. 1, 11)."""
-        return accounting.loss(self.matrix, self.space.distances, q)
+        return accounting.loss(self._values, self.space.distances, q, log=self._log)
 
     def eps_tight(self, delta: float = 0.0) -> float:
-        """Exact ``eps_tight`` of the matrix at ``delta`` (seed eq. 9-10)."""
-        return accounting.eps_tight(self.matrix, self.space.distances, delta)
+        """``eps_tight`` of the matrix at ``delta`` (Imola et al. 2022, eq. 9-10): a rigorous
+        upper bound of the exact level (see :mod:`mdp.accounting`)."""
+        return accounting.eps_tight(self._values, self.space.distances, delta, log=self._log)
 
     # -- persistence ----------------------------------------------------------------------------
     def _metadata(self) -> dict:
         return {"format_version": FORMAT_VERSION, "name": self.name,
+                "representation": self.representation,
                 "epsilon": self.epsilon, "params": _jsonable(self.params),
                 "stats": _jsonable(self.stats), "metric": self.space.metric}
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Save to one ``.npz`` file (matrix, space, JSON metadata), atomically."""
-        arrays = {"matrix": np.asarray(self.matrix), "distances": np.asarray(self.space.distances),
+        """Save to one ``.npz`` file (matrix or log matrix, space, JSON metadata), atomically."""
+        arrays = {"log_matrix" if self._log else "matrix": np.asarray(self._values),
+                  "distances": np.asarray(self.space.distances),
                   "metadata": np.array(json.dumps(self._metadata()))}
         if self.space.labels is not None:
             arrays["labels"] = np.asarray(self.space.labels).astype(str)
@@ -203,10 +232,13 @@ class Mechanism:
         return atomic_write(path, lambda fh: np.savez_compressed(fh, **arrays))
 
     @classmethod
-    def _from_saved(cls, matrix, space, meta: dict) -> Mechanism:
+    def _from_saved(cls, values, space, meta: dict, *, log: bool = False) -> Mechanism:
         stats = dict(meta.get("stats") or {})
         stats.pop("privacy", None)  # recomputed by the constructor, never taken from the file
-        return cls(matrix, space, meta["epsilon"], meta["name"], meta.get("params"), stats,
+        if log:
+            return cls(None, space, meta["epsilon"], meta["name"], meta.get("params"), stats,
+                       log_matrix=values, repair=False)
+        return cls(values, space, meta["epsilon"], meta["name"], meta.get("params"), stats,
                    repair=False)
 
     def __repr__(self) -> str:
@@ -266,9 +298,12 @@ def load(path: str | os.PathLike) -> Mechanism:
     from .registry import get
 
     path = Path(path)
-    data = read_npz(path, required=("matrix", "distances", "metadata"),
-                    allowed=("matrix", "distances", "metadata", "labels", "points"),
+    data = read_npz(path, required=("distances", "metadata"),
+                    allowed=("matrix", "log_matrix", "distances", "metadata", "labels", "points"),
                     what="mechanism file")
+    if ("matrix" in data) == ("log_matrix" in data):
+        raise FileFormatError(path, "a mechanism file holds exactly one of 'matrix' and "
+                                    "'log_matrix'")
     meta = npz_json(data, "metadata", path)
     try:
         name = meta["name"]
@@ -280,7 +315,7 @@ def load(path: str | os.PathLike) -> Mechanism:
             raise TypeError(f"params must be an object, got {params!r}")
     except (ValueError, KeyError, TypeError) as exc:
         raise FileFormatError(path, f"corrupt metadata ({exc})") from None
-    if meta.get("format_version") != FORMAT_VERSION:
+    if meta.get("format_version") not in READABLE_VERSIONS:
         raise FileFormatError(path, f"unsupported format version {meta.get('format_version')!r}")
     if name == "custom":
         cls = Mechanism
@@ -291,6 +326,8 @@ def load(path: str | os.PathLike) -> Mechanism:
             raise FileFormatError(path, f"unknown mechanism family {name!r}") from None
     space = _space_from_file(path, data, meta)
     try:
+        if "log_matrix" in data:
+            return cls._from_saved(data["log_matrix"], space, meta, log=True)
         return cls._from_saved(data["matrix"], space, meta)
     except PrivacyError as exc:
         raise PrivacyError(f"{path}: stored matrix fails its privacy check: {exc}") from None

@@ -41,6 +41,10 @@ def test_forged_guarantee_field_is_ignored(space, tmp_path):
     def claim_analytic(meta):
         meta["stats"]["privacy"] = {"guarantee": "analytic", "verified": True}
 
+    with np.load(path) as z:
+        data = {k: z[k] for k in z.files}
+    data["matrix"] = np.exp(data.pop("log_matrix"))     # exponential is stored as log_matrix
+    np.savez_compressed(path, **data)
     _rewrite(path, matrix=forge, meta=claim_analytic)
     with pytest.raises(PrivacyError, match="fails its privacy check"):
         mdp.load(path)

@@ -4,6 +4,7 @@ from decimal import Decimal, localcontext
 import numpy as np
 import pytest
 
+import mdp
 from mdp import MetricSpace, ParameterError, PrivacyError, build, certify, eps_tight
 from mdp.exact import check_pure_exact
 from mdp.families.exponential import exponential_log_matrix, exponential_matrix
@@ -67,8 +68,18 @@ def test_tiny_relative_violation_repaired_large_one_refused():
 
 def test_underflow_refused_with_hint():
     s = MetricSpace.from_distances(np.array([[0, 1, 2], [1, 0, 1], [2, 1, 0]], dtype=float) * 1000)
+    # the log-domain exponential mechanism builds where probabilities underflow float64 ...
+    m = build("exponential", s, 2.0)
+    L = -0.5 * 2.0 * s.distances
+    L -= np.log(np.exp(L - L.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True)) + L.max(
+        axis=1, keepdims=True)
+    assert m.representation == "log" and m.eps_tight() <= 2.0 * (1 + 1e-9)
+    np.testing.assert_allclose(m.log_matrix, L, rtol=1e-12)
+    # ... while the same matrix exponentiated (exact zeros beside positive entries) is refused
+    with np.errstate(under="ignore"):
+        P = np.exp(L)
     with pytest.raises(PrivacyError, match="underflow"):
-        build("exponential", s, 2.0)
+        mdp.certify(P, s.distances, 2.0)
 
 
 # -- soundness (issue 15, finding 3) and log domain (issue 14) ------------------------------------
