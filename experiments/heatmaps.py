@@ -74,6 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-percent", type=float, nargs="+", default=[0.01, 0.1, 1.0])
     parser.add_argument("--runs", type=int, default=60, help="eps sweep: runs per eps over all cells")
     parser.add_argument("--trials", type=int, default=10, help="n / Delta sweeps: trials per point")
+    parser.add_argument("--kl-study", action="store_true",
+                        help="run the KL study instead (experiments.heatmaps_kl: why KL lags at low eps)")
+    parser.add_argument("--kl-runs", type=int, default=24, help="KL study: runs per eps over all cells")
 
 
 def _config(args) -> dict:
@@ -278,6 +281,11 @@ def main(args) -> None:
     cells = load_cells(data, args.min_users)
     if not cells:
         raise ValueError(f"no cell of {data} has >= {args.min_users} users")
+    if getattr(args, "kl_study", False):
+        from experiments.heatmaps_kl import run_kl_study
+
+        run_kl_study(args, cells, _user_matrix)
+        return
     if cfg["max_cells"]:
         cells = cells[:cfg["max_cells"]]
     rng = np.random.default_rng(args.seed)

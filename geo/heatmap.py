@@ -173,7 +173,8 @@ def _top(values: np.ndarray, k: int) -> np.ndarray:
     return np.argsort(-values, kind="stable")[:k]
 
 
-def reconstruct(noisy: list[np.ndarray | None], w: int = 20) -> tuple[np.ndarray, dict]:
+def reconstruct(noisy: list[np.ndarray | None], w: int = 20, *, siblings: str = "equal"
+                ) -> tuple[np.ndarray, dict]:
     r"""Algorithm 2 (RECONSTRUCT) with the ``O(w ell)``-variable LP of seed section 4.
 
     Selection: on the first measured level ``q`` keep the ``min(w, 4^q)`` largest cells (all of
@@ -192,14 +193,24 @@ def reconstruct(noisy: list[np.ndarray | None], w: int = 20) -> tuple[np.ndarray
     with ``Y_c = P_i s + nu_i`` the noisy count of kept cell ``c`` (``2^i y'(c)``).
 
     Non-unique optimum -- the rule used: (1) mass of a left-out cell is spread *uniformly* over
-    its pixels (every placement inside the cell has the same LP cost); (2) among optimal LP
-    vertices, the one HiGHS returns (deterministic for given input).
+    its pixels (every placement inside the cell has the same LP cost); (2) the mass the LP puts
+    into the left-out children of one kept cell is shared *equally* among them: they have the
+    same cost and lie in exactly the same kept cells (their parent and its ancestors), so every
+    split of that mass is optimal, and a vertex would put it all in one child; (3) otherwise the
+    optimal vertex HiGHS returns (deterministic for given input). Rules (1)-(2) give the widest
+    support among these optima, which matters for metrics that punish missed mass, such as
+    KL(truth || estimate) (see ``docs/experiments/heatmaps-kl.md``); the LP objective, and hence
+    the guarantee of Theorem 3.1, is unchanged.
 
     Parameters
     ----------
     noisy : list
         Output of :func:`noisy_pyramid` (``None`` for unmeasured levels).
     w : int, default 20
+    siblings : {"equal", "vertex"}
+        How the mass of the left-out children of one kept cell is shared: rule (2) above
+        (default), or ``"vertex"``: the LP vertex as HiGHS returns it, the
+        earlier rule, kept for comparisons (``docs/experiments/heatmaps-kl.md``).
 
     Returns
     -------
@@ -210,6 +221,8 @@ def reconstruct(noisy: list[np.ndarray | None], w: int = 20) -> tuple[np.ndarray
         ``lp_objective``.
     """
     w = check_int(w, "w", low=1)
+    if siblings not in ("equal", "vertex"):
+        raise ValueError(f"siblings must be 'equal' or 'vertex', got {siblings!r}")
     ell = len(noisy) - 1
     measured = [i for i, y in enumerate(noisy) if y is not None]
     if not measured:
@@ -292,6 +305,13 @@ def reconstruct(noisy: list[np.ndarray | None], w: int = 20) -> tuple[np.ndarray
     if res.status != 0:
         raise RuntimeError(f"reconstruction LP failed: {res.message}")
     u = np.maximum(res.x[:n_vars], 0.0)
+    # Rule (2): equal shares for the left-out children of each kept parent (same cost, same
+    # constraint rows), so the optimum stays optimal.
+    lo = slice(selected[ell][0].size, n_vars)
+    if siblings == "equal" and lo.start < n_vars:
+        key = (var_level[lo].astype(np.int64) << 42) | ((var_r[lo] >> 1) << 21) | (var_c[lo] >> 1)
+        _, group = np.unique(key, return_inverse=True)
+        u[lo] = (np.bincount(group, weights=u[lo]) / np.bincount(group))[group]
 
     delta = 2**ell
     s_hat = np.zeros((delta, delta))

@@ -82,18 +82,31 @@ def cc(estimate, truth) -> float:
     return float(np.corrcoef(s.ravel(), g.ravel())[0, 1])
 
 
-def kl(estimate, truth) -> float:
+def kl(estimate, truth, *, eps: float = KL_EPS) -> float:
     r"""KL divergence of the estimate from the ground truth, MIT benchmark regularisation.
 
     .. math:: \mathrm{KL}(S, G) = \sum_x G(x) \log\Big(\epsilon + \frac{G(x)}{S(x) + \epsilon}\Big),
               \quad \epsilon = 2.2204 \times 10^{-16}
 
-    with ``S`` and ``G`` normalised to sum 1 and the natural logarithm.
+    with ``S`` and ``G`` normalised to sum 1 and the natural logarithm. Truth mass where the
+    estimate is (near) zero costs up to ``log(G(x) / eps)`` per unit, about 25-30 nats for
+    heatmap values of ``1e-5``-``1e-3`` with the default ``eps``: KL mostly measures missed mass.
+
+    Parameters
+    ----------
+    estimate, truth : array_like
+        Non-negative maps of the same shape (normalised here).
+    eps : float, default ``KL_EPS``
+        Regularisation constant; the default is MATLAB's ``eps`` as in the benchmark's
+        ``KLdiv.m`` (Bylinskii et al. 2019). Larger values cap the cost of missed mass lower.
     """
     s, g = _maps(estimate, truth)
     s = _nonneg_mass("estimate", s)
     g = _nonneg_mass("truth", g)
-    return float(np.sum(g * np.log(KL_EPS + g / (s + KL_EPS))))
+    eps = float(eps)
+    if not (np.isfinite(eps) and eps > 0):
+        raise ValueError(f"eps must be a positive finite number, got {eps!r}")
+    return float(np.sum(g * np.log(eps + g / (s + eps))))
 
 
 def emd(estimate, truth, *, downsample: int = 32, ground: str = "euclidean") -> float:

@@ -25,10 +25,13 @@ from geo.federated import (
     flat_onehot,
     geometric_budget,
     histogram_query,
+    level_errors,
     modular_clip,
     multi_location_sensitivity,
     node_bitstring,
     noise_std,
+    nonprivate,
+    nonprivate_best_level,
     oracle_partition,
     polya,
     population_map,
@@ -42,6 +45,7 @@ from geo.federated import (
     update_tree,
 )
 from geo.federated.baselines import _upsample
+from geo.federated.secagg import plan_shards
 
 
 def _chi2_pvalue(samples: np.ndarray, pmf, support: np.ndarray) -> float:
@@ -179,6 +183,13 @@ def test_update_tree_split_and_collapse():
 
 def test_schedule_and_target_sigma():
     assert target_sigma(0.5, 20_000, 10, 10_000) == pytest.approx(0.5 * 2000 / math.sqrt(2))
+    # eq. (7) as printed: sqrt(ceil(S_max / U)), 1 for U >= S_max, 2 for U = S_max / 4
+    assert target_sigma(0.5, 20_000, 10, 10_000, rule="printed") == pytest.approx(1000.0)
+    assert target_sigma(0.5, 2_500, 10, 10_000, rule="printed") == pytest.approx(250.0)
+    assert target_sigma(0.5, 10_000, 10, 10_000, rule="printed") == target_sigma(0.5, 10_000, 10,
+                                                                                  10_000)
+    with pytest.raises(ValueError, match="rule"):
+        target_sigma(0.5, 10, 10, 10, rule="x")
     assert schedule_epsilon(1.0, 0.3, 2.0) == (0.3, False)
     assert schedule_epsilon(0.5, 0.3, 2.0) == (0.5, True)
 
@@ -200,6 +211,27 @@ def test_adaptive_accounting_and_recovery():
     assert acc.communication < flat.accounting.communication
 
 
+def test_adaptive_ablation_switches():
+    rng = np.random.default_rng(13)
+    rows = np.concatenate([np.full(6000, 10), rng.integers(0, 64, 4000)])
+    cols = np.concatenate([np.full(6000, 40), rng.integers(0, 64, 4000)])
+    kw = dict(c=0.3, shard_size=2500)
+    base = adaptive_hierarchical_histogram(rows, cols, 6, 1.0, rng=3, **kw)
+    # release threshold 0 only removes negative counts, which clipping removes anyway
+    zero = adaptive_hierarchical_histogram(rows, cols, 6, 1.0, release_threshold=0.0, rng=3, **kw)
+    np.testing.assert_array_equal(base.density, zero.density)
+    huge = adaptive_hierarchical_histogram(rows, cols, 6, 1.0, release_threshold=1e9, rng=3, **kw)
+    np.testing.assert_allclose(huge.density, 1 / 64**2)
+    # per-shard sigma_rem: the first split threshold is sqrt(n_sh) = 2 times smaller
+    shard = adaptive_hierarchical_histogram(rows, cols, 6, 1.0, threshold_noise="shard", rng=3,
+                                            **kw)
+    assert base.log[0]["threshold"] == pytest.approx(2 * shard.log[0]["threshold"])
+    with pytest.raises(ValueError, match="threshold_noise"):
+        adaptive_hierarchical_histogram(rows, cols, 6, 1.0, threshold_noise="x")
+    with pytest.raises(ValueError, match="target_rule"):
+        adaptive_hierarchical_histogram(rows, cols, 6, 1.0, target_rule="x")
+
+
 def test_oracle_partition_matches_brute_force():
     rng = np.random.default_rng(9)
     truth = to_density(rng.gamma(0.3, size=(4, 4)))
@@ -217,6 +249,55 @@ def test_oracle_partition_matches_brute_force():
         cand.append(m)
     best = min(((m - truth) ** 2).sum() for m in cand)
     assert ((got - truth) ** 2).sum() == pytest.approx(best, rel=1e-12)
+
+
+def test_nonprivate_best_level_matches_brute_force():
+    """The seed's non-private baseline (section 6.2) against an explicit pixel loop: every level
+    rendered cell by cell, MSE summed pixel by pixel, the best level kept."""
+    rng = np.random.default_rng(11)
+    depth, side = 3, 8
+    truth = to_density(rng.gamma(0.5, size=(side, side)))
+    rows, cols = rng.integers(0, side, 60), rng.integers(0, side, 60)
+    est = nonprivate_best_level(rows, cols, depth, truth, shard_size=1000, rng=0)
+    errs = {}
+    maps = {}
+    for lv in range(depth + 1):
+        P = side >> lv
+        m = np.zeros((side, side))
+        for x in range(side):
+            for y in range(side):
+                same = [(r // P == x // P) and (c // P == y // P) for r, c in zip(rows, cols, strict=True)]
+                m[x, y] = sum(same) / rows.size / P**2
+        maps[lv] = m
+        errs[lv] = sum((m[x, y] - truth[x, y]) ** 2 for x in range(side) for y in range(side)) / side**2
+    best = min(errs, key=errs.get)
+    assert est.log[0]["level"] == best
+    for lv in errs:
+        assert est.log[0]["mse_by_level"][lv] == pytest.approx(errs[lv], rel=1e-12)
+    np.testing.assert_allclose(est.density, maps[best], rtol=1e-12, atol=1e-15)
+    assert est.accounting.communication == 2
+
+
+def test_level_errors_closed_form_and_oracle_never_worse():
+    rng = np.random.default_rng(12)
+    truth = to_density(rng.gamma(0.3, size=(16, 16)))
+    counts = rng.poisson(5, size=(4, 4)).astype(float)
+    dense = _upsample(to_density(counts), 4) / 16
+    assert level_errors(counts, truth) == pytest.approx(((dense - truth) ** 2).sum(), rel=1e-12)
+    rows, cols = rng.integers(0, 16, 300), rng.integers(0, 16, 300)
+    for seed in range(5):
+        one = nonprivate_best_level(rows, cols, 4, truth, shard_size=100, dropout=0.1, rng=seed)
+        cell = nonprivate(rows, cols, 4, truth, shard_size=100, dropout=0.1, rng=seed)
+        # the same survivors; the per-cell oracle has the single level among its choices
+        assert ((cell.density - truth) ** 2).sum() <= ((one.density - truth) ** 2).sum() + 1e-15
+    # dropouts: only the survivors of each shard report (seed's 10% dropout setting)
+    keep = np.concatenate([s for _, s in plan_shards(300, 100, dropout=0.1, rng=0)])
+    got = nonprivate_best_level(rows, cols, 4, truth, shard_size=100, dropout=0.1, rng=0)
+    lv = got.log[0]["level"]
+    P = 16 >> lv
+    h = np.bincount((rows[keep] // P) * (16 // P) + cols[keep] // P, minlength=(16 // P) ** 2)
+    np.testing.assert_allclose(got.density, _upsample(h.reshape(16 // P, 16 // P) / keep.size, P)
+                               / P**2)
 
 
 def _blocks(a, lv):

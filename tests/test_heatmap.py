@@ -181,6 +181,39 @@ def test_compact_lp_matches_full_lp(seed):
     assert info["n_variables"] < 16 * 16
 
 
+def test_left_out_siblings_share_the_residual_equally():
+    """Delta = 2, w = 1: the root's 90 units not in the kept pixel cost 1 each left unexplained
+    but 1/2 in a left-out pixel, and every split among the three left-out pixels is optimal;
+    rule (2) of reconstruct gives 30 to each (an LP vertex gives 90 to one)."""
+    noisy = [np.array([[100.0]]), np.array([[10.0, 0.0], [0.0, 0.0]])]
+    s_hat, info = reconstruct(noisy, w=1)
+    np.testing.assert_allclose(s_hat, [[10.0, 30.0], [30.0, 30.0]], atol=1e-9)
+    assert info["lp_objective"] == pytest.approx(45.0)
+    vertex, _ = reconstruct(noisy, w=1, siblings="vertex")
+    assert vertex[0, 0] == pytest.approx(10.0) and vertex.sum() == pytest.approx(100.0)
+    with pytest.raises(ValueError, match="siblings"):
+        reconstruct(noisy, w=1, siblings="x")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_left_out_siblings_equal_and_still_optimal(seed):
+    rng = np.random.default_rng(seed)
+    s = _sparse_counts(16, 40, rng, n_centres=6, spread=2)
+    noisy = noisy_pyramid(s, 0.3, w=4, rng=seed)
+    s_hat, info = reconstruct(noisy, w=4)
+    sel = info["selected"]
+    for i in range(2, 5):
+        kept = set(zip(*(a.tolist() for a in sel[i]), strict=True))
+        b = 16 >> i
+        for pr, pc in zip(*sel[i - 1], strict=True):
+            masses = [s_hat[r * b:(r + 1) * b, c * b:(c + 1) * b].sum()
+                      for r in (2 * pr, 2 * pr + 1) for c in (2 * pc, 2 * pc + 1)
+                      if (r, c) not in kept]
+            assert np.ptp(masses) < 1e-9 if masses else True
+    full, (A, Y, wts), _ = _full_lp_objective(noisy, sel, 16)
+    assert np.sum(wts * np.abs(Y - A @ s_hat.ravel())) == pytest.approx(full, rel=1e-7, abs=1e-9)
+
+
 def test_noiseless_sparse_input_is_recovered_exactly():
     s = np.zeros((64, 64))
     for r, c, m in [(3, 4, 10.0), (40, 41, 5.0), (40, 44, 2.0), (63, 0, 1.0), (20, 60, 7.0)]:

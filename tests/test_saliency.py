@@ -42,6 +42,20 @@ def test_kl_closed_form():
     assert kl(est, truth) == pytest.approx(np.log(KL_EPS + 1 / KL_EPS), rel=1e-12)
 
 
+def test_kl_regularisation_constant_by_hand():
+    # truth (1/2, 1/2, 0, 0), estimate (0, 1/2, 1/4, 1/4): the first cell is missed mass.
+    est = np.array([[0.0, 2.0], [1.0, 1.0]])
+    truth = np.array([[1.0, 1.0], [0.0, 0.0]])
+    for c in (KL_EPS, 1e-9, 1e-3):
+        by_hand = 0.5 * np.log(c + 0.5 / c) + 0.5 * np.log(c + 0.5 / (0.5 + c))
+        assert kl(est, truth, eps=c) == pytest.approx(by_hand, rel=1e-12)
+    assert kl(est, truth) == kl(est, truth, eps=KL_EPS)
+    # the missed half costs about 0.5 log(0.5 / c): 17.6 nats at MATLAB eps, 3.1 at 1e-3
+    assert kl(est, truth) == pytest.approx(0.5 * np.log(0.5 / KL_EPS), rel=1e-9)
+    with pytest.raises(ValueError, match="eps"):
+        kl(est, truth, eps=0.0)
+
+
 def test_emd_metric():
     a = np.zeros((64, 64))
     b = np.zeros((64, 64))

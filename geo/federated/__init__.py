@@ -16,7 +16,9 @@ from .baselines import (
     flat_onehot,
     geometric_budget,
     hierarchical_onehot,
+    level_errors,
     nonprivate,
+    nonprivate_best_level,
     oracle_partition,
     spatial_decomposition,
 )
@@ -48,7 +50,8 @@ from .secagg import (
 __all__ = [
     "Accounting", "FederatedEstimate", "adaptive_hierarchical_histogram", "schedule_epsilon",
     "target_sigma", "update_tree", "adaptive_grid", "count_min_sketch", "flat_onehot",
-    "geometric_budget", "hierarchical_onehot", "nonprivate", "oracle_partition",
+    "geometric_budget", "hierarchical_onehot", "level_errors", "nonprivate",
+    "nonprivate_best_level", "oracle_partition",
     "spatial_decomposition", "NYC_BOX", "population_map", "sample_users", "to_pixels", "block_sum", "density_map",
     "emd_maps", "l1", "mse", "to_density", "encode_weighted", "multi_location_sensitivity",
     "client_noise_share", "discrete_laplace_beta", "discrete_laplace_variance", "dp_alpha",

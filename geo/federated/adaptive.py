@@ -47,14 +47,25 @@ __all__ = [
 ]
 
 
-def target_sigma(c: float, users: int, slots: int, shard_size: int) -> float:
-    r"""Per-shard target noise std, eq. (7) with the shard factor ``1/sqrt(ceil(U/S_max))``
-    (see the module docstring): ``c (U/T) / sqrt(ceil(U / S_max))``."""
+def target_sigma(c: float, users: int, slots: int, shard_size: int, *, rule: str = "summed"
+                 ) -> float:
+    r"""Per-shard target noise std of eq. (7).
+
+    ``rule="summed"`` (default, see the module docstring): ``c (U/T) / sqrt(ceil(U / S_max))``,
+    so that the noise of the histogram summed over the shards is ``c U / T``.
+    ``rule="printed"``: eq. (7) as printed, ``c (U/T) sqrt(ceil(S_max / U))``; the two agree for a
+    single shard (``U = S_max``); for ``U = 10 S_max`` the printed form asks for ``sqrt(10)``
+    times more noise per shard (``c U/T`` per shard, ``sqrt(10) c U/T`` summed).
+    """
     c = check_positive(c, "c")
     users = check_int(users, "users", low=1)
     slots = check_int(slots, "slots", low=1)
     shard_size = check_int(shard_size, "shard_size", low=1)
-    return c * users / slots / math.sqrt(-(-users // shard_size))
+    if rule == "summed":
+        return c * users / slots / math.sqrt(-(-users // shard_size))
+    if rule == "printed":
+        return c * users / slots * math.sqrt(-(-shard_size // users))
+    raise ValueError(f"rule must be 'summed' or 'printed', got {rule!r}")
 
 
 def schedule_epsilon(eps_rem: float, eps_target: float, b: float) -> tuple[float, bool]:
@@ -120,6 +131,9 @@ def adaptive_hierarchical_histogram(rows, cols, depth: int, epsilon: float, *,
                                     modulus: int = 2**32, c: float = 1.0, k: float = 2.0,
                                     b: float = 2.0, max_rounds: int = 30,
                                     start_tree: PrefixTree | None = None,
+                                    target_rule: str = "summed",
+                                    threshold_noise: str = "summed",
+                                    release_threshold: float | None = None,
                                     rng=None) -> FederatedEstimate:
     r"""AdaptiveHierarchicalHist of Algorithm 2 on users at pixels ``(rows, cols)``.
 
@@ -142,13 +156,31 @@ def adaptive_hierarchical_histogram(rows, cols, depth: int, epsilon: float, *,
     max_rounds : int
         Safety cap on sub-queries; the round that reaches it spends the remaining budget.
     start_tree : PrefixTree, optional
-        Prior tree (section 7); default the root alone.
+        Prior tree (section 7); default the root alone (the authors' code starts from the four
+        level-1 nodes: ``PrefixTree.full(depth, 1)``).
+    target_rule : {"summed", "printed"}
+        Shard factor of eq. (7), see :func:`target_sigma`.
+    threshold_noise : {"summed", "shard"}
+        ``sigma_rem`` of the split rule, eq. (5)-(6): the std of the noise summed over the
+        ``n_sh`` shards, ``tau(eps_rem) sqrt(n_sh)`` (default), or of one shard,
+        ``tau(eps_rem)``, as printed.
+    release_threshold : float, optional
+        Post-processing of the released map: slots whose final noisy count is below
+        ``release_threshold`` times the final noise std (summed over shards) are set to 0, as
+        the authors' code does with its split threshold; default none (negative counts are
+        clipped to 0 either way).
     rng : None, int or numpy.random.Generator
     """
     epsilon = check_epsilon(epsilon)
     k = check_positive(k, "k")
     max_rounds = check_int(max_rounds, "max_rounds", low=1)
     rng = check_rng(rng)
+    if target_rule not in ("summed", "printed"):
+        raise ValueError(f"target_rule must be 'summed' or 'printed', got {target_rule!r}")
+    if threshold_noise not in ("summed", "shard"):
+        raise ValueError(f"threshold_noise must be 'summed' or 'shard', got {threshold_noise!r}")
+    if release_threshold is not None:
+        release_threshold = check_positive(release_threshold, "release_threshold", allow_zero=True)
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
     users = int(rows.size)
@@ -165,7 +197,7 @@ def adaptive_hierarchical_histogram(rows, cols, depth: int, epsilon: float, *,
     hist = None
     while eps_rem > 1e-12:
         T = tree.n_slots
-        sigma_t = target_sigma(c, users, T, shard_size)
+        sigma_t = target_sigma(c, users, T, shard_size, rule=target_rule)
         eps_t = epsilon_for_std(sigma_t)
         eps_q, last = schedule_epsilon(eps_rem, eps_t, b)
         if force_last or acc.rounds + 1 >= max_rounds:
@@ -178,7 +210,8 @@ def adaptive_hierarchical_histogram(rows, cols, depth: int, epsilon: float, *,
         entry = {"round": acc.rounds, "slots": T, "epsilon": eps_q, "target_sigma": sigma_t,
                  "max_level": tree.max_level(), "overflow": hist.overflow}
         if not last:
-            threshold = k * noise_std(eps_rem) * math.sqrt(n_sh)
+            threshold = k * noise_std(eps_rem) * (math.sqrt(n_sh) if threshold_noise == "summed"
+                                                  else 1.0)
             new, added, removed = update_tree(tree, hist.counts, threshold)
             entry.update(threshold=threshold, added=added, removed=removed)
             force_last = added == 0 and removed == 0
@@ -187,5 +220,9 @@ def adaptive_hierarchical_histogram(rows, cols, depth: int, epsilon: float, *,
         else:
             final_tree, final_counts = tree, hist.counts
         log.append(entry)
+    final_counts = np.asarray(final_counts, dtype=float)
+    if release_threshold is not None:
+        cut = release_threshold * noise_std(eps_q) * math.sqrt(n_sh)
+        final_counts = np.where(final_counts < cut, 0.0, final_counts)
     density = to_density(final_tree.render(np.clip(final_counts, 0, None)))
     return FederatedEstimate(density=density, accounting=acc, tree=final_tree, log=log)

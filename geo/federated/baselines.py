@@ -1,8 +1,12 @@
 r"""Baselines of the seed's Table 1 (section 5.1 and 6.2), all on the same distributed-DP
 primitive (:func:`~geo.federated.secagg.histogram_query`) so only the encoding differs.
 
-* non-private: the sample's histogram at every quadtree level, best partition chosen by oracle;
-  2 integers (the coordinates) per client.
+* non-private, best level (the seed's own baseline, section 6.2: "we build a map for every level
+  of the quadtree and pick the level that produces the best metric"): the sample's histogram at
+  every level rendered as a uniform ``2^l x 2^l`` grid, the one level with the lowest error
+  against the truth kept for the whole map; 2 integers (the coordinates) per client.
+* non-private, per-cell oracle (stronger, ours): the same histograms, but every quadtree cell
+  keeps its own best level (oracle partition below).
 * flat one-hot: one query at the finest level with all of eps; ``4^L`` integers.
 * hierarchical one-hot: levels ``1..L`` with ``eps / L`` each, best partition by oracle;
   ``sum_l 4^l`` integers (1,398,100 for ``L = 10``).
@@ -37,6 +41,8 @@ from .secagg import histogram_query, plan_shards
 __all__ = [
     "oracle_partition",
     "nonprivate",
+    "nonprivate_best_level",
+    "level_errors",
     "flat_onehot",
     "hierarchical_onehot",
     "spatial_decomposition",
@@ -101,21 +107,79 @@ def _level_counts_from_hist(counts: np.ndarray, lv: int) -> np.ndarray:
     return counts.reshape(1 << lv, 1 << lv).astype(float)
 
 
-def nonprivate(rows, cols, depth: int, truth, *, shard_size: int = 10_000, dropout: float = 0.0,
-               rng=None) -> FederatedEstimate:
-    """Non-private baseline: exact counts of the users that report (after dropouts) at every level,
-    oracle partition. Communication: the 2 coordinates."""
-    rng = check_rng(rng)
+def _reporting(rows, cols, shard_size: int, dropout: float, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Coordinates of the users that report back (dropouts removed per shard)."""
     rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
     keep = np.concatenate([s for _, s in plan_shards(rows.size, shard_size, dropout=dropout,
                                                       rng=rng)])
-    r, c = rows[keep], cols[keep]
-    est = {}
-    for lv in range(depth + 1):
-        est[lv] = np.bincount(cell_codes(r, c, depth, lv), minlength=4**lv).reshape(
-            1 << lv, 1 << lv).astype(float)
+    return rows[keep], cols[keep]
+
+
+def _sample_levels(rows, cols, depth: int, levels) -> dict[int, np.ndarray]:
+    return {lv: np.bincount(cell_codes(rows, cols, depth, lv), minlength=4**lv).reshape(
+        1 << lv, 1 << lv).astype(float) for lv in levels}
+
+
+def nonprivate(rows, cols, depth: int, truth, *, shard_size: int = 10_000, dropout: float = 0.0,
+               rng=None) -> FederatedEstimate:
+    """Non-private baseline, per-cell oracle: exact counts of the users that report (after
+    dropouts) at every level, oracle partition (:func:`oracle_partition`). Stronger than the
+    seed's own non-private baseline (:func:`nonprivate_best_level`). Communication: the 2
+    coordinates."""
+    rng = check_rng(rng)
+    r, c = _reporting(rows, cols, shard_size, dropout, rng)
+    est = _sample_levels(r, c, depth, range(depth + 1))
     acc = Accounting(extra_comm=2)
     return FederatedEstimate(density=oracle_partition(est, truth), accounting=acc)
+
+
+def level_errors(counts: np.ndarray, truth) -> float:
+    r"""Squared error summed over pixels of one uniform level, in closed form.
+
+    ``counts`` is a ``2^l x 2^l`` array of (unnormalised) counts; normalised to ``p`` (sum 1) and
+    spread uniformly over the ``P^2`` pixels of each cell (``P = n / 2^l``):
+
+    .. math:: \sum_{x,y} (f^*(x,y) - f(x,y))^2 = \sum_{\text{cells}}
+              \Big(\frac{p^2}{P^2} - \frac{2 p F}{P^2} + Q\Big),
+
+    with ``F, Q`` the cell sums of ``f`` and ``f^2``. Dividing by ``n^2`` gives the MSE.
+    """
+    truth = np.asarray(truth, dtype=float)
+    counts = np.asarray(counts, dtype=float)
+    f = truth.shape[0] // counts.shape[0]
+    if counts.shape[0] * f != truth.shape[0] or counts.shape[0] != counts.shape[1]:
+        raise ValueError(f"counts of shape {counts.shape} do not tile a {truth.shape} map")
+    p = to_density(counts)
+    F, Q = block_sum(truth, f), block_sum(truth**2, f)
+    return float(np.sum(p**2 / f**2 - 2 * p * F / f**2 + Q))
+
+
+def nonprivate_best_level(rows, cols, depth: int, truth, *, shard_size: int = 10_000,
+                          dropout: float = 0.0, rng=None) -> FederatedEstimate:
+    r"""The seed's non-private baseline (Bagdasaryan et al. 2022, section 6.2, Table 1 row
+    "Non-private"): the users that report (after dropouts) send their location in the clear,
+    the server builds the map of every quadtree level ``l = 0..depth`` (a uniform
+    ``2^l x 2^l`` grid, each cell's count spread evenly over its pixels) and keeps the level
+    with the lowest MSE against the ground truth: "we build a map for every level of the
+    quadtree and pick the level that produces the best metric".
+
+    One level for the whole map, so it is never better than :func:`nonprivate` (whose per-cell
+    oracle may pick a different level in every cell, the single level among its choices).
+    The chosen level and the per-level MSE (:func:`level_errors` / ``n^2``) are in
+    ``log[0]``. Communication: the 2 coordinates.
+    """
+    rng = check_rng(rng)
+    truth = np.asarray(truth, dtype=float)
+    side = 1 << check_int(depth, "depth", low=0, high=14)
+    if truth.shape != (side, side):
+        raise ValueError(f"truth must be {side}x{side} for depth {depth}, got {truth.shape}")
+    r, c = _reporting(rows, cols, shard_size, dropout, rng)
+    est = _sample_levels(r, c, depth, range(depth + 1))
+    errors = {lv: level_errors(h, truth) / side**2 for lv, h in est.items()}
+    best = min(errors, key=errors.get)
+    density = _upsample(to_density(est[best]), side >> best) / float(side >> best) ** 2
+    return FederatedEstimate(density=density, accounting=Accounting(extra_comm=2),
+                             log=[{"level": best, "mse_by_level": errors}])
 
 
 def flat_onehot(rows, cols, depth: int, epsilon: float, *, rng=None, **secagg) -> FederatedEstimate:
