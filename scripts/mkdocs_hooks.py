@@ -40,11 +40,13 @@ def _block(args: list[str]) -> str:
 
 
 def _subcommands() -> list[str]:
+    """The subcommands, in ``mdp --help`` order (the indented names under COMMAND)."""
     usage = _mdp("--help")
-    match = re.search(r"\{([\w,-]+)\}", usage)
-    if not match:
+    block = usage.split("positional arguments:", 1)[-1].split("options:", 1)[0]
+    names = re.findall(r"^    ([a-z][\w-]*)(?:\s|$)", block, re.MULTILINE)
+    if not names:
         raise RuntimeError(f"no subcommand list in 'mdp --help':\n{usage}")
-    return match.group(1).split(",")
+    return names
 
 
 def _help_section(name: str) -> str:

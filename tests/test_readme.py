@@ -27,14 +27,6 @@ SETUP = re.compile(r"^(pip|python -m pip|pytest|python -m pytest)\b")
 TIMEOUT_S = 300
 MAX_LINES = 200
 
-# TODO(issue 16): once `mdp build` and `mdp privatize` take `--metric haversine`,
-# `--max-snap-km` and `--snap`, the README's "Privatize my locations" recipe becomes
-#     mdp build --space docs/examples/places.csv --metric haversine --mechanism exponential \
-#         --epsilon 2 -o places.npz
-#     printf '48.2082,16.3738\n' | mdp privatize places.npz --seed 1
-# and this test should also check that its output lines are rows of docs/examples/places.csv
-# and that a far-away input (e.g. Beijing) is refused without --snap.
-
 
 def fenced_blocks(markdown: str) -> list[tuple[str, str]]:
     """``(language, body)`` of every fenced code block, in order."""
@@ -158,6 +150,14 @@ def test_readme_location_and_text_recipes_release_points_of_the_space(workdir):
     centres = {(round(lat, 6), round(lon, 6)) for lat, lon in places.points}
     released = [tuple(round(float(v), 6) for v in line.split(",")) for line in out.split()]
     assert len(released) == 2 and set(released) <= centres
+    # the space is the user's own file: the released points are rows of places.csv
+    rows = {(round(a, 6), round(b, 6)) for a, b in
+            (map(float, line.split(",")) for line in
+             (ROOT / "docs/examples/places.csv").read_text().split()[1:])}
+    assert set(released) <= rows
+    far = subprocess.run(["mdp", "privatize", "places.npz", "39.9042,116.4074"], cwd=workdir,
+                         env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert far.returncode == 2 and "--snap" in far.stderr and far.stdout == ""
     words = set(mdp.load(workdir / "words.npz").space.labels.tolist())
     out = subprocess.run(["mdp", "privatize", "words.npz", "japan", "money", "--seed", "3"],
                          cwd=workdir, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,

@@ -54,6 +54,8 @@ def explain_failures(family: str, n: int, epsilon: float, *, on_timeout: str,
     on_failure : str
         What to try when the solver failed otherwise (:class:`~mdp.errors.SolverError`).
 
+    Notes
+    -----
     The exception keeps its type (``SolverTimeout`` stays a timeout) and chains the original.
     """
     where = f"{family} on n = {n} points at epsilon = {epsilon:g}"
