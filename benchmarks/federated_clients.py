@@ -1,4 +1,4 @@
-"""Benchmark: simulate 10^6 federated clients (seed bagdasaryan2022, Algorithms 1-2).
+"""Benchmark: simulate 10^6 federated clients (Bagdasaryan et al. 2022, Algorithms 1-2).
 
 Shard noise is drawn exactly in aggregate (sums of Polya variables add their alphas), so the cost
 is one negative-binomial pair per shard and coordinate plus the users' one-hot counts.

@@ -1,4 +1,4 @@
-"""LP scaling of the LP mechanisms (seed imola2022 Table 2): seconds and non-zeros versus n.
+"""LP scaling of the LP mechanisms (Imola et al. 2022 Table 2): seconds and non-zeros versus n.
 
 Spaces: a Geolife-like clustered space (the n most popular 0.005-degree Beijing cells: top-30
 cells per trace, histogram over traces, haversine distances between cell centres, km) and a text

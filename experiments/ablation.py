@@ -29,7 +29,7 @@ from .common import (
 )
 from .size_sweep import lp_columns
 
-DESCRIPTION = "Table 3: ConstOPTMech ablation over lambda (r=5) and r (lambda=50) at n=200"
+DESCRIPTION = "Imola et al. 2022, Table 3: ConstOPTMech ablation over lambda (r=5) and r (lambda=50) at n=200"
 
 LAMBDAS = [0.1, 1.0, 10.0, 50.0, 250.0]
 RS = [1, 3, 5, 7, 9]

@@ -1,4 +1,4 @@
-r"""Pieces shared by the mDP experiments (seed imola2022, section 5): the task that places one
+r"""Pieces shared by the mDP experiments (Imola et al. 2022, section 5): the task that places one
 mechanism on the ``eps_tight`` axis, the reference curves, command-line options and outputs.
 
 Reference curves on a ``(eps, delta)`` axis

@@ -36,7 +36,7 @@ from .common import (
 )
 from .spaces import parse_name, space_kind
 
-DESCRIPTION = "Figure 1: L_0.95 vs eps_tight (delta=1e-3) of every mechanism, lower bound, uniform"
+DESCRIPTION = "Imola et al. 2022, Figure 1: L_0.95 vs eps_tight (delta=1e-3) of every mechanism, lower bound, uniform"
 
 #: eps_tight grids per family, chosen so that each panel runs from near-uniform loss to near 0
 #: (units: 1 / embedding distance for text, 1 / km for Geolife).

@@ -31,7 +31,7 @@ from .size_sweep import (
     variant_label,
 )
 
-DESCRIPTION = "Figure 2: L_0.95 vs size of the space at fixed eps_tight (ExpMech, ConstOPT r=5,10, Spanner)"
+DESCRIPTION = "Imola et al. 2022, Figure 2: L_0.95 vs size of the space at fixed eps_tight (ExpMech, ConstOPT r=5,10, Spanner)"
 
 FIG2_VARIANTS = ["exponential", "constopt-5", "constopt-10", "spanner"]
 

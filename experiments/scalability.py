@@ -33,7 +33,7 @@ from .size_sweep import (
     variant_label,
 )
 
-DESCRIPTION = "Table 2: seconds and non-zeros of each LP mechanism as n grows (fixed eps_tight)"
+DESCRIPTION = "Imola et al. 2022, Table 2: seconds and non-zeros of each LP mechanism as n grows (fixed eps_tight)"
 
 LP_VARIANTS = ["constopt-10", "constopt-5", "spanner", "optimal"]
 

@@ -1,4 +1,4 @@
-"""The metric spaces of the experiments (seed imola2022, section 5.1).
+"""The metric spaces of the experiments (Imola et al. 2022, section 5.1).
 
 ========================  =====================================================================
 family                    space of size n

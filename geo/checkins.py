@@ -1,6 +1,6 @@
 """Readers for location check-in logs: SNAP Gowalla/Brightkite and Foursquare TSMC2014.
 
-Check-ins are the second kind of location data the geolocation release (seed imola2022,
+Check-ins are the second kind of location data the geolocation release (Imola et al. 2022,
 section 5.1) applies to: :func:`geo.popular.popular_cells` treats each user's check-ins as one
 trace. Both layouts are the original downloads, tab-separated, without a header, plain or
 gzip-compressed (detected from the content; a ``.gz`` name on plain data is refused):

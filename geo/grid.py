@@ -1,4 +1,4 @@
-"""A regular latitude/longitude grid of square cells (seed imola2022, section 5.1).
+"""A regular latitude/longitude grid of square cells (Imola et al. 2022, section 5.1).
 
 The geolocation experiments discretise locations into "rectangular bins of 0.005 deg" and use
 distances between bin centres. :class:`Grid` is that discretisation: it maps points to cell ids,

@@ -1,4 +1,4 @@
-"""Metric spaces of the most popular grid cells (seed imola2022, section 5.1).
+"""Metric spaces of the most popular grid cells (Imola et al. 2022, section 5.1).
 
 The seed builds its geolocation spaces "with the method of Bordenabe et al. [2014]": divide
 Beijing into cells of 0.005 deg, take each Geolife trace's top 30 cells, form a histogram of top

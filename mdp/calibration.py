@@ -1,4 +1,4 @@
-r"""Calibration of a family's parameter epsilon to a target ``eps_tight`` (seed imola2022 5.1).
+r"""Calibration of a family's parameter epsilon to a target ``eps_tight`` (Imola et al. 2022 5.1).
 
 Mechanisms are compared at equal *measured* privacy: for a target ``t``, :func:`calibrate`
 returns the mechanism of the family built at the largest parameter ``epsilon`` whose

@@ -1,4 +1,4 @@
-"""Loss versus eps_tight curves (the ``mdp curves`` command; seed imola2022 Figure 1 layout).
+"""Loss versus eps_tight curves (the ``mdp curves`` command; Imola et al. 2022 Figure 1 layout).
 
 For every mechanism family that applies to the space, and every target ``t`` on the
 ``eps_tight`` axis, the family is calibrated with :func:`mdp.calibrate` (largest parameter

@@ -1,4 +1,4 @@
-r"""Packing lower bound on the loss of any eps-mDP mechanism (seed imola2022, Theorem 3).
+r"""Packing lower bound on the loss of any eps-mDP mechanism (Imola et al. 2022, Theorem 3).
 
 For a (c, r, Q)-packing ``S`` (balls ``B(x, r) = {y in W : d(x, y) <= r}`` around the points of
 ``S`` pairwise disjoint), every eps-mDP mechanism has

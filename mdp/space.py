@@ -3,7 +3,7 @@
 A :class:`MetricSpace` holds ``n >= 2`` points, their ``n x n`` distance matrix ``D`` and
 optional labels (words, cell ids) and coordinates. Construction validates that ``D`` is a
 metric: finite, symmetric, zero diagonal, non-negative and satisfying the triangle inequality
-``D[u, w] <= D[u, v] + D[v, w]`` up to a relative tolerance (seed imola2022, section 2).
+``D[u, w] <= D[u, v] + D[v, w]`` up to a relative tolerance (Imola et al. 2022, section 2).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 SPEC                            space
 ==============================  ==========================================================
 ``glove:N[:SEED]``              N words of the embedded GloVe slice, clustered sampling
-                                (seed imola2022 section 5.1), Euclidean distances
+                                (Imola et al. 2022 section 5.1), Euclidean distances
 ``glove:N:SEED:full``           the same from the full 400k-word GloVe (extra ``glove``)
 ``fasttext:N[:SEED]``           N words of a fastText model trained with gensim on gensim's
                                 Lee corpus (:func:`text.fasttext.train_lee_fasttext`)

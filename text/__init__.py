@@ -1,4 +1,4 @@
-"""Text: word embeddings, clustered vocabularies and word privatization (seed imola2022 5.1).
+"""Text: word embeddings, clustered vocabularies and word privatization (Imola et al. 2022 5.1).
 
 * :class:`Embeddings`, :func:`load_glove` (embedded slice, or the full 400k words with the
   ``glove`` extra), :func:`load_vectors` (GloVe/word2vec text, word2vec binary, fastText,

@@ -1,4 +1,4 @@
-"""Word embeddings: words plus vectors, lookup and nearest neighbours (seed imola2022, section 2).
+"""Word embeddings: words plus vectors, lookup and nearest neighbours (Imola et al. 2022, section 2).
 
 A word embedding ``phi : W -> R^d`` turns a vocabulary into a metric space with
 ``d(u, v) = ||phi(u) - phi(v)||_2`` (seed section 2 and 5.1). :class:`Embeddings` holds the words
@@ -29,7 +29,7 @@ class Embeddings:
     """Words with their vectors (``vectors[i]`` embeds ``words[i]``).
 
     The metric of the embedding is the Euclidean distance between vectors,
-    ``d(u, v) = ||phi(u) - phi(v)||_2`` (seed imola2022, sections 2 and 5.1).
+    ``d(u, v) = ||phi(u) - phi(v)||_2`` (Imola et al. 2022, sections 2 and 5.1).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Clustered vocabulary sampling (seed imola2022, section 5.1)."""
+"""Clustered vocabulary sampling (Imola et al. 2022, section 5.1)."""
 
 from __future__ import annotations
 

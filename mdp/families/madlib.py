@@ -2,7 +2,7 @@ r"""Madlib (Feyisetan, Balle, Drake, Diethe, WSDM 2020): continuous noise, then 
 
 For an input point :math:`x = \phi(w) \in \mathbb{R}^d` the mechanism draws
 :math:`z = x + N` with noise density :math:`p(N) \propto \exp(-\epsilon \lVert N \rVert_2)` and
-returns the point of the space nearest to :math:`z` (seed imola2022, section 5.1, "Madlib"
+returns the point of the space nearest to :math:`z` (Imola et al. 2022, section 5.1, "Madlib"
 mechanism d; notes section 1). The noise is sampled in polar form: the density of the radius
 :math:`r = \lVert N \rVert` is proportional to :math:`r^{d-1} e^{-\epsilon r}`, i.e.
 :math:`r \sim \mathrm{Gamma}(\text{shape}=d, \text{scale}=1/\epsilon)`, and the direction is
