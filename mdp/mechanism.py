@@ -128,8 +128,12 @@ class Mechanism:
         from .sampling import certified_sampler
 
         t0 = time.perf_counter()
-        cert, self._sampler = certified_sampler(values, self.space.distances, self.epsilon,
-                                                log=self._log, repair=repair)
+        try:
+            cert, self._sampler = certified_sampler(values, self.space.distances, self.epsilon,
+                                                    log=self._log, repair=repair)
+        except PrivacyError as exc:
+            raise PrivacyError(f"mechanism {self.name!r} (n = {self.space.n}, epsilon = "
+                               f"{self.epsilon:.17g}): {exc}") from None
         cert.report["seconds"] = time.perf_counter() - t0
         self.stats["privacy"] = cert.report
         return cert.matrix

@@ -101,3 +101,24 @@ def test_a_csv_is_not_a_mechanism_and_no_unsafe_advice(tmp_path):
 def test_negative_seed_names_the_parameter():
     with pytest.raises(ParameterError, match="seed"):
         mdp.build("exponential", mdp.MetricSpace.from_points([[0.0], [1.0]]), 1.0, rng=-1)
+
+
+def test_non_stochastic_builder_is_an_error_naming_the_family(space):
+    from mdp.candidate import Candidate
+    from mdp.families.exponential import exponential_matrix
+    from mdp.registry import FAMILIES, register
+
+    @register("_test_rowsum", description="rows sum to 1 + 5e-7")
+    def _sloppy(sp, epsilon, *, rng=None):
+        M = exponential_matrix(sp.distances, epsilon)
+        M[0] *= 1 + 5e-7
+        return Candidate(matrix=M)
+
+    try:
+        with pytest.raises(PrivacyError, match=r"mechanism '_test_rowsum' \(n = 8, epsilon = 1\)"):
+            mdp.build("_test_rowsum", space, 1.0)
+    finally:
+        FAMILIES.unregister("_test_rowsum")
+    # a certified mechanism holds exactly what was certified: no silent renormalisation
+    m = mdp.build("exponential", space, 1.0)
+    assert m.stats["privacy"]["verified"] and np.abs(m.matrix.sum(axis=1) - 1).max() <= 1e-12
