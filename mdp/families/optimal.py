@@ -263,8 +263,13 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     mdp.errors.SolverTimeout
         When ``time_limit`` is reached (the message names n, epsilon and what to try).
     mdp.errors.SolverError
-        Solver failure, or a returned matrix violating a privacy row beyond ``1e-6``, with every
-        coefficient limit.
+        Never for a solver failure: when HiGHS finds no optimum with any coefficient limit, the
+        exponential mechanism at ``epsilon`` is returned with the reason in
+        ``stats["fallback"]`` (:func:`mdp.lp.output.exponential_floor`). Rows left out by the
+        coefficient limit (``stats["unresolved_rows"]``) are decided by the envelope
+        (:func:`mdp.lp.output.private_candidate`, in log-probabilities when ``eps * D`` exceeds
+        float64's range); if the relative gap then stays above ``RETRY_RTOL`` the result is
+        never worse than the exponential mechanism.
     """
     n = space.n
     if knn is None:
