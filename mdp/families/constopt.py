@@ -39,13 +39,16 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import logsumexp
 
 from ..accounting import loss as mech_loss
 from ..candidate import Candidate
-from ..errors import ParameterError, ParameterTypeError
+from ..errors import ParameterError, ParameterTypeError, SolverError
 from ..lp import (
     SOLVERS,
     Cuts,
+    LPError,
+    LPTimeout,
     Phase,
     RowGeneration,
     RowGenerationPolicy,
@@ -53,6 +56,8 @@ from ..lp import (
     explain_failures,
     stochastic_rows,
 )
+from ..lp.output import LOG_DOMAIN_C, exponential_floor, private_candidate
+from ..lp.worst_case import MAX_COEFFICIENTS
 from ..params import Param
 from ..registry import register
 from ..space import MetricSpace
@@ -101,11 +106,15 @@ def _bound_factors(D: np.ndarray, free: np.ndarray, fu: np.ndarray, fv: np.ndarr
     return log_hi, log_lo
 
 
-def constopt_lp(distances: np.ndarray, e: float, free: np.ndarray, lam: float, *, split: bool = False):
+def constopt_lp(distances: np.ndarray, e: float, free: np.ndarray, lam: float, *, split: bool = False,
+                max_coefficient: float | None = None):
     """Assemble the ConstOPTMech LP at privacy level ``e`` (already halved) in one sparse matrix.
 
     Variables: ``Y`` (n), the free entries in row-major order of ``free``, then ``k``.
     Row order: losses, row sums, collapsed free-vs-fixed bounds, then the free-free pair rows.
+    With ``max_coefficient`` ``C``, privacy rows whose coefficient lies outside ``[1/C, C]`` are
+    left out (a relaxation HiGHS can solve at any ``e * D``; :func:`build_constopt` decides the
+    entries they would bound by the envelope and certifies the result).
 
     Returns
     -------
@@ -133,8 +142,9 @@ def constopt_lp(distances: np.ndarray, e: float, free: np.ndarray, lam: float, *
     nrow = 2 * n
     # free-vs-fixed: M_uv - hi Y_v <= 0 and M_uv - lo Y_v >= 0 (only where the column has fixed entries)
     log_hi, log_lo = _bound_factors(D, free, fu, fv, e)
+    cmax = np.inf if max_coefficient is None else float(np.log(max_coefficient))
     for logb, lo_b, hi_b in ((log_hi, -np.inf, 0.0), (log_lo, 0.0, np.inf)):
-        sel = np.nonzero(np.isfinite(logb))[0]
+        sel = np.nonzero(np.isfinite(logb) & (np.abs(logb) <= cmax))[0]
         r = nrow + np.arange(len(sel))
         rows += [r, r]
         cols += [n + sel, fv[sel]]
@@ -150,7 +160,7 @@ def constopt_lp(distances: np.ndarray, e: float, free: np.ndarray, lam: float, *
     for v, mem in enumerate(col_members):
         if len(mem) > 1:
             a, b = np.meshgrid(mem, mem, indexing="ij")
-            off = a != b
+            off = (a != b) & (e * D[a, b] <= cmax)
             pa.append(a[off])
             pb.append(b[off])
             pc.append(np.full(int(off.sum()), v))
@@ -313,33 +323,99 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
         if free.shape != (n, n):
             raise ParameterError(f"replacement must return an ({n}, {n}) boolean mask, got shape {free.shape}")
     e = epsilon / 2.0
-    E = np.exp(-e * D)
+    logE = -e * D
     best = None
     runs = []
     limit = "none" if time_limit is None else f"{time_limit:g} s"
+    failures = []
     for lam_i in lams:
-        c, A, lo, hi, (fu, fv), n_base = constopt_lp(D, e, free, lam_i, split=True)
         with explain_failures(f"ConstOPTMech (r = {r}, lambda = {lam_i:g})", n, epsilon,
                               on_timeout=f"a larger time_limit (now {limit} per LP), a smaller r, or "
                                          "fewer lambdas",
                               on_failure="another solver ('simplex' or 'ipm'), lazy=False, or a "
                                          "smaller r"):
-            sol, lp_stats = solve_constopt_lp(c, A, lo, hi, n_base, lazy=lazy, solver=solver,
-                                              time_limit=time_limit)
-            Y = np.maximum(sol.x[:n], 0.0)
-            M = E * Y[None, :]
-            M[fu, fv] = np.maximum(sol.x[n:n + len(fu)], 0.0)
-            H = stochastic_rows(M)
-        run = {"lam": lam_i, "L_q": mech_loss(H, D, SELECTION_Q), "loss": mech_loss(H, D),
-               "lp_objective": sol.objective, **lp_stats}
+            try:
+                sol, lp_stats, max_coefficient, left_out, (fu, fv) = _solve_limited(
+                    D, e, free, lam_i, lazy=lazy, solver=solver, time_limit=time_limit)
+            except LPError as exc:
+                if isinstance(exc, LPTimeout):
+                    raise
+                failures.append(f"lambda = {lam_i:g}: {exc}")
+                continue
+            # fixed entries Y_v e^{-e D_uv} in log-probabilities: exact at any e * D
+            with np.errstate(divide="ignore"):
+                L = np.log(np.maximum(sol.x[:n], 0.0))[None, :] + logE
+                L[fu, fv] = np.log(np.maximum(sol.x[n:n + len(fu)], 0.0))
+            H, log = _normalised(L, epsilon * D.max() > LOG_DOMAIN_C)
+            if left_out:
+                H, log, mix = private_candidate(H, D, epsilon, given_log=log, log=log)
+        run = {"lam": lam_i, "L_q": mech_loss(H, D, SELECTION_Q, log=log), "loss": mech_loss(H, D, log=log),
+               "lp_objective": sol.objective, "max_coefficient": max_coefficient,
+               "unresolved_rows": left_out, **lp_stats}
         runs.append(run)
-        if best is None or run["L_q"] < best[1]["L_q"]:
-            best = (H, run)
-    H, run = best
+        if best is None or run["L_q"] < best[2]["L_q"]:
+            best = (H, log, run)
+    if best is None:
+        return exponential_floor(None, True, D, epsilon, {"lambdas": failures}, family="ConstOPTMech",
+                                 reason="HiGHS found no optimum with any lambda and coefficient limit: "
+                                        + "; ".join(failures))
+    H, log, run = best
     stats = {k: v for k, v in run.items() if k not in ("L_q", "loss")}
     stats.update(**{"lambda": run["lam"], "lambdas": [{k: x[k] for k in ("lam", "L_q", "loss", "seconds")}
                                                       for x in runs],
                     "seconds_total": float(sum(x["seconds"] for x in runs)),
                     "free_entries": int(free.sum()), "theorem1": theorem1_counts(free), "lp_epsilon": e})
     del stats["lam"]
-    return Candidate(matrix=H, stats=stats)
+    if failures:
+        stats["failed_lambdas"] = failures
+    if run["unresolved_rows"]:
+        return exponential_floor(H, log, D, epsilon, stats, family="ConstOPTMech")
+    return Candidate(log_matrix=H, stats=stats) if log else Candidate(matrix=H, stats=stats)
+
+
+def _normalised(L: np.ndarray, log: bool) -> tuple[np.ndarray, bool]:
+    """Rows of the log-matrix ``L`` normalised (Algorithm 1), as log-probabilities when ``log``."""
+    if not log:
+        with np.errstate(under="ignore"):
+            return stochastic_rows(np.exp(L)), False
+    if not np.all(np.isfinite(L).any(axis=1)):
+        raise SolverError(f"the LP solution has no positive entry in row "
+                          f"{int(np.argmin(np.isfinite(L).any(axis=1)))}")
+    return L - logsumexp(L, axis=1, keepdims=True), True
+
+
+def _left_out(D: np.ndarray, e: float, free: np.ndarray, max_coefficient: float) -> int:
+    """Privacy rows :func:`constopt_lp` leaves out at ``max_coefficient`` (as it selects them)."""
+    cmax = float(np.log(max_coefficient))
+    fu, fv = np.nonzero(free)
+    log_hi, log_lo = _bound_factors(D, free, fu, fv, e)
+    out = int(np.count_nonzero(np.isfinite(log_hi) & (log_hi > cmax)))
+    out += int(np.count_nonzero(np.isfinite(log_lo) & (-log_lo > cmax)))
+    for v in range(D.shape[0]):
+        mem = np.nonzero(free[:, v])[0]
+        out += int(np.count_nonzero(e * D[np.ix_(mem, mem)] > cmax))
+    return out
+
+
+def _solve_limited(D, e, free, lam, *, lazy, solver, time_limit):
+    """The ConstOPTMech LP with rows up to each of ``MAX_COEFFICIENTS`` until HiGHS solves it.
+
+    Returns ``(sol, stats, max_coefficient, left_out_rows, (fu, fv))``; re-raises the last
+    :class:`~mdp.lp.LPError` when every limit fails.
+    """
+    t0 = time.perf_counter()
+    errors = []
+    for max_coefficient in MAX_COEFFICIENTS:
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        c, A, lo, hi, (fu, fv), n_base = constopt_lp(D, e, free, lam, split=True,
+                                                     max_coefficient=max_coefficient)
+        try:
+            sol, stats = solve_constopt_lp(c, A, lo, hi, n_base, lazy=lazy, solver=solver,
+                                           time_limit=left)
+        except LPError as exc:
+            if isinstance(exc, LPTimeout):
+                raise
+            errors.append(f"rows up to {max_coefficient:g}: {exc}")
+            continue
+        return sol, stats, max_coefficient, _left_out(D, e, free, max_coefficient), (fu, fv)
+    raise LPError("; ".join(errors))

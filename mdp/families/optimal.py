@@ -41,6 +41,7 @@ import numpy as np
 from ..candidate import Candidate
 from ..errors import ParameterError
 from ..lp import SOLVERS, LPError, LPTimeout, explain_failures, stochastic_rows
+from ..lp.output import candidate_loss, exponential_floor, private_candidate
 from ..lp.worst_case import (
     LAZY_SOLVERS,
     MAX_COEFFICIENTS,
@@ -51,7 +52,6 @@ from ..lp.worst_case import (
 from ..params import Param
 from ..registry import register
 from ..space import MetricSpace
-from ..verification import repair_to_private
 
 __all__ = ["nonredundant_pairs", "is_map_space", "default_knn", "default_solver", "OPTIMAL_MAX_N",
            "METHODS"]
@@ -137,9 +137,13 @@ def _applies(space: MetricSpace) -> str | None:
 
 @dataclass
 class _Solved:
-    """One solve at one coefficient limit, repaired to its private envelope."""
+    """One solve at one coefficient limit, repaired to its private envelope.
+
+    ``matrix`` holds log-probabilities when ``log`` (``eps * D`` beyond float64's range).
+    """
 
     matrix: np.ndarray
+    log: bool
     stats: dict
     loss: float
     violation: float
@@ -160,13 +164,14 @@ def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, 
         M, stats = solve_worst_case_lp(D, pu, pv, epsilon, time_limit=time_limit, solver=solver,
                                        max_coefficient=max_coefficient)
     M = stochastic_rows(M)
-    violation = max_privacy_violation(M, D, epsilon)
+    # rows left out by the coefficient limit are decided by the envelope, not checked here
+    violation = max_privacy_violation(M, D, epsilon, max_coefficient)
     if violation > VIOLATION_ATOL:
         raise LPError(f"the LP solution violates a privacy row by {violation:.3g} (> {VIOLATION_ATOL}); "
                       "the solver did not converge to a feasible optimum")
-    M, mix = repair_to_private(M, D, epsilon)
-    loss = float(np.max(np.einsum("uw,uw->u", M, D)))
-    return _Solved(M, stats, loss, violation, mix, max_coefficient)
+    M, log, mix = private_candidate(M, D, epsilon)
+    loss = candidate_loss(M, D, log)
+    return _Solved(M, log, stats, loss, violation, mix, max_coefficient)
 
 
 def _solve_over_coefficient_limits(solve, time_limit: float | None) -> tuple[_Solved, float, list[str]]:
@@ -194,9 +199,6 @@ def _solve_over_coefficient_limits(solve, time_limit: float | None) -> tuple[_So
             best = out
         if best.loss - best_bound <= RETRY_RTOL * best.loss:
             break
-    if best is None:
-        raise LPError("HiGHS found no optimum of the OPTMech LP with any coefficient limit: "
-                      + "; ".join(attempts))
     return best, best_bound, attempts
 
 
@@ -261,8 +263,13 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     mdp.errors.SolverTimeout
         When ``time_limit`` is reached (the message names n, epsilon and what to try).
     mdp.errors.SolverError
-        Solver failure, or a returned matrix violating a privacy row beyond ``1e-6``, with every
-        coefficient limit.
+        Never for a solver failure: when HiGHS finds no optimum with any coefficient limit, the
+        exponential mechanism at ``epsilon`` is returned with the reason in
+        ``stats["fallback"]`` (:func:`mdp.lp.output.exponential_floor`). Rows left out by the
+        coefficient limit (``stats["unresolved_rows"]``) are decided by the envelope
+        (:func:`mdp.lp.output.private_candidate`, in log-probabilities when ``eps * D`` exceeds
+        float64's range); if the relative gap then stays above ``RETRY_RTOL`` the result is
+        never worse than the exponential mechanism.
     """
     n = space.n
     if knn is None:
@@ -284,11 +291,28 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
                           on_failure="the other method (method='full' or 'lazy') or solver "
                                      "('simplex' or 'ipm'), or 'spanner' with stretch=1 (the same LP)"):
         best, bound, attempts = _solve_over_coefficient_limits(solve, time_limit)
+    if best is None:
+        reason = "HiGHS found no optimum of the LP with any coefficient limit: " + "; ".join(attempts)
+        return exponential_floor(None, True, space.distances, epsilon,
+                                 {"attempts": attempts, "method": method}, family="OPTMech",
+                                 reason=reason)
     gap = best.loss - bound
     stats = dict(best.stats)
     stats.update(full_privacy_rows=n * n * (n - 1), redundant_pairs=n * (n - 1) - len(pu),
                  max_privacy_violation=best.violation, loss=best.loss, lower_bound=bound,
                  optimality_gap=gap, relative_gap=gap / best.loss if best.loss > 0 else 0.0,
                  method=method, uniform_mix=best.uniform_mix, max_coefficient=best.max_coefficient,
-                 attempts=attempts)
+                 attempts=attempts, unresolved_rows=_left_out_rows(space.distances, epsilon, pu, pv,
+                                                                   best.max_coefficient))
+    if stats["unresolved_rows"] and stats["relative_gap"] > RETRY_RTOL:
+        # entries decided by the envelope, not by the LP: never worse than the exponential mechanism
+        return exponential_floor(best.matrix, best.log, space.distances, epsilon, stats,
+                                 family="OPTMech")
+    if best.log:
+        return Candidate(log_matrix=best.matrix, stats=stats)
     return Candidate(matrix=best.matrix, stats=stats)
+
+
+def _left_out_rows(D: np.ndarray, epsilon: float, pu, pv, max_coefficient: float) -> int:
+    """Privacy rows (all columns) the LP left out for a coefficient above ``max_coefficient``."""
+    return int(np.count_nonzero(epsilon * D[pu, pv] > np.log(max_coefficient))) * D.shape[0]

@@ -22,12 +22,15 @@ and 1.5 is in the range Bordenabe et al. explore (their experiments use 1.1-2.0)
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..candidate import Candidate
 from ..errors import ParameterError
-from ..lp import SOLVERS, explain_failures, stochastic_rows
-from ..lp.worst_case import solve_worst_case_lp, solve_worst_case_lp_lazy
+from ..lp import SOLVERS, LPError, LPTimeout, explain_failures, stochastic_rows
+from ..lp.output import LOG_DOMAIN_C, candidate_loss, exponential_floor, private_candidate
+from ..lp.worst_case import MAX_COEFFICIENTS, solve_worst_case_lp, solve_worst_case_lp_lazy
 from ..params import Param
 from ..registry import register
 from ..space import MetricSpace
@@ -109,20 +112,50 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
     pv = np.r_[E[:, 1], E[:, 0]]
     level = epsilon / stretch
     limit = "none" if time_limit is None else f"{time_limit:g} s"
+    D = space.distances
+    attempts = []
+    M = None
+    t0 = time.perf_counter()
     with explain_failures("SpannerMech", space.n, epsilon,
                           on_timeout=f"a larger time_limit (now {limit}), a larger stretch (fewer "
                                      "edges), or method='lazy'",
                           on_failure="the other method (method='lazy' or 'full') or another solver "
                                      "('simplex', 'ipm')"):
-        if method == "lazy":
-            allowed = np.zeros((space.n, space.n), dtype=bool)
-            allowed[pu, pv] = True
-            M, stats = solve_worst_case_lp_lazy(space.distances, allowed, level, time_limit=time_limit,
-                                                solver=solver or "simplex", knn=knn)
-        else:
-            M, stats = solve_worst_case_lp(space.distances, pu, pv, level, time_limit=time_limit,
-                                           solver=solver or "ipm")
-        M = stochastic_rows(M)
-    stats.update(spanner_edges=len(E), stretch=float(stretch),
-                 loss=float(np.max(np.einsum("uw,uw->u", M, space.distances))))
+        # HiGHS mis-solves these bounded LPs when e^{eps D} spans too many orders of magnitude:
+        # retry with fewer rows (a relaxation; the envelope decides the entries left open)
+        for max_coefficient in MAX_COEFFICIENTS:
+            left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+            try:
+                if method == "lazy":
+                    allowed = np.zeros((space.n, space.n), dtype=bool)
+                    allowed[pu, pv] = True
+                    M, stats = solve_worst_case_lp_lazy(D, allowed, level, time_limit=left,
+                                                        solver=solver or "simplex", knn=knn,
+                                                        max_coefficient=max_coefficient)
+                else:
+                    M, stats = solve_worst_case_lp(D, pu, pv, level, time_limit=left,
+                                                   solver=solver or "ipm",
+                                                   max_coefficient=max_coefficient)
+                M = stochastic_rows(M)
+            except LPError as exc:
+                if isinstance(exc, LPTimeout):
+                    raise
+                attempts.append(f"rows up to {max_coefficient:g}: {exc}")
+                M = None
+                continue
+            break
+    base = {"spanner_edges": len(E), "stretch": float(stretch), "attempts": attempts}
+    if M is None:
+        return exponential_floor(None, True, D, epsilon, base, family="SpannerMech",
+                                 reason="HiGHS found no optimum of the LP with any coefficient "
+                                        "limit: " + "; ".join(attempts))
+    left_out = int(np.count_nonzero(level * D[pu, pv] > np.log(max_coefficient))) * space.n
+    stats.update(base, max_coefficient=max_coefficient, unresolved_rows=left_out)
+    if left_out or epsilon * D.max() > LOG_DOMAIN_C:
+        # entries only a left-out row bounds: decided by the envelope at eps (in log-probabilities
+        # where e^{-eps D} underflows), never worse than the exponential mechanism
+        values, log, mix = private_candidate(M, D, epsilon)
+        stats.update(uniform_mix=mix, loss=candidate_loss(values, D, log))
+        return exponential_floor(values, log, D, epsilon, stats, family="SpannerMech")
+    stats["loss"] = float(np.max(np.einsum("uw,uw->u", M, D)))
     return Candidate(matrix=M, stats=stats)

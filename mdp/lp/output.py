@@ -6,6 +6,16 @@ row-stochastic (to rounding) before it goes to certification, which accepts noth
 
 :func:`explain_failures` turns a solver failure deep inside a build into a message a user can act
 on: the family, the size of the space, epsilon, what happened and what to try.
+
+At large ``eps * d`` (geo-indistinguishability on wide areas, spaces with two distance scales)
+the privacy rows ``M_uw <= e^{eps D_uv} M_vw`` have coefficients far beyond what HiGHS resolves
+(it refuses values near 1e15 and mis-solves bounded LPs whose coefficients span 13+ orders of
+magnitude). The LP families leave such rows out (a relaxation); an entry that only a left-out row
+would bound is then *decided analytically*: :func:`private_candidate` lifts every column to its
+log-Lipschitz envelope at ``eps`` (:func:`mdp.verification.repair_to_private`), in the log domain
+when ``e^{-eps d}`` underflows float64, so ``e^{-1000}`` stays exact. When HiGHS fails anyway,
+or when what the LP left is worse than the exponential mechanism, :func:`exponential_floor`
+returns the exponential mechanism at the same epsilon and says why in ``stats["fallback"]``.
 """
 
 from __future__ import annotations
@@ -15,9 +25,18 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ..accounting import loss as mech_loss
+from ..candidate import Candidate
 from ..errors import SolverError, SolverTimeout
+from ..verification import repair_to_private
 
-__all__ = ["stochastic_rows", "explain_failures"]
+__all__ = ["stochastic_rows", "explain_failures", "private_candidate", "exponential_floor",
+           "LOG_DOMAIN_C"]
+
+#: Largest ``eps * D`` handled in probabilities: beyond it ``e^{-eps D}`` (about 1e-260 here) gets
+#: too close to float64's smallest normal number (~1e-308) for the envelope, so the candidate is
+#: built and certified as log-probabilities.
+LOG_DOMAIN_C = 600.0
 
 
 def stochastic_rows(M: np.ndarray) -> np.ndarray:
@@ -65,3 +84,92 @@ def explain_failures(family: str, n: int, epsilon: float, *, on_timeout: str,
         raise SolverTimeout(f"{where}: {str(exc).rstrip('.')}. Try: {on_timeout}.") from exc
     except SolverError as exc:
         raise SolverError(f"{where}: {str(exc).rstrip('.')}. Try: {on_failure}.") from exc
+
+
+def private_candidate(M: np.ndarray, distances: np.ndarray, epsilon: float, *,
+                      log: bool | None = None, given_log: bool = False
+                      ) -> tuple[np.ndarray, bool, float]:
+    r"""Decide the entries an LP left unresolved: envelope at ``epsilon``, then the uniform mix.
+
+    ``M`` is a row-stochastic LP solution whose rows with coefficients above the LP's limit were
+    left out (entries there can be 0 or too small). Every column is lifted to
+    ``max_u M_uw e^{-eps D_uv}`` (:func:`mdp.verification.repair_to_private`, which renormalises
+    and mixes in the least uniform weight), so the result is eps-mDP up to rounding; the
+    registry's :class:`~mdp.Mechanism` certifies it.
+
+    Parameters
+    ----------
+    M : ndarray (n, n)
+        Row-stochastic (probabilities).
+    distances : ndarray (n, n)
+    epsilon : float
+    log : bool or None
+        Work in log-probabilities; ``None``: when ``epsilon * max D > LOG_DOMAIN_C``.
+    given_log : bool
+        ``M`` holds log-probabilities already (then the work is in the log domain).
+
+    Returns
+    -------
+    values, log, uniform_mix : the repaired matrix (log-probabilities when ``log``), whether it is
+    in the log domain, and the uniform weight used.
+    """
+    D = np.asarray(distances, dtype=float)
+    if given_log:
+        H, mix = repair_to_private(M, D, epsilon, log=True)
+        return H, True, mix
+    if log is None:
+        log = bool(epsilon * D.max() > LOG_DOMAIN_C)
+    if log:
+        with np.errstate(divide="ignore"):
+            A = np.log(M)
+    else:
+        A = M
+    H, mix = repair_to_private(A, D, epsilon, log=log)
+    return H, log, mix
+
+
+def candidate_loss(values: np.ndarray, distances: np.ndarray, log: bool) -> float:
+    """Worst-case loss ``max_u sum_w D_uw M_uw`` of a matrix or log-matrix."""
+    return mech_loss(values, distances, log=log)
+
+
+def exponential_floor(values: np.ndarray | None, log: bool, distances: np.ndarray, epsilon: float,
+                      stats: dict, *, family: str, reason: str | None = None) -> Candidate:
+    """The LP-derived candidate, or the exponential mechanism when that is better or the LP failed.
+
+    A fallback is never worse (worst-case loss) than the exponential mechanism at the same epsilon
+    (McSherry & Talwar 2007, in log-probabilities: exact at any ``eps * d``).
+
+    Parameters
+    ----------
+    values : ndarray (n, n) or None
+        The LP-derived matrix (log-probabilities when ``log``); ``None`` when the LP failed.
+    log : bool
+    distances : ndarray (n, n)
+    epsilon : float
+    stats : dict
+        Build statistics (copied; ``fallback`` is added when the exponential mechanism is
+        returned: ``{"to": "exponential", "reason": ..., "lp_loss": ..., "exponential_loss": ...}``).
+    family : str
+        Display name for the reason.
+    reason : str or None
+        Why the LP gave no matrix (with ``values=None``).
+    """
+    from ..families.exponential import exponential_log_matrix  # families import this module
+
+    D = np.asarray(distances, dtype=float)
+    E = exponential_log_matrix(D, epsilon)
+    exp_loss = candidate_loss(E, D, True)
+    stats = dict(stats)
+    if values is not None:
+        lp_loss = candidate_loss(values, D, log)
+        if lp_loss <= exp_loss:
+            return Candidate(log_matrix=values, stats=stats) if log else Candidate(matrix=values, stats=stats)
+        reason = (f"the matrix left by the LP (loss {lp_loss:.6g}) is worse than the "
+                  f"exponential mechanism (loss {exp_loss:.6g})")
+    else:
+        lp_loss = None
+    stats["fallback"] = {"to": "exponential", "reason": f"{family}: {reason}", "lp_loss": lp_loss,
+                         "exponential_loss": exp_loss}
+    stats["loss"] = exp_loss
+    return Candidate(log_matrix=E, stats=stats)
