@@ -101,13 +101,8 @@ def _bound_factors(D: np.ndarray, free: np.ndarray, fu: np.ndarray, fv: np.ndarr
     return log_hi, log_lo
 
 
-def constopt_lp(distances: np.ndarray, e: float, free: np.ndarray, lam: float, *, split: bool = False,
-                dense_cols: np.ndarray | None = None):
+def constopt_lp(distances: np.ndarray, e: float, free: np.ndarray, lam: float, *, split: bool = False):
     """Assemble the ConstOPTMech LP at privacy level ``e`` (already halved) in one sparse matrix.
-
-    ``dense_cols`` (column generation, :func:`solve_constopt_colgen`): the weights ``Y_v`` whose
-    fixed entries go into the loss and row-sum rows; the other ``Y_v`` keep only their bound-row
-    entries (``None``: all of them, the full LP).
 
     Variables: ``Y`` (n), the free entries in row-major order of ``free``, then ``k``.
     Row order: losses, row sums, collapsed free-vs-fixed bounds, then the free-free pair rows.
@@ -128,11 +123,6 @@ def constopt_lp(distances: np.ndarray, e: float, free: np.ndarray, lam: float, *
     rows, cols, vals = [], [], []
     # loss rows 0..n-1 and row-sum rows n..2n-1: fixed entries through Y, free entries directly
     fixed = ~free
-    if dense_cols is not None:
-        fixed = fixed.copy()
-        keep = np.zeros(n, dtype=bool)
-        keep[dense_cols] = True
-        fixed[:, ~keep] = False
     wu, wv = np.nonzero(fixed)
     ids = np.arange(f)
     rows += [wu, fu, np.arange(n), n + wu, n + fu]
@@ -228,122 +218,6 @@ def solve_constopt_lp(c, A, row_lower, row_upper, n_base: int, *, lazy: bool = T
     stats.update(rows=m, nnz=int(A.nnz), rows_solved=lp.num_row, rounds=out.rounds,
                  phases=list(out.phases))
     return out.solution, stats
-
-
-def _farthest_first(D: np.ndarray, k: int) -> np.ndarray:
-    """The first ``k`` points of a farthest-first traversal from point 0 (spread-out start set)."""
-    n = D.shape[0]
-    out = np.empty(min(k, n), dtype=np.int64)
-    out[0] = 0
-    near = D[0].copy()
-    for i in range(1, len(out)):
-        out[i] = int(np.argmax(near))
-        np.minimum(near, D[out[i]], out=near)
-    return out
-
-
-def solve_constopt_colgen(distances: np.ndarray, e: float, free: np.ndarray, lam: float, *,
-                          solver: str = "ipm", time_limit: float | None = None, tol: float = 1e-9,
-                          price_tol: float = 1e-9, max_rounds: int = 500, start: int | None = None,
-                          on_round: Callable | None = None):
-    r"""The ConstOPTMech LP by column generation on the weights ``Y`` and row generation on the rest.
-
-    The full LP's ``2n`` loss and row-sum rows are dense in ``Y`` (``~2n^2`` non-zeros), but at
-    the optimum most ``Y_v`` are 0 (the mechanism outputs few points; 132 of 400 Geolife cells
-    are used at r = 10). So the restricted LP holds every row, but the dense entries of only a
-    set ``C`` of weights (``start`` spread-out points, farthest-first; default ``max(10, n/10)``);
-    the other ``Y_v`` stay at 0 (their free entries too, by their bound rows). Each round
-    (:class:`mdp.lp.RowGeneration` with a pricing callback) adds the violated free-free rows and
-    the ``Y_v`` of negative reduced cost
-
-    .. math:: \bar c_v = -\sum_{w \notin I(v)} (y^{loss}_w (D_{wv} + \lambda) + y^{sum}_w)
-              e^{-e D_{wv}} - \sum_{u \in I(v)} (y^{hi}_{uv} (-hi_{uv}) + y^{lo}_{uv} (-lo_{uv})),
-
-    evaluated densely in numpy (the most negative ``max(10, n/10)`` per round), until no row is
-    violated and no reduced cost is below ``-price_tol``: then the restricted optimum is primal
-    and dual feasible for the full LP, i.e. its optimum.
-
-    Returns
-    -------
-    Y : ndarray (n,), F : ndarray (free entries, row-major order of ``free``), objective : float,
-    stats : dict.
-    """
-    t0 = time.perf_counter()
-    D = np.asarray(distances, dtype=float)
-    n = D.shape[0]
-    per_round = max(10, n // 10)
-    C0 = _farthest_first(D, max(10, n // 10) if start is None else int(start))
-    c, A, lo, hi, (fu, fv), n_base = constopt_lp(D, e, free, lam, split=True, dense_cols=C0)
-    f = len(fu)
-    nv = A.shape[1]
-    active = np.zeros(n, dtype=bool)
-    active[C0] = True
-    col_upper = np.full(nv, np.inf)
-    col_upper[:n][~active] = 0.0  # placeholders: a Y_v outside C is 0
-    base = A[:n_base]
-    bound_rows = base[2 * n:].tocsc()  # the Y_v and free-entry bound rows (sparse)
-    lp = SparseLP(c, base, row_lower=lo[:n_base], row_upper=hi[:n_base], col_upper=col_upper,
-                  solver=solver, time_limit=time_limit)
-    rest = A[n_base:].tocsr()
-    r_lo, r_hi = lo[n_base:], hi[n_base:]
-    E = np.exp(-e * D)
-    fixed = ~free
-    new_of = np.full(n, -1, dtype=np.int64)  # LP column of an activated Y_v
-
-    def cuts(sol, tol_now: float) -> Cuts:
-        act = rest @ sol.x[:nv]
-        viol = (act > r_hi + tol_now) | (act < r_lo - tol_now)
-        worst = float(np.maximum(act - r_hi, r_lo - act).max(initial=-np.inf))
-        return Cuts(keys=np.nonzero(viol)[0], worst=worst)
-
-    def rows(keys):
-        R = rest[keys]
-        R.resize((len(keys), lp.num_col))
-        return R, r_lo[keys], r_hi[keys]
-
-    def price(sol) -> int:
-        y = sol.row_dual
-        y_loss, y_sum = y[:n], y[n:2 * n]
-        cand = np.nonzero(~active)[0]
-        if len(cand) == 0:
-            return 0
-        red = -(bound_rows[:, cand].T @ y[2 * n:n_base])
-        block = max(1, int(4e6 // n))
-        for s in range(0, len(cand), block):
-            v = cand[s:s + block]
-            G = (y_loss[:, None] * (D[:, v] + lam) + y_sum[:, None]) * E[:, v]
-            red[s:s + block] -= np.where(fixed[:, v], G, 0.0).sum(axis=0)
-        neg = np.nonzero(red < -price_tol)[0]
-        if len(neg) == 0:
-            return 0
-        pick = cand[neg[np.argsort(red[neg])[:per_round]]]
-        cols = []
-        for v in pick:
-            w = np.nonzero(fixed[:, v])[0]
-            dense = sp.csc_matrix((np.r_[(D[w, v] + lam) * E[w, v], E[w, v]], (np.r_[w, n + w],
-                                   np.zeros(2 * len(w), dtype=np.int64))), shape=(2 * n, 1))
-            cols.append(sp.vstack([dense, bound_rows[:, [v]],
-                                   sp.csc_matrix((lp.num_row - n_base, 1))], format="csc"))
-        first = lp.num_col
-        lp.add_cols(sp.hstack(cols, format="csc"))
-        new_of[pick] = first + np.arange(len(pick))
-        active[pick] = True
-        return len(pick)
-
-    loop = RowGeneration(lp, base, cuts, rows, key_space=rest.shape[0], initial_keys=np.zeros(0, np.int64),
-                         policy=RowGenerationPolicy(start=Phase.INITIAL, tol=tol, max_rounds=max_rounds),
-                         time_limit=time_limit, started=t0, on_round=on_round, price=price)
-    out = loop.run()
-    x = out.solution.x
-    Y = x[:n].copy()
-    act = new_of >= 0
-    Y[act] = x[new_of[act]]
-    stats = dict(lp.stats)
-    stats.update(rows=int(A.shape[0]), nnz=int(theorem1_counts(free)["nnz"]), rows_solved=lp.num_row,
-                 rounds=out.rounds, phases=list(out.phases), weights_used=int(active.sum()),
-                 lp_nnz=lp.stats["nnz"], formulation="column generation on Y, lazy free-free rows",
-                 wall_seconds=time.perf_counter() - t0)
-    return Y, x[n:n + f], out.solution.objective, stats
 
 
 def _lambdas(lam) -> tuple[float, ...]:

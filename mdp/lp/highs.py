@@ -258,26 +258,6 @@ class SparseLP:
                           f"{np.abs(A.data).max(initial=0.0):.3g})")
         self._update_sizes()
 
-    def add_cols(self, A, cost=None, lower=None, upper=None) -> None:
-        """Append the columns of sparse ``A`` (rows of the current model) in one ``addCols`` call.
-
-        The basis is kept: the new columns enter nonbasic at their lower bound (``None``: cost 0,
-        bounds 0 and +inf), so a column-generation round re-solves warm.
-        """
-        A = sp.csc_matrix(A, dtype=float)
-        m, k = A.shape
-        if m != self._h.getNumRow():
-            raise ParameterError(f"new columns have {m} rows, the model has {self._h.getNumRow()}")
-        if k == 0:
-            return
-        A.sort_indices()
-        status = self._h.addCols(int(k), _bounds(cost, k, 0.0, "cost"), _bounds(lower, k, 0.0, "lower"),
-                                 _bounds(upper, k, INF, "upper"), int(A.nnz),
-                                 A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data)
-        if status == highspy.HighsStatus.kError:
-            raise LPError(f"HiGHS rejected the {k} added columns")
-        self._update_sizes()
-
     def solve(self) -> LPSolution:
         """Solve (or re-solve from the current basis) and return the optimum.
 

@@ -170,8 +170,6 @@ class RowGenerationState:
         Last Lagrangian lower bound (``-inf`` before one is computed).
     solution : LPSolution or None
         Last solution.
-    columns_added : int
-        Columns added by the pricing callback so far.
     """
 
     phase: Phase
@@ -182,7 +180,6 @@ class RowGenerationState:
     worst: float = -np.inf
     bound: float = -np.inf
     solution: LPSolution | None = None
-    columns_added: int = 0
 
 
 @dataclass(frozen=True)
@@ -250,12 +247,6 @@ class RowGeneration:
         ``time.perf_counter()`` at which the time limit started (default: now).
     on_round : callable ``(state) -> None`` or None
         Called after every round with the :class:`RowGenerationState` (progress display).
-    price : callable ``(solution) -> int`` or None
-        Column generation alongside the rows: adds to ``lp`` the columns of negative reduced cost
-        on ``solution`` (:meth:`SparseLP.add_cols`) and returns how many it added; the loop is
-        done only when no row is violated and no column is added (then the restricted LP's
-        optimum is primal and dual feasible for the full LP). ``rows`` must return rows as wide
-        as ``lp`` is at the time. Not combined with ``bound`` (the bound reads the rows only).
 
     Examples
     --------
@@ -281,11 +272,7 @@ class RowGeneration:
                  rows: Callable[[np.ndarray], tuple], *, key_space: int, initial_keys,
                  bound: Callable[[sp.csr_matrix, LPSolution], float] | None = None,
                  policy: RowGenerationPolicy | None = None, time_limit: float | None = None,
-                 started: float | None = None, on_round: Callable | None = None,
-                 price: Callable[[LPSolution], int] | None = None):
-        if price is not None and bound is not None:
-            raise ValueError("RowGeneration takes a bound or a pricing callback, not both")
-        self._price = price
+                 started: float | None = None, on_round: Callable | None = None):
         self.lp = lp
         self.policy = policy or RowGenerationPolicy()
         self._blocks = [sp.csr_matrix(A)]
@@ -371,23 +358,20 @@ class RowGeneration:
         # rows already in the LP are violated only within HiGHS's (scaled) tolerances: adding them
         # again cannot make progress (the callers' final checks and certification cover them)
         keys = keys[~self._in_lp[keys]]
-        new_cols = 0 if self._price is None else int(self._price(sol))
-        if len(keys) == 0 and new_cols == 0:
+        if len(keys) == 0:
             nxt = self._when_satisfied(phase, sol)
         else:
             self._in_lp[keys] = True
-            st.columns_added += new_cols
             if self.time_limit is not None and time.perf_counter() - self._t0 > self.time_limit:
                 raise LPTimeout(f"LP time limit of {self.time_limit:g} s reached after {st.rounds} rounds "
                                 f"of row generation ({self.lp.num_row} rows); no solution is returned")
             if st.rounds >= p.max_rounds:
                 raise LPError(f"row generation did not converge in {p.max_rounds} rounds "
                               f"(largest violation {st.worst:.3g})")
-            if len(keys):
-                A, lo, hi = self._rows(keys)
-                self._blocks.append(sp.csr_matrix(A))
-                self.lp.add_rows(A, lo, hi)
-            nxt = self._after_cuts(phase, len(keys) + new_cols)
+            A, lo, hi = self._rows(keys)
+            self._blocks.append(sp.csr_matrix(A))
+            self.lp.add_rows(A, lo, hi)
+            nxt = self._after_cuts(phase, len(keys))
         if nxt is not phase:
             self._enter(nxt)
         if self._on_round is not None:
