@@ -9,8 +9,10 @@ entry-point group (``heatmap`` and ``heatsource`` from ``geo``, ``experiment`` f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -56,11 +58,36 @@ def cmd_build(args) -> int:
 
     space = load_space(args.space, metric=args.metric)
     params = dict(args.param or [])
-    mech = build(args.mechanism, space, args.epsilon, rng=args.seed, **params)
+    with _lp_progress(not args.no_progress and sys.stderr.isatty()):
+        mech = build(args.mechanism, space, args.epsilon, rng=args.seed, **params)
     mech.save(args.output)
     print(repr(mech))
     print(f"saved to {args.output}")
     return 0
+
+
+@contextlib.contextmanager
+def _lp_progress(show: bool):
+    """One stderr status line per LP round (round, rows, gap to the bound, elapsed) while building."""
+    if not show:
+        yield
+        return
+    from .lp import progress
+
+    t0 = time.perf_counter()
+
+    def line(state, loop):
+        obj = state.solution.objective if state.solution is not None else float("nan")
+        gap = (f"{(obj - state.bound) / abs(obj):.2e}" if np.isfinite(state.bound) and obj
+               else "n/a")
+        print(f"\rLP round {state.rounds}: {loop.lp.num_row:,} rows, objective {obj:.8g}, "
+              f"gap {gap}, {time.perf_counter() - t0:.0f} s ", end="", file=sys.stderr, flush=True)
+
+    try:
+        with progress(line):
+            yield
+    finally:
+        print(file=sys.stderr)
 
 
 def _read_inputs(args) -> list[str]:
@@ -147,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="family parameter, repeatable; VALUE is JSON or a string (see mdp list)")
     p.add_argument("--seed", type=int, default=None, help=seed_help)
     p.add_argument("-o", "--output", required=True, help="mechanism file to write (.npz)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no LP progress line (it is shown only when stderr is a terminal)")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("privatize", help="privatize inputs (labels, indices, text or lat,lon lines)")

@@ -94,3 +94,32 @@ def test_unknown_experiment(cmd, capsys):
 def test_module_entry_point():
     res = subprocess.run([sys.executable, "-m", "mdp.cli", "list"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and "weighted_exponential" in res.stdout
+
+
+def test_build_interrupted_writes_nothing(tmp_path, capsys, monkeypatch):
+    # Ctrl-C during a long build: exit 130, a clear message, no output file (issue 18)
+    pts = tmp_path / "pts.csv"
+    pd.DataFrame({"x": [0, 1, 2.0], "y": [0, 1, 0.0]}).to_csv(pts, index=False)
+    out = tmp_path / "m.npz"
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("mdp.registry.build", interrupted)
+    code, o, e = run(["build", "--space", str(pts), "--mechanism", "optimal", "--epsilon", "1",
+                      "-o", str(out)], capsys)
+    assert code == 130 and "interrupted" in e and "nothing was written" in e
+    assert not out.exists() and list(tmp_path.iterdir()) == [pts]
+
+
+def test_build_progress_line_only_on_a_terminal(tmp_path, capsys, monkeypatch):
+    pts = tmp_path / "pts.csv"
+    pd.DataFrame({"x": [0, 1, 2, 3, 0.5, 2.5], "y": [0, 1, 0, 1, 2, 2.0]}).to_csv(pts, index=False)
+    args = ["build", "--space", str(pts), "--mechanism", "optimal", "--epsilon", "1"]
+    code, o, e = run(args + ["-o", str(tmp_path / "a.npz")], capsys)  # stderr is no TTY here
+    assert code == 0 and "LP round" not in e
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    code, o, e = run(args + ["-o", str(tmp_path / "b.npz")], capsys)
+    assert code == 0 and "LP round 1:" in e and "rows" in e and "gap" in e
+    code, o, e = run(args + ["--no-progress", "-o", str(tmp_path / "c.npz")], capsys)
+    assert code == 0 and "LP round" not in e

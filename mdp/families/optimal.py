@@ -151,22 +151,39 @@ class _Solved:
     max_coefficient: float
 
 
+def _certified_loss(M: np.ndarray, D: np.ndarray, epsilon: float) -> float:
+    """Worst-case loss of ``M`` after the repair to its private envelope (what is released)."""
+    R, log, _ = private_candidate(stochastic_rows(M), D, epsilon)
+    return candidate_loss(R, D, log)
+
+
 def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, solver: str, knn: int,
-                    max_coefficient: float, time_limit: float | None) -> _Solved:
-    """Solve with rows up to ``max_coefficient``; check every row; repair to the private envelope."""
+                    max_coefficient: float, time_limit: float | None, gap: float | None = None) -> _Solved:
+    """Solve with rows up to ``max_coefficient``; check every row; repair to the private envelope.
+
+    With ``gap`` the lazy loop stops as soon as the repaired matrix's loss is within ``gap``
+    (relative) of the Lagrangian bound; its rows may then be violated (the repair fixes them).
+    """
     D = space.distances
     if method == "lazy":
         allowed = np.zeros((space.n, space.n), dtype=bool)
         allowed[pu, pv] = True
+
+        def stop(M, bound):
+            loss = _certified_loss(M, D, epsilon)
+            return loss - bound <= gap * loss
+
         M, stats = solve_worst_case_lp_lazy(D, allowed, epsilon, time_limit=time_limit, solver=solver,
-                                            knn=knn, max_coefficient=max_coefficient)
+                                            knn=knn, max_coefficient=max_coefficient,
+                                            stop=None if gap is None else stop)
     else:
         M, stats = solve_worst_case_lp(D, pu, pv, epsilon, time_limit=time_limit, solver=solver,
                                        max_coefficient=max_coefficient)
     M = stochastic_rows(M)
-    # rows left out by the coefficient limit are decided by the envelope, not checked here
+    # rows left out by the coefficient limit are decided by the envelope, not checked here; in
+    # gap mode the solution is a restricted optimum whose violations the repair handles
     violation = max_privacy_violation(M, D, epsilon, max_coefficient)
-    if violation > VIOLATION_ATOL:
+    if violation > VIOLATION_ATOL and gap is None:
         raise LPError(f"the LP solution violates a privacy row by {violation:.3g} (> {VIOLATION_ATOL}); "
                       "the solver did not converge to a feasible optimum")
     M, log, mix = private_candidate(M, D, epsilon)
@@ -174,7 +191,8 @@ def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, 
     return _Solved(M, log, stats, loss, violation, mix, max_coefficient)
 
 
-def _solve_over_coefficient_limits(solve, time_limit: float | None) -> tuple[_Solved, float, list[str]]:
+def _solve_over_coefficient_limits(solve, time_limit: float | None,
+                                   rtol: float = RETRY_RTOL) -> tuple[_Solved, float, list[str]]:
     """``solve(max_coefficient, time_left)`` for each of ``MAX_COEFFICIENTS`` until the gap is small.
 
     Every restricted LP is a relaxation of the full one: each bound holds, the best is kept. The
@@ -197,7 +215,7 @@ def _solve_over_coefficient_limits(solve, time_limit: float | None) -> tuple[_So
         attempts.append(f"rows up to {max_coefficient:g}: loss {out.loss:.10g}, bound {out.stats['lower_bound']:.10g}")
         if best is None or out.loss < best.loss:
             best = out
-        if best.loss - best_bound <= RETRY_RTOL * best.loss:
+        if best.loss - best_bound <= rtol * best.loss:
             break
     return best, best_bound, attempts
 
@@ -213,6 +231,8 @@ PARAMS = {
                     help="HiGHS method (lazy: 'simplex' or 'ipm'); None: by the space"),
     "knn": Param("int", None, low=0, allow_none=True,
                  help="near-neighbour pairs in the lazy starting rows; None: by the space"),
+    "gap": Param("float", None, low=0.0, high=1.0, high_open=True, allow_none=True,
+                 help="certified relative gap at which the lazy solve stops (None: exact, <= 1e-6)"),
 }
 
 
@@ -220,7 +240,7 @@ PARAMS = {
           applies=_applies, quick_max_n=QUICK_MAX_N, display_name="OPTMech", params=PARAMS)
 def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: float | None = None,
                   redundancy_rtol: float = 1e-12, method: str = "lazy", solver: str | None = None,
-                  knn: int | None = None) -> Candidate:
+                  knn: int | None = None, gap: float | None = None) -> Candidate:
     """The exact eps-mDP mechanism of least worst-case loss (OPTMech).
 
     Parameters
@@ -244,6 +264,12 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         Near-neighbour pairs in the initial rows of the lazy method
         (:func:`mdp.lp.worst_case.initial_triples`). ``None``: :func:`default_knn` (2 on map
         spaces, where they halve the rounds, 0 otherwise).
+    gap : float in [0, 1) or None
+        ``None`` (default): exact, certified relative gap ``<= RETRY_RTOL`` (1e-6). A number
+        (e.g. 1e-3, ``method="lazy"`` only): the row generation stops as soon as the loss of the
+        repaired (private) matrix is within ``gap`` relative of the Lagrangian lower bound of the
+        restricted LP (a relaxation, so the bound is valid); ``stats["lower_bound"]``,
+        ``stats["relative_gap"]`` and ``stats["gap_target"]`` record it.
 
     Returns
     -------
@@ -278,11 +304,13 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         solver = default_solver(space, method)
     if method == "lazy" and solver not in LAZY_SOLVERS:
         raise ParameterError(f"solver must be 'simplex' or 'ipm' with method='lazy', got {solver!r}")
+    if gap is not None and method != "lazy":
+        raise ParameterError(f"gap needs method='lazy' (the full solve is exact), got method={method!r}")
     pu, pv = nonredundant_pairs(space.distances, redundancy_rtol)
 
     def solve(max_coefficient: float, left: float | None) -> _Solved:
         return _solve_at_limit(space, epsilon, pu, pv, method=method, solver=solver, knn=knn,
-                               max_coefficient=max_coefficient, time_limit=left)
+                               max_coefficient=max_coefficient, time_limit=left, gap=gap)
 
     limit = "none" if time_limit is None else f"{time_limit:g} s"
     with explain_failures("OPTMech", n, epsilon,
@@ -290,21 +318,23 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
                                      "which solve smaller LPs",
                           on_failure="the other method (method='full' or 'lazy') or solver "
                                      "('simplex' or 'ipm'), or 'spanner' with stretch=1 (the same LP)"):
-        best, bound, attempts = _solve_over_coefficient_limits(solve, time_limit)
+        best, bound, attempts = _solve_over_coefficient_limits(
+            solve, time_limit, RETRY_RTOL if gap is None else max(gap, RETRY_RTOL))
     if best is None:
         reason = "HiGHS found no optimum of the LP with any coefficient limit: " + "; ".join(attempts)
         return exponential_floor(None, True, space.distances, epsilon,
                                  {"attempts": attempts, "method": method}, family="OPTMech",
                                  reason=reason)
-    gap = best.loss - bound
+    abs_gap = best.loss - bound
     stats = dict(best.stats)
     stats.update(full_privacy_rows=n * n * (n - 1), redundant_pairs=n * (n - 1) - len(pu),
                  max_privacy_violation=best.violation, loss=best.loss, lower_bound=bound,
-                 optimality_gap=gap, relative_gap=gap / best.loss if best.loss > 0 else 0.0,
+                 optimality_gap=abs_gap, relative_gap=abs_gap / best.loss if best.loss > 0 else 0.0,
                  method=method, uniform_mix=best.uniform_mix, max_coefficient=best.max_coefficient,
+                 gap_target=RETRY_RTOL if gap is None else gap,
                  attempts=attempts, unresolved_rows=_left_out_rows(space.distances, epsilon, pu, pv,
                                                                    best.max_coefficient))
-    if stats["unresolved_rows"] and stats["relative_gap"] > RETRY_RTOL:
+    if stats["unresolved_rows"] and stats["relative_gap"] > max(stats["gap_target"], RETRY_RTOL):
         # entries decided by the envelope, not by the LP: never worse than the exponential mechanism
         return exponential_floor(best.matrix, best.log, space.distances, epsilon, stats,
                                  family="OPTMech")

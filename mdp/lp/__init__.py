@@ -22,8 +22,9 @@ from .rowgen import (
            RowGenerationPolicy,
            RowGenerationResult,
            RowGenerationState,
+           progress,
 )
 
 __all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "Phase",
            "RowGenerationPolicy", "Cuts", "RowGenerationState", "RowGenerationResult",
-           "RowGeneration", "explain_failures", "stochastic_rows"]
+           "RowGeneration", "explain_failures", "stochastic_rows", "progress"]

@@ -48,9 +48,11 @@ Measured figures behind the phases and their defaults are in ``docs/design/lp.md
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import enum
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,8 +60,27 @@ import scipy.sparse as sp
 
 from .highs import LPError, LPSolution, LPTimeout, SparseLP
 
-__all__ = ["Phase", "RowGenerationPolicy", "Cuts", "RowGenerationState", "RowGenerationResult",
+__all__ = ["progress", "Phase", "RowGenerationPolicy", "Cuts", "RowGenerationState", "RowGenerationResult",
            "RowGeneration"]
+
+
+_PROGRESS: contextvars.ContextVar[Callable | None] = contextvars.ContextVar("mdp_lp_progress",
+                                                                            default=None)
+
+
+@contextlib.contextmanager
+def progress(callback: Callable[[RowGenerationState, RowGeneration], None]) -> Iterator[None]:
+    """Within the block, every :class:`RowGeneration` round also calls ``callback(state, loop)``.
+
+    A progress display for long builds (the CLI's ``mdp build``) that reaches the loops inside
+    any LP family without a parameter of its own; ``state.bound`` is the latest Lagrangian bound
+    where the loop computes one.
+    """
+    token = _PROGRESS.set(callback)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
 
 
 class Phase(enum.Enum):
@@ -247,6 +268,12 @@ class RowGeneration:
         ``time.perf_counter()`` at which the time limit started (default: now).
     on_round : callable ``(state) -> None`` or None
         Called after every round with the :class:`RowGenerationState` (progress display).
+    stop : callable ``(solution, bound) -> bool`` or None
+        Certified near-optimal mode: after a round that found violated rows, the Lagrangian
+        ``bound`` (a valid lower bound on the full optimum) is computed and ``stop`` decides
+        whether the caller's repaired solution is close enough; ``True`` ends the run (``DONE``)
+        with this solution, which may violate rows (the caller repairs and certifies it).
+        Needs ``bound``.
 
     Examples
     --------
@@ -272,7 +299,11 @@ class RowGeneration:
                  rows: Callable[[np.ndarray], tuple], *, key_space: int, initial_keys,
                  bound: Callable[[sp.csr_matrix, LPSolution], float] | None = None,
                  policy: RowGenerationPolicy | None = None, time_limit: float | None = None,
-                 started: float | None = None, on_round: Callable | None = None):
+                 started: float | None = None, on_round: Callable | None = None,
+                 stop: Callable[[LPSolution, float], bool] | None = None):
+        if stop is not None and bound is None:
+            raise ValueError("RowGeneration's stop test needs a bound")
+        self._stop = stop
         self.lp = lp
         self.policy = policy or RowGenerationPolicy()
         self._blocks = [sp.csr_matrix(A)]
@@ -325,11 +356,17 @@ class RowGeneration:
         st, p = self.state, self.policy
         if self._bound is None:
             return Phase.DONE
-        st.bound = self._bound(self.constraint_matrix(), sol)
+        st.bound = max(st.bound, self._bound(self.constraint_matrix(), sol))
         if phase in (Phase.POLISH, Phase.POLISHED):
             return Phase.DONE
         rtol = p.interior_gap_rtol if phase is Phase.INTERIOR else p.gap_rtol
         return Phase.DONE if sol.objective - st.bound <= rtol * abs(sol.objective) else Phase.POLISH
+
+    def _round_bound(self, sol: LPSolution) -> float:
+        """Lagrangian bound of this round's solution (kept in the state when it improves)."""
+        st = self.state
+        st.bound = max(st.bound, self._bound(self.constraint_matrix(), sol))
+        return st.bound
 
     def _after_cuts(self, phase: Phase, added: int) -> Phase:
         """Next phase after ``added`` rows went into the LP."""
@@ -360,6 +397,8 @@ class RowGeneration:
         keys = keys[~self._in_lp[keys]]
         if len(keys) == 0:
             nxt = self._when_satisfied(phase, sol)
+        elif self._stop is not None and self._stop(sol, self._round_bound(sol)):
+            nxt = Phase.DONE
         else:
             self._in_lp[keys] = True
             if self.time_limit is not None and time.perf_counter() - self._t0 > self.time_limit:
@@ -376,6 +415,9 @@ class RowGeneration:
             self._enter(nxt)
         if self._on_round is not None:
             self._on_round(st)
+        shown = _PROGRESS.get()
+        if shown is not None:
+            shown(st, self)
         return nxt
 
     def run(self) -> RowGenerationResult:

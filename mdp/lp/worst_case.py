@@ -262,7 +262,8 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
                              time_limit: float | None = None, solver: str = "simplex", knn: int = 2,
                              tol: float = SEPARATION_TOL, max_rounds: int = 500,
                              max_coefficient: float = MAX_COEFFICIENTS[0],
-                             on_round: Callable | None = None) -> tuple[np.ndarray, dict]:
+                             on_round: Callable | None = None,
+                             stop: Callable | None = None) -> tuple[np.ndarray, dict]:
     r"""Worst-case-loss LP with privacy rows on the ``allowed`` pairs, by lazy row generation.
 
     Solves the primal LP (variables ``M``, ``k``) restricted to :func:`initial_triples`, then
@@ -298,6 +299,9 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
         Rows whose coefficient ``e^{eps D_uv}`` exceeds it are left out (see ``MAX_COEFFICIENTS``).
     on_round : callable or None
         Progress callback (:class:`~mdp.lp.RowGeneration`).
+    stop : callable ``(M, bound) -> bool`` or None
+        Certified near-optimal mode: after a round with violated rows, ``M`` (the round's matrix)
+        and the Lagrangian bound are passed; ``True`` ends the loop with that ``M``.
 
     Returns
     -------
@@ -335,7 +339,9 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
     loop = RowGeneration(lp, A, cuts, rows, key_space=n ** 3, initial_keys=(iu * n + iv) * n + iw,
                          bound=lambda A_all, sol: lagrangian_lower_bound(A_all, sol.row_dual, n),
                          policy=lazy_policy(solver, tol=tol, max_rounds=max_rounds),
-                         time_limit=time_limit, started=t0, on_round=on_round)
+                         time_limit=time_limit, started=t0, on_round=on_round,
+                         stop=None if stop is None else
+                         (lambda sol, b: stop(np.maximum(sol.x[:N].reshape(n, n), 0.0), b)))
     out = loop.run()
     sol = out.solution
     M = np.maximum(sol.x[:N].reshape(n, n), 0.0)
