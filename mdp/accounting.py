@@ -65,6 +65,19 @@ _REFINE_TRIPLES = 512            # exact re-evaluation budget of eps_tight
 
 
 # -- validation --------------------------------------------------------------------------------
+def _square_array(value, name: str, n: int | None) -> np.ndarray:
+    """``value`` as a float (n, n) array, or a ParameterError naming ``name``."""
+    try:
+        A = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterTypeError(f"{name} must be a numeric (n, n) array, got "
+                                 f"{type(value).__name__}") from None
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or (n is not None and A.shape[0] != n):
+        want = f"({n}, {n})" if n is not None else "square (n, n)"
+        raise ParameterError(f"{name} must have shape {want}, got {A.shape}")
+    return A
+
+
 def check_distances(distances, n: int | None = None, name: str = "distances") -> np.ndarray:
     """Validate a distance matrix for a privacy check and return its symmetric lower envelope.
 
@@ -78,14 +91,7 @@ def check_distances(distances, n: int | None = None, name: str = "distances") ->
     ParameterError
         Naming ``name``, the position and the value.
     """
-    try:
-        D = np.asarray(distances, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterTypeError(f"{name} must be a numeric (n, n) array, got "
-                                 f"{type(distances).__name__}") from None
-    if D.ndim != 2 or D.shape[0] != D.shape[1] or (n is not None and D.shape[0] != n):
-        want = f"({n}, {n})" if n is not None else "square (n, n)"
-        raise ParameterError(f"{name} must have shape {want}, got {D.shape}")
+    D = _square_array(distances, name, n)
     if D.shape[0] < 1:
         raise ParameterError(f"{name} must not be empty")
     if not np.all(np.isfinite(D)):
@@ -132,14 +138,7 @@ def check_matrix(matrix, n: int | None = None, *, log: bool = False,
     ParameterError
         Naming ``name``, the row or entry and the value.
     """
-    try:
-        A = np.asarray(matrix, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterTypeError(f"{name} must be a numeric (n, n) array, got "
-                                 f"{type(matrix).__name__}") from None
-    if A.ndim != 2 or A.shape[0] != A.shape[1] or (n is not None and A.shape[0] != n):
-        want = f"({n}, {n})" if n is not None else "square (n, n)"
-        raise ParameterError(f"{name} must have shape {want}, got {A.shape}")
+    A = _square_array(matrix, name, n)
     if log:
         bad = np.isnan(A) | (A == np.inf)
         if np.any(bad):
