@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from reference_lp import optimal_loss_linprog
 
 import mdp
 from mdp.space import MetricSpace
-from tests.reference_lp import optimal_loss_linprog
 
 
 def _space(seed: int, n: int) -> MetricSpace:
