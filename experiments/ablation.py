@@ -1,4 +1,4 @@
-"""Table 3 of the seed (imola2022, section 5.3): ConstOPTMech's hyperparameters lambda and r.
+"""Table 3 of the paper (imola2022, section 5.3): ConstOPTMech's hyperparameters lambda and r.
 
 On a 200-word fastText vocabulary at eps_tight = 2.0 (delta = 1e-3), ConstOPTMech is calibrated
 (a) with r = 5 and each single lambda in {0.1, 1, 10, 50, 250}, and (b) with lambda = 50 and each
@@ -103,7 +103,7 @@ def main(args) -> None:
     t_lam.index.name = "lambda"
     t_r = ok[ok["sweep"] == "r"].set_index("params.r")[list(cols)].rename(columns=cols)
     t_r.index.name = "r"
-    md = ["# Ablation (seed Table 3)", "",
+    md = ["# Ablation (Imola et al. 2022, Table 3)", "",
           f"ConstOPTMech on {name}, eps_tight = {args.eps_tight:g} (delta = {args.delta:g}); time = seconds "
           f"of the final calibrated build (one lambda). Wall time {seconds:.0f} s (2 shared cores, under load).", "",
           f"## lambda (r = {args.fixed_r})", "", markdown_table(t_lam, floatfmt=".4g"), "",

@@ -6,10 +6,10 @@ Reference curves on a ``(eps, delta)`` axis
 *Uniform baseline*: output a uniformly random element; row loss ``mean_w d(u, w)``, eps_tight 0.
 
 *Lower bound*: a point of a curve is a mechanism with ``eps_tight(delta) = t``, i.e.
-(t, delta)-mDP (seed eq. 9), which is weaker than pure t-mDP, so we plot
+(t, delta)-mDP (Imola et al. 2022, eq. 9), which is weaker than pure t-mDP, so we plot
 :func:`mdp.lower_bound` at ``(t, delta)``: Theorem 3 redone with eq. 9,
 ``L(M) >= r (1 - 1/N(w, S) - delta)`` (derivation in :mod:`mdp.lower_bound`). Like Theorem 3 it
-bounds the worst-case loss ``L`` (seed eq. 1); the seed plots it beside ``L_q`` (eq. 11), which a
+bounds the worst-case loss ``L`` (Imola et al. 2022, eq. 1); the paper plots it beside ``L_q`` (eq. 11), which a
 mechanism may push below it on the worst 5 % of elements, so the CSV also carries each
 mechanism's worst-case loss and the pure bound.
 """
@@ -53,7 +53,7 @@ MECH_STYLE = {
 
 
 def label(mechanism: str, params: dict | None = None) -> str:
-    """Display name, with ConstOPTMech's r as in the seed (``ConstOPTMech (10)``)."""
+    """Display name, with ConstOPTMech's r as in the paper (``ConstOPTMech (10)``)."""
     base = MECH_LABELS.get(mechanism, mechanism)
     if mechanism == "constopt" and params and "r" in params:
         return f"{base} ({params['r']})"

@@ -1,8 +1,8 @@
-r"""Federated heatmaps under distributed DP with secure aggregation: the seed's Table 1
+r"""Federated heatmaps under distributed DP with secure aggregation: the paper's Table 1
 (Bagdasaryan et al., PoPETs 2022, section 6.2) on a real density map.
 
 Population: the Gowalla NYC check-ins (SNAP) binned on a ``2^depth x 2^depth`` grid over the NYC
-box and Gaussian-smoothed (``--smooth`` pixels), i.e. a population image as in the seed's
+box and Gaussian-smoothed (``--smooth`` pixels), i.e. a population image as in the paper's
 section 6.1; ``U`` users are drawn i.i.d. from it per repeat. Every algorithm gets eps = 1 per user,
 SecAgg shards of ``S_max = 10,000`` clients and modulus ``m``; in the dropout setting 10% of every
 shard drops out and the Polya shares are provisioned for it (DP shard 9,000). Metrics (section 6.1):
@@ -10,7 +10,7 @@ MSE and L1 of the normalised maps, EMD (L1 ground distance, maps block-summed to
 ``--emd-side``^2, in pixels) from :mod:`mdp.emd`, and communication (integers per client, summed
 over rounds).
 
-Two non-private baselines: the seed's own (one quadtree level for the whole map, the best one
+Two non-private baselines: the paper's own (one quadtree level for the whole map, the best one
 against the truth, section 6.2) and our stronger per-cell oracle; the adaptive algorithm's MSE is
 reported as a ratio to both (``baselines.md``).
 
@@ -20,7 +20,7 @@ seed's), ``c_sweep.csv`` / ``c_sweep.md`` (sensitivity of the adaptive algorithm
 calibration ``c``), ``maps.png``, ``runs.csv`` (every run) and ``summary.json``.
 
 ``--design`` runs the design study instead (:func:`design_study`): why the ratio to the
-non-private baseline differs from the seed's, in ``design_*.csv`` / ``.md`` / ``.png``.
+non-private baseline differs from the paper's, in ``design_*.csv`` / ``.md`` / ``.png``.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from mdp.io import atomic_write, atomic_write_text, shared_data_dir
 DESCRIPTION = ("federated heatmaps (distributed DP + SecAgg): Bagdasaryan et al. 2022 Table 1 on "
                "Gowalla NYC")
 
-#: The seed's own non-private baseline (one quadtree level for the whole map, section 6.2) and
+#: The paper's own non-private baseline (one quadtree level for the whole map, section 6.2) and
 #: our stronger per-cell oracle; ratios are reported against both.
 NONPRIVATE_PAPER = "Non-private (best level)"
 NONPRIVATE_ORACLE = "Non-private (per-cell oracle)"
@@ -69,7 +69,7 @@ OURS = "Adaptive hierarchical (ours)"
 METHODS = [NONPRIVATE_PAPER, NONPRIVATE_ORACLE, "Flat one-hot", "Hierarchical one-hot", "Count-min sketch",
            "Adaptive grid", "Spatial decomposition", "Adaptive hierarchical (ours)"]
 
-#: The seed's Table 1 (Manhattan, MSE in 1e-13, Comm) for the README comparison.
+#: The paper's Table 1 (Manhattan, MSE in 1e-13, Comm) for the README comparison.
 SEED_TABLE1 = {
     NONPRIVATE_PAPER: (7.75, 2, 6.19, 2, 6.55, 2),
     "Flat one-hot": (41.40, 1048576, 21.40, 1048576, 21.93, 1048576),
@@ -188,7 +188,7 @@ def _fmt_table(df: pd.DataFrame, settings) -> pd.DataFrame:
 
 
 def _baseline_ratios(runs: pd.DataFrame, settings) -> pd.DataFrame:
-    """Ours over each non-private baseline (MSE), beside the seed's Table 1 ratio."""
+    """Ours over each non-private baseline (MSE), beside the paper's Table 1 ratio."""
     means = runs.groupby(["setting", "method"]).mean(numeric_only=True)
     rows = []
     for i, (label, _, _) in enumerate(settings):
@@ -238,7 +238,7 @@ def main(args) -> None:
             est = _run_method(name, rows, cols, args.depth, truth, args.epsilon, secagg, args.c, rng)
             secs = time.perf_counter() - t
             emd, emd_how = emd_maps(est.density, truth, side=emd_side)
-            # level: the one chosen by the seed's baseline, the deepest reached by ours
+            # level: the one chosen by the paper's baseline, the deepest reached by ours
             level = (est.log[0]["level"] if name == NONPRIVATE_PAPER
                      else est.tree.max_level() if est.tree is not None else np.nan)
             records.append({"setting": label, "users": users, "dropout": dropout, "repeat": rep,
@@ -306,9 +306,9 @@ def main(args) -> None:
     print(f"wrote {out}/ in {summary['seconds']:.0f} s")
 
 
-# --- design study: why our ratio to the non-private baseline differs from the seed's ----------
+# --- design study: why our ratio to the non-private baseline differs from the paper's ----------
 
-#: The seed's printed (or its authors' code's) choices, one at a time, on our algorithm.
+#: The paper's printed (or its authors' code's) choices, one at a time, on our algorithm.
 DESIGN_VARIANTS = {
     "ours (defaults)": {},
     "eq. (7) as printed": {"target_rule": "printed"},
@@ -366,7 +366,7 @@ def _design_runs(args, truth, reps, rng, bar):
 
 
 def _texture_runs(args, base, weights, reps, rng, bar):
-    """Ours and the seed's baseline on ``w f + (1 - w) g``, ``g`` i.i.d. exponential pixel
+    """Ours and the paper's baseline on ``w f + (1 - w) g``, ``g`` i.i.d. exponential pixel
     texture (normalised): structure no sample of 10k-100k users resolves, like the pixel
     texture of a population image."""
     g = rng.exponential(size=base.shape)
@@ -419,7 +419,7 @@ def _summarise_design(var: pd.DataFrame, lev: pd.DataFrame, tex: pd.DataFrame):
     return v, lv, t
 
 
-#: The seed's Table 1 ratios (ours / non-private) and its non-private 100k / 10k drop.
+#: The paper's Table 1 ratios (ours / non-private) and its non-private 100k / 10k drop.
 SEED_RATIOS = {"10k": 7.88 / 7.75, "100k": 6.99 / 6.19}
 SEED_NP_DROP = 6.19 / 7.75
 
@@ -432,7 +432,7 @@ def _plot_design(out: Path, var, lv, tex, var_raw) -> None:
     from matplotlib.ticker import NullLocator
 
     colours = {"10k": "tab:blue", "100k": "tab:orange"}
-    # 1. non-private uniform levels on our map, ours' final depth, the seed's known point
+    # 1. non-private uniform levels on our map, ours' final depth, the paper's known point
     fig, ax = plt.subplots(figsize=(8, 6.3))
     for label, sub in lv.groupby("setting"):
         ax.plot(sub.level, sub["relative to best level"], "o-", color=colours[label],
@@ -458,7 +458,7 @@ def _plot_design(out: Path, var, lv, tex, var_raw) -> None:
     atomic_write(out / "design_levels.png", lambda fh: fig.savefig(fh, format="png", dpi=100))
     plt.close(fig)
 
-    # 2. the seed's choices one at a time: mean (bar) and every run (dots)
+    # 2. the paper's choices one at a time: mean (bar) and every run (dots)
     names = list(DESIGN_VARIANTS)
     fig, ax = plt.subplots(figsize=(8.5, 0.6 * len(names) + 1.8))
     y = np.arange(len(names))
@@ -513,13 +513,13 @@ def _plot_design(out: Path, var, lv, tex, var_raw) -> None:
 
 
 def design_study(args) -> None:
-    """Why our ratio to the non-private baseline is not the seed's ~1.0-1.1.
+    """Why our ratio to the non-private baseline is not the paper's ~1.0-1.1.
 
     Three parts on the Table 1 map (10k and 100k users, no dropout, eps = 1):
     (1) the MSE of the non-private map at every uniform level (how much resolution matters),
-    with the deepest level our algorithm reaches; (2) the seed's printed choices, one at a time,
+    with the deepest level our algorithm reaches; (2) the paper's printed choices, one at a time,
     on our algorithm (:data:`DESIGN_VARIANTS`); (3) maps ``w f + (1 - w) g`` mixing ours with an
-    unresolvable pixel texture ``g``, against the seed's own diagnostic, the drop of its
+    unresolvable pixel texture ``g``, against the paper's own diagnostic, the drop of its
     non-private MSE from 10k to 100k users (6.19 / 7.75 = 0.80).
     """
     quick = bool(args.quick)

@@ -1,15 +1,15 @@
-"""Figure 1 of the seed (imola2022, section 5.2): loss L_q versus eps_tight.
+"""Figure 1 of the paper (imola2022, section 5.2): loss L_q versus eps_tight.
 
 For every space (text: GloVe and fastText vocabularies of 50 and 200 words; Geolife: the 50 and
 200 most popular cells) and every target ``eps_tight`` (delta = 1e-3) of the space's grid, each
 mechanism is placed on the axis with :func:`mdp.calibrate` and its L_0.95 recorded:
-ConstOPTMech (r = 10), OPTMech (spaces up to ``--optimal-max-n``; the seed runs it at n = 50
-only), SpannerMech, the exponential mechanism, Madlib (text only, as in the seed), plus the
+ConstOPTMech (r = 10), OPTMech (spaces up to ``--optimal-max-n``; the paper runs it at n = 50
+only), SpannerMech, the exponential mechanism, Madlib (text only, as in the paper), plus the
 lower bound (see :mod:`experiments.common` for its (eps, delta) form) and the uniform baseline.
 
 Outputs in ``-o DIR`` (default ``results/loss-curves``): ``loss_curves.csv`` (tidy: one row per
 mechanism x space x eps_tight x seed, all build and LP statistics), ``loss_curves.png`` (rows:
-embeddings / Geolife, columns: sizes, as the seed's Figure 1), ``summary.md``, and the results
+embeddings / Geolife, columns: sizes, as the paper's Figure 1), ``summary.md``, and the results
 store ``results.sqlite`` (rerunning resumes).
 """
 
@@ -56,7 +56,7 @@ MECHANISMS = ["constopt", "optimal", "spanner", "exponential", "madlib"]
 
 
 def mechanism_params(name: str, quick: bool, args) -> dict:
-    """The seed's settings: ConstOPTMech r = 10 with lambda in {0.001, 0.1, 1.0}."""
+    """The paper's settings: ConstOPTMech r = 10 with lambda in {0.001, 0.1, 1.0}."""
     if name == "constopt":
         return {"r": args.r}
     if name == "madlib":
@@ -161,8 +161,8 @@ def _gain(table: pd.DataFrame, mid) -> str:
 
 
 def summary(df: pd.DataFrame, seconds: float) -> str:
-    """Markdown: L_q per space and eps_tight, and the seed's claims checked point by point."""
-    lines = ["# Loss curves (seed Figure 1)", "",
+    """Markdown: L_q per space and eps_tight, and the paper's claims checked point by point."""
+    lines = ["# Loss curves (Imola et al. 2022, Figure 1)", "",
              f"L_0.95 versus eps_tight (delta = {df['delta'].dropna().iloc[0]:g}); wall time of this run "
              f"{seconds:.0f} s; sum of task times {df['task_seconds'].sum():.0f} s (2 shared cores, under load).", ""]
     claims = []
@@ -172,8 +172,8 @@ def summary(df: pd.DataFrame, seconds: float) -> str:
             continue
         table = ok.pivot_table(index="eps_tight", columns="mechanism", values="loss_q", aggfunc="mean")
         worst = ok.pivot_table(index="eps_tight", columns="mechanism", values="loss_max", aggfunc="mean")
-        lines += [f"## {name}", "", "L_0.95 (seed eq. 11):", "", markdown_table(table), "",
-                  "Worst-case loss L (seed eq. 1; what the LP mechanisms minimise and Theorem 3 bounds):", "",
+        lines += [f"## {name}", "", "L_0.95 (Imola et al. 2022, eq. 11):", "", markdown_table(table), "",
+                  "Worst-case loss L (Imola et al. 2022, eq. 1; what the LP mechanisms minimise and Theorem 3 bounds):", "",
                   markdown_table(worst), ""]
         failed = sub[sub["status"] != "ok"]
         if not failed.empty:
@@ -201,7 +201,7 @@ def summary(df: pd.DataFrame, seconds: float) -> str:
               "Middle range = eps_tight where the exponential mechanism's L_q is between 10% and 90% of "
               "the uniform baseline. Gain = 1 - L(ConstOPTMech) / min(L of ExpMech, Madlib, SpannerMech).", "",
               "The lower bound bounds the worst-case loss L (Theorem 3, in its (eps, delta) form, see "
-              "mdp/lower_bound.py); the seed plots it next to L_q, which may legitimately dip below it.", "",
+              "mdp/lower_bound.py); the paper plots it next to L_q, which may legitimately dip below it.", "",
               "| space | ConstOPT gain on L_q, middle range | gain on L | ConstOPT / OPT on L_q | worst-case L below bound "
               "| L_q below bound | L_q above uniform |",
               "|---|---|---|---|---|---|---|", *claims, ""]

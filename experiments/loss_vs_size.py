@@ -1,4 +1,4 @@
-"""Figure 2 of the seed (imola2022, section 5.2): L_0.95 versus the size of the space.
+"""Figure 2 of the paper (imola2022, section 5.2): L_0.95 versus the size of the space.
 
 ExpMech, ConstOPTMech (r = 5 and r = 10) and SpannerMech, each calibrated to a fixed eps_tight
 (2.0 fastText, 1.0 GloVe, 0.3 Geolife; delta = 1e-3), on spaces of n = 50, 100, ..., ``--max-n``. Shares its
@@ -6,7 +6,7 @@ tasks with ``scalability`` (:mod:`experiments.size_sweep`): with the same ``--st
 computed twice.
 
 Outputs (``-o DIR``, default ``results/loss-vs-size``): ``loss_vs_size.csv``,
-``loss_vs_size.png`` (one panel per family, as the seed's Figure 2), ``summary.md``.
+``loss_vs_size.png`` (one panel per family, as the paper's Figure 2), ``summary.md``.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def main(args) -> None:
     seconds = time.perf_counter() - t0
     write_table(df, out / "loss_vs_size.csv")
     plot(df, out / "loss_vs_size.png")
-    md = ["# Loss versus size (seed Figure 2)", "", f"Wall time {seconds:.0f} s (2 shared cores, under load).",
+    md = ["# Loss versus size (Imola et al. 2022, Figure 2)", "", f"Wall time {seconds:.0f} s (2 shared cores, under load).",
           "L_0.95 at the fixed eps_tight; '(at x)': the calibration ended at eps_tight x, more than 2% below "
           "the target (hollow circles in the plot); '-': not run (time limit).", ""]
     for fam, sub in df[df["status"] == "ok"].groupby("family", sort=False):

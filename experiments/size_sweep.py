@@ -1,9 +1,9 @@
-"""The size sweep behind Table 2 (``scalability``) and Figure 2 (``loss-vs-size``) of the seed.
+"""The size sweep behind Table 2 (``scalability``) and Figure 2 (``loss-vs-size``) of the paper.
 
-Each mechanism is calibrated to a fixed ``eps_tight`` (delta = 1e-3; the seed's values: 2.0 for
+Each mechanism is calibrated to a fixed ``eps_tight`` (delta = 1e-3; the paper's values: 2.0 for
 fastText, 1.0 for GloVe, 0.3 for Geolife) on spaces of n = 50, 100, 150, ... elements. Sizes run in increasing order, one stage at
 a time (the tasks of a stage run in parallel); a mechanism whose task at some n hit the time limit
-(or whose final LP build took longer than the limit) is not run at larger n, as in the seed
+(or whose final LP build took longer than the limit) is not run at larger n, as in the paper
 ("until we reached 400 elements or the time spent solving the LP exceeded 1800 seconds").
 
 Both experiments write configurations with ``experiment = "size-sweep"``: pointed at the same
@@ -20,10 +20,10 @@ from .spaces import parse_name
 
 __all__ = ["EPS_TIGHT", "VARIANTS", "run_size_sweep", "run_size_experiment", "lp_columns", "variant_label"]
 
-#: Fixed eps_tight per family (seed section 5.1: 2.0 for fastText, 1.0 for GloVe, 0.3 for Geolife).
+#: Fixed eps_tight per family (Imola et al. 2022, section 5.1: 2.0 for fastText, 1.0 for GloVe, 0.3 for Geolife).
 EPS_TIGHT = {"fasttext": 2.0, "glove": 1.0, "geolife": 0.3}
 
-#: (mechanism, params) variants of the seed's Table 2 / Figure 2.
+#: (mechanism, params) variants of the paper's Table 2 / Figure 2.
 VARIANTS: dict[str, tuple[str, dict]] = {
     "constopt-10": ("constopt", {"r": 10}),
     "constopt-5": ("constopt", {"r": 5}),
@@ -89,7 +89,7 @@ def run_size_experiment(args, out, *, desc: str) -> pd.DataFrame:
     """The sweep described by an experiment's options (:func:`add_size_arguments`), with ``label``.
 
     Families default to GloVe (``--quick``) or all three; ``--time-limit`` defaults to 300 s
-    (``--quick``) or the seed's 1800 s.
+    (``--quick``) or the paper's 1800 s.
     """
     families = check_families(args.families or (["glove"] if args.quick else ["fasttext", "glove", "geolife"]))
     if args.time_limit is None:

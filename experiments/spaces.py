@@ -7,7 +7,7 @@ family                    space of size n
                           (:func:`text.sample_vocabulary`, seed = the experiment seed)
 ``fasttext``              n words of a fastText model trained with gensim on gensim's
                           ``lee_background.cor`` news corpus (:func:`text.fasttext.train_lee_fasttext`;
-                          the seed used Facebook's pre-trained fastText, see the README), same
+                          the paper used Facebook's pre-trained fastText, see the README), same
                           clustered sampling
 ``geolife``               the n most popular 0.005-degree Geolife cells of Beijing
                           (:func:`geo.popular.popular_cells`, haversine km; no randomness)

@@ -1,7 +1,7 @@
 """Reader for the Microsoft Research Asia Geolife 1.3 GPS trajectories (PLT files).
 
 The original release (``Geolife Trajectories 1.3/Data/<user>/Trajectory/<start>.plt``, 182
-users, 18,670 files, 1.65 GB) is the data of the seed's geolocation experiments (imola2022,
+users, 18,670 files, 1.65 GB) is the data of the paper's geolocation experiments (imola2022,
 section 5.1). Each PLT file is one trace: 6 header lines, then one point per line::
 
     lat,lon,0,altitude_ft,days,date,time

@@ -54,7 +54,7 @@ class Grid:
               \mathrm{col} = \lfloor (\mathrm{lon} - \mathrm{lon_{min}}) / c \rfloor,\quad
               \mathrm{id} = \mathrm{row} \cdot n_{\mathrm{cols}} + \mathrm{col},
 
-    the ``cell_id`` convention of the shared compact Geolife file (seed section 5.1 bins).
+    the ``cell_id`` convention of the shared compact Geolife file (Imola et al. 2022, section 5.1 bins).
     The box is half-open: a point on the northern or eastern edge is outside. When a side is not
     a multiple of ``cell_deg`` the last row/column is cut by the box (``nrows = ceil(side / c)``).
     Cells are labelled ``"r{row}c{col}"``.

@@ -1,6 +1,6 @@
 r"""Differentially private heatmaps by sparse EMD aggregation (Ghazi et al., AAAI 2023).
 
-Setting (seed section 2): each of ``n`` users holds a distribution ``p_i`` (l1 mass <= 1) on the
+Setting (Ghazi et al. 2023, section 2): each of ``n`` users holds a distribution ``p_i`` (l1 mass <= 1) on the
 ``Delta x Delta`` grid ``G_Delta`` of the unit square, ``Delta = 2^ell``. The aggregate
 ``s = sum_i p_i`` is released epsilon-DP (add/remove one user) as a normalised distribution
 ``a_hat`` close to ``a = s / n`` in EMD; the heatmap is its Gaussian filter (section 2.3).
@@ -61,7 +61,7 @@ def _check_grid(counts, name: str = "counts") -> tuple[np.ndarray, int]:
 
 
 def pyramid(counts) -> list[np.ndarray]:
-    r"""Level partition maps ``P_i s`` for ``i = 0..ell`` (seed Definition 3.1, unscaled).
+    r"""Level partition maps ``P_i s`` for ``i = 0..ell`` (Ghazi et al. 2023, Definition 3.1, unscaled).
 
     Level ``i`` is the ``2^i x 2^i`` array of sums over blocks of side ``Delta / 2^i``:
     ``(P_i s)(c) = sum_{x in c} s(x)``.
@@ -85,7 +85,7 @@ def pyramid(counts) -> list[np.ndarray]:
 
 
 def pyramidal_transform(counts) -> np.ndarray:
-    r"""The scaled pyramidal transform ``P s`` (seed Definition 3.1) as one vector.
+    r"""The scaled pyramidal transform ``P s`` (Ghazi et al. 2023, Definition 3.1) as one vector.
 
     .. math:: P s = [P_0 s,\ 2^{-1} P_1 s,\ \dots,\ 2^{-\ell} P_\ell s]
 
@@ -106,7 +106,7 @@ def pyramidal_transform(counts) -> np.ndarray:
 
 
 def start_level(w: int) -> int:
-    r"""``q = floor(log2 sqrt(w))``, the first measured level of seed section 4 (2 for ``w = 20``)."""
+    r"""``q = floor(log2 sqrt(w))``, the first measured level of Ghazi et al. 2023, section 4 (2 for ``w = 20``)."""
     w = check_int(w, "w", low=1)
     # Exact integer form of floor(log2 sqrt(w)) = floor(log2(w) / 2).
     return (w.bit_length() - 1) // 2
@@ -114,7 +114,7 @@ def start_level(w: int) -> int:
 
 def level_budgets(epsilon: float, ell: int, *, w: int = 20, gamma: float = 2**-0.5,
                   start: int | None = None) -> np.ndarray:
-    r"""Per-level privacy budgets of Algorithm 1 (seed section 3.3 with section 4's choices).
+    r"""Per-level privacy budgets of Algorithm 1 (Ghazi et al. 2023, section 3.3 with section 4's choices).
 
     .. math:: \varepsilon_i = \frac{\gamma^{|i - q|}}{Z}\,\varepsilon \ (q \le i \le \ell), \qquad
               \varepsilon_i = 0 \ (i < q), \qquad Z = \sum_{i=q}^{\ell} \gamma^{i - q}
@@ -130,7 +130,7 @@ def level_budgets(epsilon: float, ell: int, *, w: int = 20, gamma: float = 2**-0
     w : int, default 20
         Tree width; sets the default start level ``q = floor(log2 sqrt(w))``.
     gamma : float, default 1/sqrt(2)
-        Decay rate in ``(0, 1]`` (the seed's choice minimises its error bound).
+        Decay rate in ``(0, 1]`` (the paper's choice minimises its error bound).
     start : int, optional
         Override of ``q`` (``0 <= start <= ell``); ``min(q, ell)`` by default.
 
@@ -152,10 +152,10 @@ def noisy_pyramid(counts, epsilon: float, *, w: int = 20, gamma: float = 2**-0.5
                   start: int | None = None, rng=None) -> list[np.ndarray | None]:
     r"""Algorithm 1, lines 4-7: noisy level counts ``P_i s + nu_i``, ``nu_i ~ Lap(1/eps_i)^{4^i}``.
 
-    Privacy (seed section 3.3): one user changes ``s`` by a vector of l1 norm <= 1; ``P_i`` is a
+    Privacy (Ghazi et al. 2023, section 3.3): one user changes ``s`` by a vector of l1 norm <= 1; ``P_i`` is a
     partition, so ``P_i s`` changes by <= 1 in l1 and the Laplace mechanism with scale
     ``1 / eps_i`` makes level ``i`` ``eps_i``-DP; the levels compose to ``sum eps_i = epsilon``.
-    The seed's measurement ``y'_i = 2^{-i}(P_i s + nu_i)`` is this array divided by ``2^i``.
+    The paper's measurement ``y'_i = 2^{-i}(P_i s + nu_i)`` is this array divided by ``2^i``.
 
     Returns
     -------
@@ -175,7 +175,7 @@ def _top(values: np.ndarray, k: int) -> np.ndarray:
 
 def reconstruct(noisy: list[np.ndarray | None], w: int = 20, *, siblings: str = "equal"
                 ) -> tuple[np.ndarray, dict]:
-    r"""Algorithm 2 (RECONSTRUCT) with the ``O(w ell)``-variable LP of seed section 4.
+    r"""Algorithm 2 (RECONSTRUCT) with the ``O(w ell)``-variable LP of Ghazi et al. 2023, section 4.
 
     Selection: on the first measured level ``q`` keep the ``min(w, 4^q)`` largest cells (all of
     them when ``4^q <= w``, as with ``w = 20``); on each finer level keep the ``w`` largest children
@@ -332,7 +332,7 @@ def _normalise_or_uniform(s: np.ndarray) -> np.ndarray:
 def dp_sparse_emd_aggregate(counts, epsilon: float, *, w: int = 20, gamma: float = 2**-0.5,
                             start: int | None = None, rng=None,
                             return_info: bool = False):
-    r"""epsilon-DP sparse EMD aggregation (seed Algorithms 1 and 2, section 4 settings).
+    r"""epsilon-DP sparse EMD aggregation (Ghazi et al. 2023, Algorithms 1 and 2, section 4 settings).
 
     Releases ``a_hat = s_hat / ||s_hat||_1`` with ``s_hat = RECONSTRUCT(P s + nu)``; by Theorem 3.1
     ``EMD(a_hat, a) <= lambda min_{k-sparse a'} EMD(a', a) + O(sqrt(k) / (lambda eps n))`` w.p. 0.99.
@@ -378,7 +378,7 @@ def dp_sparse_emd_aggregate(counts, epsilon: float, *, w: int = 20, gamma: float
 
 def laplace_baseline(counts, epsilon: float, *, top_percent: float | None = None,
                      rng=None) -> np.ndarray:
-    r"""Laplace baseline of seed section 4 (Liu et al. 2019) and its top-t% thresholding variant.
+    r"""Laplace baseline of Ghazi et al. 2023, section 4 (Liu et al. 2019) and its top-t% thresholding variant.
 
     ``s + Lap(1/eps)`` per cell (l1 sensitivity 1 per user), negatives set to 0; with
     ``top_percent = t`` only the ``ceil(t/100 * Delta^2)`` (at least 1) largest noisy cells are
@@ -419,7 +419,7 @@ def laplace_baseline(counts, epsilon: float, *, top_percent: float | None = None
 
 
 def gaussian_heatmap(p, sigma: float) -> np.ndarray:
-    r"""Heatmap ``H_p^sigma`` of seed section 2.3: a mass-preserving Gaussian filter.
+    r"""Heatmap ``H_p^sigma`` of Ghazi et al. 2023, section 2.3: a mass-preserving Gaussian filter.
 
     .. math:: H(x) = \sum_{x'} \frac{e^{-\|x - x'\|^2 / 2\sigma^2}}{Z(x')}\, p(x'), \qquad
               Z(x') = \sum_{x'' \in G_\Delta} e^{-\|x' - x''\|^2 / 2\sigma^2}
@@ -475,10 +475,10 @@ def points_to_cells(x, y, *, delta: int, bounds) -> tuple[np.ndarray, np.ndarray
 
 
 def user_distributions(users, row, col, *, delta: int, weights=None) -> tuple[np.ndarray, sp.csr_array]:
-    r"""Per-user distributions on the grid from check-ins / fixations (seed section 4).
+    r"""Per-user distributions on the grid from check-ins / fixations (Ghazi et al. 2023, section 4).
 
     User ``u``'s distribution is ``p_u(c) = sum_{k: user_k = u, cell_k = c} w_k / sum_{k: user_k = u} w_k``
-    (mass exactly 1, the seed's setting), so ``s = sum_u p_u`` has per-user sensitivity 1.
+    (mass exactly 1, the paper's setting), so ``s = sum_u p_u`` has per-user sensitivity 1.
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """Privatize latitude/longitude locations with a mechanism on a popular-cell space.
 
-The geolocation release of the seed (imola2022, section 5.1) privatizes a user's location
+The geolocation release of the paper (imola2022, section 5.1) privatizes a user's location
 discretised to a grid cell. Given a mechanism on a space built by
 :func:`geo.popular.popular_cells` (labels ``"r{row}c{col}"``, points = cell centres):
 

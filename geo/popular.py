@@ -1,6 +1,6 @@
 """Metric spaces of the most popular grid cells (Imola et al. 2022, section 5.1).
 
-The seed builds its geolocation spaces "with the method of Bordenabe et al. [2014]": divide
+The paper builds its geolocation spaces "with the method of Bordenabe et al. [2014]": divide
 Beijing into cells of 0.005 deg, take each Geolife trace's top 30 cells, form a histogram of top
 cells across all traces, and keep the n most popular cells; distances are between cell centres.
 
@@ -13,7 +13,7 @@ Construction, for traces ``t`` with point counts ``count[t, c]`` per cell ``c``:
 3. The space is the ``n`` cells of highest popularity, ties again broken by the smaller cell id,
    in that order (index 0 = most popular). Labels are ``"r{row}c{col}"``, ``points`` are the
    cell centres (lat, lon in degrees) and distances are great-circle km
-   (:func:`mdp.space.haversine_km`; the seed says "Euclidean distance between bin centers",
+   (:func:`mdp.space.haversine_km`; the paper says "Euclidean distance between bin centers",
    the haversine distance is the faithful version in km).
 
 Only points inside the box count; traces with no point inside are left out. With the shared
@@ -174,7 +174,7 @@ def cell_popularity(counts: pd.DataFrame, *, top_per_trace: int = 30) -> pd.Data
     counts : DataFrame with columns :data:`COUNT_COLUMNS`
         One row per (trace, cell) with the trace's point count in the cell.
     top_per_trace : int, default 30
-        Cells kept per trace (the seed's 30).
+        Cells kept per trace (the paper's 30).
 
     Returns
     -------
@@ -252,7 +252,7 @@ def _counts_and_grid(source, cell_deg: float, box, on_error: str) -> tuple[pd.Da
 
 def popular_cells(source: str | os.PathLike | pd.DataFrame, *, n: int = 50, cell_deg: float = 0.005, top_per_trace: int = 30,
                   box=None, on_error: str = "raise") -> MetricSpace:
-    """The ``n`` most popular grid cells as a haversine metric space (seed section 5.1).
+    """The ``n`` most popular grid cells as a haversine metric space (Imola et al. 2022, section 5.1).
 
     See the module docstring for the construction and the tie-breaking.
 
@@ -270,7 +270,7 @@ def popular_cells(source: str | os.PathLike | pd.DataFrame, *, n: int = 50, cell
     n : int, default 50
         Number of cells, ``2 <= n <=`` number of cells in some trace's top list.
     cell_deg : float, default 0.005
-        Cell side in degrees (the seed's 0.005 deg, ~0.55 km north-south in Beijing).
+        Cell side in degrees (the paper's 0.005 deg, ~0.55 km north-south in Beijing).
     top_per_trace : int, default 30
         Cells kept per trace.
     box : (lat_min, lat_max, lon_min, lon_max[, cell_deg]), optional

@@ -113,7 +113,7 @@ def emd(estimate, truth, *, downsample: int = 32, ground: str = "euclidean") -> 
     """Saliency-benchmark EMD: block-sum downsampling by ``downsample``, then exact EMD.
 
     See :func:`mdp.emd.emd_downsampled` (result in downsampled pixels). ``downsample=1`` gives the
-    exact EMD at full resolution (``ground="l1"`` is the seed's section 2.1 metric).
+    exact EMD at full resolution (``ground="l1"`` is the paper's section 2.1 metric).
     """
     s, g = _maps(estimate, truth)
     return emd_downsampled(s, g, factor=downsample, ground=ground)

@@ -6,7 +6,7 @@ epsilon with ``eps_tight(delta) <= t``) and its ``L_q`` loss recorded. The unifo
 baseline (``eps_tight = 0``) and Theorem 3's packing lower bound at ``eps = t`` are added.
 
 The lower bound is :func:`mdp.lower_bound` at ``(t, delta)``: it constrains the *worst-case*
-loss (column ``loss_max``) of every mechanism with ``eps_tight(delta) <= t``; the seed draws it
+loss (column ``loss_max``) of every mechanism with ``eps_tight(delta) <= t``; the paper draws it
 beside the ``L_q`` curves, and so does the plot (a quantile loss may dip below it).
 """
 
@@ -169,7 +169,7 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
 
 def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float = 0.95,
                 delta: float = 1e-3) -> Path:
-    """PNG in the seed's Figure 1 layout: L_q versus eps_tight, one line per mechanism."""
+    """PNG in the paper's Figure 1 layout: L_q versus eps_tight, one line per mechanism."""
     import matplotlib
 
     matplotlib.use("Agg")

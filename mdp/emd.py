@@ -11,11 +11,11 @@ Mass rules (the same for every function here)
 * Inputs must be finite and non-negative with positive total mass, else
   :class:`~mdp.errors.ParameterError` (a ``ValueError``) naming the parameter.
 * ``normalize=True`` (default): both histograms are divided by their totals first, so the
-  result is the EMD between the two probability distributions (the seed's heatmap setting,
+  result is the EMD between the two probability distributions (the paper's heatmap setting,
   Ghazi et al. 2023 section 2.1, and the saliency benchmark's convention). Unequal masses are
   therefore allowed and simply rescaled.
 * ``normalize=False``: the masses must agree to a relative ``1e-9``; otherwise ``ParameterError``
-  (EMD of unequal masses needs a penalty for the excess, which the seed's EMD *norm* handles
+  (EMD of unequal masses needs a penalty for the excess, which the paper's EMD *norm* handles
   and this module deliberately does not guess). The result is then in mass x distance units.
 * Distances are in grid steps (one cell side = 1) unless ``cell_size`` says otherwise; on the
   seed's unit square ``[0, 1]^2`` with a ``Delta x Delta`` grid use ``cell_size=1/Delta``.

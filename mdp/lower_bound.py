@@ -12,7 +12,7 @@ two centres). The bound holds for every ``r < r*`` and is continuous in r, hence
 ``r* >= min_{x != x'} d(x, x') / 2`` by the triangle inequality, and is often larger on a finite
 space.
 
-*Approximate mDP.* The same argument holds for (eps, delta)-mDP (seed eq. 9) with a loss of
+*Approximate mDP.* The same argument holds for (eps, delta)-mDP (Imola et al. 2022, eq. 9) with a loss of
 delta: taking ``S = B(s, r)`` in eq. 9 gives ``Pr[M(w) in B(s, r)] >= e^{-eps d(w, s)} (a - delta)``
 with ``a = min_s Pr[M(s) in B(s, r)]``; summing over the disjoint balls gives
 ``a <= 1/N(w, S) + delta`` and so
@@ -22,7 +22,7 @@ with ``a = min_s Pr[M(s) in B(s, r)]``; summing over the disjoint balls gives
 which is the bound that applies on an ``eps_tight(delta)`` axis (``delta = 0`` is Theorem 3).
 All bounds are on the *worst-case* loss (eq. 1), not on a quantile loss.
 
-*Packings.* As in the seed, candidates come from k-center: Gonzalez's farthest-first traversal
+*Packings.* As in the paper, candidates come from k-center: Gonzalez's farthest-first traversal
 orders the points so that every prefix of length k is the greedy k-center solution; all
 ``k = 2..n`` are scored in one pass (``r*`` of a prefix is a running minimum). The best bound
 over the candidates (and over the optional extra starting points) is returned with its packing.
@@ -47,7 +47,7 @@ class LowerBound:
     Attributes
     ----------
     value : float
-        ``max_w r (1 - 1/N(w, S) - delta)``; a lower bound on the worst-case loss (seed eq. 1)
+        ``max_w r (1 - 1/N(w, S) - delta)``; a lower bound on the worst-case loss (Imola et al. 2022, eq. 1)
         of every (eps, delta)-mDP mechanism on the space.
     epsilon : float
     delta : float
@@ -130,7 +130,7 @@ def lower_bound(space: MetricSpace, epsilon: float, *, delta: float = 0.0, start
     space : MetricSpace
     epsilon : float > 0
     delta : float in [0, 1), default 0
-        For (eps, delta)-mDP mechanisms (module docstring); 0 is the seed's Theorem 3.
+        For (eps, delta)-mDP mechanisms (module docstring); 0 is the paper's Theorem 3.
     starts : int, default 1
         Number of farthest-first traversals: the first starts at the point of largest
         eccentricity (an endpoint of a diameter), further ones at random points.

@@ -205,11 +205,11 @@ class Mechanism:
 
     # -- measurements ---------------------------------------------------------------------------
     def row_losses(self) -> np.ndarray:
-        """Expected distance of each input's output (seed eq. 3)."""
+        """Expected distance of each input's output (Imola et al. 2022, eq. 3)."""
         return accounting.row_losses(self._values, self.space.distances, log=self._log)
 
     def loss(self, q: float | None = None) -> float:
-        """Worst-case loss (``q=None``) or the q-quantile of row losses (seed eq. 1, 11)."""
+        """Worst-case loss (``q=None``) or the q-quantile of row losses (Imola et al. 2022, eq. 1, 11)."""
         return accounting.loss(self._values, self.space.distances, q, log=self._log)
 
     def eps_tight(self, delta: float = 0.0) -> float:

@@ -3,7 +3,7 @@
 * :class:`Embeddings`, :func:`load_glove` (embedded slice, or the full 400k words with the
   ``glove`` extra), :func:`load_vectors` (GloVe/word2vec text, word2vec binary, fastText,
   ``.npz``), :func:`train_lee_fasttext` (a fastText model trained with gensim on a real corpus);
-* :func:`sample_vocabulary`: the seed's clustered vocabulary sampling, as a metric space;
+* :func:`sample_vocabulary`: the paper's clustered vocabulary sampling, as a metric space;
 * :func:`privatize`: privatize a text or a token list with any mechanism on a word space
   (including ``"madlib"``, :mod:`mdp.families.madlib`).
 """

@@ -1,7 +1,7 @@
 """Word embeddings: words plus vectors, lookup and nearest neighbours (Imola et al. 2022, section 2).
 
 A word embedding ``phi : W -> R^d`` turns a vocabulary into a metric space with
-``d(u, v) = ||phi(u) - phi(v)||_2`` (seed section 2 and 5.1). :class:`Embeddings` holds the words
+``d(u, v) = ||phi(u) - phi(v)||_2`` (Imola et al. 2022, section 2 and 5.1). :class:`Embeddings` holds the words
 and vectors; :func:`load_glove` gives GloVe 6B 50d (Pennington et al. 2014), either the 10,000-word
 slice shipped in the package or, with the optional extra ``glove``, all 400,000 words.
 Other formats (word2vec, fastText, GloVe text files, numpy archives) are read by
@@ -167,7 +167,7 @@ def _load_full_glove() -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_glove(n_words: int | None = None, *, full: bool = False) -> Embeddings:
-    """GloVe 6B 50d (Pennington et al. 2014), the embedding of the seed's text experiments.
+    """GloVe 6B 50d (Pennington et al. 2014), the embedding of the paper's text experiments.
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
-"""A small fastText embedding trained with gensim on a real corpus (the seed's second embedding).
+"""A small fastText embedding trained with gensim on a real corpus (the paper's second embedding).
 
-The seed (imola2022, section 5.1) uses fastText (Bojanowski et al. 2017) next to GloVe. The
+The paper (imola2022, section 5.1) uses fastText (Bojanowski et al. 2017) next to GloVe. The
 official 300-d English fastText vectors are several GB; here a fastText model is trained with
 gensim on the Lee background corpus shipped with gensim (``gensim/test/test_data/lee_background.cor``:
 300 news articles from the Australian Broadcasting Corporation, Lee, Pincombe & Welsh 2005,

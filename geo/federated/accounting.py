@@ -1,9 +1,9 @@
 r"""Privacy and communication accounting of an interactive federated histogram protocol.
 
 Privacy: the same sampled users answer every sub-query, so budgets add up by basic composition
-(seed 5.5): ``eps_user = sum_q eps_q``; shards within a sub-query hold disjoint users and cost
+(Bagdasaryan et al. 2022, 5.5): ``eps_user = sum_q eps_q``; shards within a sub-query hold disjoint users and cost
 nothing extra (parallel composition). Communication: in sub-query ``q`` a client sends a vector of
-``d_q`` integers (seed 5.5, Table 1 "Comm" = ``sum_q d_q``; SecAgg overhead is ``O(log n + d)``
+``d_q`` integers (Bagdasaryan et al. 2022, 5.5, Table 1 "Comm" = ``sum_q d_q``; SecAgg overhead is ``O(log n + d)``
 per client, section 7, so ``d`` is the proxy used throughout).
 """
 

@@ -1,4 +1,4 @@
-r"""Adaptive hierarchical histograms (seed section 5, Algorithm 2).
+r"""Adaptive hierarchical histograms (Bagdasaryan et al. 2022, section 5, Algorithm 2).
 
 Each sub-query ``q`` runs the basic histogram query (Algorithm 1) on the current prefix tree:
 every sampled user reports a one-hot vector over the tree's slots (nodes with fewer than four
@@ -142,7 +142,7 @@ def adaptive_hierarchical_histogram(rows, cols, depth: int, epsilon: float, *,
     rows, cols : array of int
         Pixel of each sampled user on the ``2^depth`` grid (one location per user).
     depth : int
-        Finest level (``10`` for the seed's 1024 x 1024 maps).
+        Finest level (``10`` for the paper's 1024 x 1024 maps).
     epsilon : float
         ``eps_tot`` per user (basic composition over sub-queries).
     shard_size, dropout, provisioned_dropout, modulus

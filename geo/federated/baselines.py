@@ -1,7 +1,7 @@
-r"""Baselines of the seed's Table 1 (section 5.1 and 6.2), all on the same distributed-DP
+r"""Baselines of the paper's Table 1 (section 5.1 and 6.2), all on the same distributed-DP
 primitive (:func:`~geo.federated.secagg.histogram_query`) so only the encoding differs.
 
-* non-private, best level (the seed's own baseline, section 6.2: "we build a map for every level
+* non-private, best level (the paper's own baseline, section 6.2: "we build a map for every level
   of the quadtree and pick the level that produces the best metric"): the sample's histogram at
   every level rendered as a uniform ``2^l x 2^l`` grid, the one level with the lowest error
   against the truth kept for the whole map; 2 integers (the coordinates) per client.
@@ -17,7 +17,7 @@ primitive (:func:`~geo.federated.secagg.histogram_query`) so only the encoding d
 * spatial decomposition (Cormode et al. 2012) with the geometric budget ``eps_l ~ 2^(l/3)``
   (the finest level receives the most), best partition by oracle.
 
-"Oracle": as in the seed ("we use the split that achieves the lowest MSE compared to the ground
+"Oracle": as in the paper ("we use the split that achieves the lowest MSE compared to the ground
 truth"), for every quadtree cell the server keeps the level whose estimate has the smallest
 squared error against the truth, by dynamic programming from the leaves up. This is an optimistic
 (non-private) post-processing; the adaptive algorithm has no oracle.
@@ -57,7 +57,7 @@ def _upsample(a: np.ndarray, factor: int) -> np.ndarray:
 
 
 def oracle_partition(level_estimates: dict[int, np.ndarray], truth: np.ndarray) -> np.ndarray:
-    r"""Per-region best level by oracle (seed 5.1/6.2), exact by dynamic programming.
+    r"""Per-region best level by oracle (Bagdasaryan et al. 2022, 5.1/6.2), exact by dynamic programming.
 
     ``level_estimates[l]`` is a ``2^l x 2^l`` array of (unnormalised) estimated counts; each level
     is normalised to a density and spread uniformly inside its cells. For a cell at level ``l``,
@@ -156,7 +156,7 @@ def level_errors(counts: np.ndarray, truth) -> float:
 
 def nonprivate_best_level(rows, cols, depth: int, truth, *, shard_size: int = 10_000,
                           dropout: float = 0.0, rng=None) -> FederatedEstimate:
-    r"""The seed's non-private baseline (Bagdasaryan et al. 2022, section 6.2, Table 1 row
+    r"""The paper's non-private baseline (Bagdasaryan et al. 2022, section 6.2, Table 1 row
     "Non-private"): the users that report (after dropouts) send their location in the clear,
     the server builds the map of every quadtree level ``l = 0..depth`` (a uniform
     ``2^l x 2^l`` grid, each cell's count spread evenly over its pixels) and keeps the level
@@ -183,7 +183,7 @@ def nonprivate_best_level(rows, cols, depth: int, truth, *, shard_size: int = 10
 
 
 def flat_onehot(rows, cols, depth: int, epsilon: float, *, rng=None, **secagg) -> FederatedEstimate:
-    """Flat one-hot encoding (seed 5.1): Algorithm 1 on the ``4^depth`` pixels with all of eps."""
+    """Flat one-hot encoding (Bagdasaryan et al. 2022, 5.1): Algorithm 1 on the ``4^depth`` pixels with all of eps."""
     rng = check_rng(rng)
     codes = cell_codes(np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64),
                        depth, depth)
@@ -210,14 +210,14 @@ def _per_level(rows, cols, depth, truth, budgets: dict[int, float], rng, secagg)
         h = histogram_query(cell_codes(rows, cols, depth, lv), 4**lv, eps, rng=rng, **secagg)
         acc.add_round(h.epsilon, h.vector_length)
         est[lv] = _level_counts_from_hist(h.counts, lv)
-    # Appending the levels into one SecAgg vector (seed 5.1) is one round of sum_l 4^l integers.
+    # Appending the levels into one SecAgg vector (Bagdasaryan et al. 2022, 5.1) is one round of sum_l 4^l integers.
     merged = Accounting(epsilons=[acc.epsilon_per_user], vector_lengths=[acc.communication])
     return FederatedEstimate(density=oracle_partition(est, truth), accounting=merged)
 
 
 def hierarchical_onehot(rows, cols, depth: int, epsilon: float, truth, *, first_level: int = 1,
                         rng=None, **secagg) -> FederatedEstimate:
-    """Hierarchical one-hot (seed 5.1): levels ``first_level..depth`` with ``eps/L`` each."""
+    """Hierarchical one-hot (Bagdasaryan et al. 2022, 5.1): levels ``first_level..depth`` with ``eps/L`` each."""
     epsilon = check_epsilon(epsilon)
     levels = range(check_int(first_level, "first_level", low=0, high=depth), depth + 1)
     budgets = {lv: epsilon / len(levels) for lv in levels}
@@ -227,7 +227,7 @@ def hierarchical_onehot(rows, cols, depth: int, epsilon: float, truth, *, first_
 def spatial_decomposition(rows, cols, depth: int, epsilon: float, truth, *, first_level: int = 1,
                           rng=None, **secagg) -> FederatedEstimate:
     """Private spatial decomposition (Cormode et al. 2012) with the geometric budget over
-    levels ``first_level..depth`` (seed 6.2), best partition by oracle."""
+    levels ``first_level..depth`` (Bagdasaryan et al. 2022, 6.2), best partition by oracle."""
     levels = list(range(check_int(first_level, "first_level", low=0, high=depth), depth + 1))
     budgets = dict(zip(levels, geometric_budget(epsilon, levels), strict=True))
     return _per_level(rows, cols, depth, truth, budgets, check_rng(rng), secagg)
@@ -239,7 +239,7 @@ _PRIME = 2_147_483_647  # 2^31 - 1, for the pairwise-independent hash family
 def count_min_sketch(rows, cols, depth: int, epsilon: float, truth, *, width: int = 2000,
                      sketch_depth: int = 20, first_level: int = 1, rng=None,
                      **secagg) -> FederatedEstimate:
-    r"""Count-min sketch hierarchical encoding (seed 5.1): at each level a client adds 1 to one
+    r"""Count-min sketch hierarchical encoding (Bagdasaryan et al. 2022, 5.1): at each level a client adds 1 to one
     counter per sketch row, ``h_j(x) = ((a_j x + b_j) mod p) mod width`` (public hash functions);
     L1 sensitivity = ``sketch_depth``. Cells are estimated by the *median* over rows: with
     two-sided DP noise the minimum is biased by about ``-2 sigma`` per row pair and collapses to 0
@@ -281,13 +281,13 @@ def _edges(lo: int, hi: int, m: int) -> np.ndarray:
 
 def adaptive_grid(rows, cols, depth: int, epsilon: float, *, m1: int = 10, alpha: float = 0.5,
                   c2: float = 10.0, rng=None, **secagg) -> FederatedEstimate:
-    r"""Adaptive grid of Qardaji, Yang and Li (ICDE 2013) on the distributed primitive (seed 6.2).
+    r"""Adaptive grid of Qardaji, Yang and Li (ICDE 2013) on the distributed primitive (Bagdasaryan et al. 2022, 6.2).
 
     Round 1: ``m1 x m1`` uniform grid with ``alpha eps``. Round 2: cell ``i`` with noisy count
     ``N'_i`` is split into ``m2 x m2``, ``m2 = ceil(sqrt(max(N'_i, 0) (1 - alpha) eps / c2))``
     (at least 1, at most the cell's pixel width), queried with ``(1 - alpha) eps``. The released
     map spreads each round-2 count over its sub-cell (the original's constrained inference
-    between the two levels is omitted, as in the seed's adaptation).
+    between the two levels is omitted, as in the paper's adaptation).
     """
     epsilon = check_epsilon(epsilon)
     alpha = check_positive(alpha, "alpha")

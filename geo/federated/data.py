@@ -1,6 +1,6 @@
-r"""Population density maps from real points, and users sampled from them (seed section 6.1).
+r"""Population density maps from real points, and users sampled from them (Bagdasaryan et al. 2022, section 6.1).
 
-The seed turns a population image into users: every unit of pixel luminosity is one user at that
+The paper turns a population image into users: every unit of pixel luminosity is one user at that
 pixel, and each run samples ``U`` of them. We do the same with a map built from real points
 (e.g. the Gowalla NYC check-ins read by :func:`geo.checkins.read_checkins`): the points are binned
 on a ``2^depth x 2^depth`` grid over a lat/lon box (row 0 = southern edge, column 0 = western

@@ -1,4 +1,4 @@
-r"""Density maps and their errors (seed section 6.1).
+r"""Density maps and their errors (Bagdasaryan et al. 2022, section 6.1).
 
 Every estimate is turned into a normalised density ``f*`` over the ``n x n`` pixels (negative
 noisy counts clipped to 0, then divided by the total: post-processing) and compared with the
@@ -46,7 +46,7 @@ def _check_pair(est, truth):
 
 
 def mse(est, truth) -> float:
-    """Mean squared error over pixels of two density maps (seed 6.1)."""
+    """Mean squared error over pixels of two density maps (Bagdasaryan et al. 2022, 6.1)."""
     est, truth = _check_pair(est, truth)
     return float(np.mean((est - truth) ** 2))
 

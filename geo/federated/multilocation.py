@@ -1,4 +1,4 @@
-r"""Multiple locations per user (seed section 5.7): weighted normalisation, scaling by ``gamma``
+r"""Multiple locations per user (Bagdasaryan et al. 2022, section 5.7): weighted normalisation, scaling by ``gamma``
 and stochastic rounding to integers.
 
 A user's vector of visit counts over the ``d`` slots is normalised to L1 norm 1, scaled by
@@ -31,7 +31,7 @@ def encode_weighted(visits, gamma: float, *, rng=None) -> sp.csr_matrix:
     ----------
     visits : array-like or scipy.sparse matrix, shape (users, d)
     gamma : float
-        Scaling constant (seed 5.7), ``>> d`` keeps the rounding blow-up small.
+        Scaling constant (Bagdasaryan et al. 2022, 5.7), ``>> d`` keeps the rounding blow-up small.
     rng : None, int or numpy.random.Generator
 
     Returns

@@ -1,4 +1,4 @@
-r"""Polya noise shares and the distributed discrete Laplace mechanism (seed section 4).
+r"""Polya noise shares and the distributed discrete Laplace mechanism (Bagdasaryan et al. 2022, section 4).
 
 Every client adds ``X - Y`` with ``X, Y ~ Polya(alpha, beta)`` i.i.d. (Definition 4.1):
 
@@ -106,7 +106,7 @@ def polya(alpha: float, beta: float, size=None, *, rng=None) -> np.ndarray:
 def dp_alpha(clients: int, provisioned_dropout: float = 0.0) -> float:
     r"""Per-client Polya shape: ``alpha = 1 / ((1 - delta_drop) S)`` (Algorithm 1 line 5).
 
-    ``(1 - delta_drop) S`` is the seed's "DP shard size" (e.g. 9,000 for ``S = 10,000`` and 10%
+    ``(1 - delta_drop) S`` is the paper's "DP shard size" (e.g. 9,000 for ``S = 10,000`` and 10%
     dropout).
     """
     clients = check_int(clients, "clients", low=1)
@@ -143,7 +143,7 @@ def shard_noise(size, epsilon: float, *, clients: int, dropout: float = 0.0,
     adds ``X_i - Y_i`` with ``X_i, Y_i ~ Polya(alpha, beta)``,
     ``alpha = 1 / ((1 - provisioned_dropout) * clients)``, ``beta = exp(-epsilon/sensitivity)``.
     The sum over the ``n`` survivors is ``NB(n alpha, 1 - beta) - NB(n alpha, 1 - beta)`` because
-    Polya variables with the same ``beta`` add their ``alpha`` (seed Theorem 4.1 and eq. 3).
+    Polya variables with the same ``beta`` add their ``alpha`` (Bagdasaryan et al. 2022, Theorem 4.1 and eq. 3).
 
     Parameters
     ----------
@@ -172,7 +172,7 @@ def shard_noise(size, epsilon: float, *, clients: int, dropout: float = 0.0,
     ------
     ValueError
         When more clients drop out than provisioned (the shard would not be eps-DP; real SecAgg
-        aborts such a shard, seed section 4).
+        aborts such a shard, Bagdasaryan et al. 2022, section 4).
     """
     epsilon = check_epsilon(epsilon)
     pd = dropout if provisioned_dropout is None else provisioned_dropout

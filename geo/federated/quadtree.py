@@ -1,4 +1,4 @@
-r"""The variable-resolution prefix tree of the adaptive hierarchical histogram (seed 5.3, 5.6).
+r"""The variable-resolution prefix tree of the adaptive hierarchical histogram (Bagdasaryan et al. 2022, 5.3, 5.6).
 
 A node at level ``l`` (root ``l = 0``) is the cell ``(row, col)`` of the ``2^l x 2^l`` grid over
 the map; its four children are the quadrants at level ``l + 1``. Unlike a quadtree, any set of
@@ -22,8 +22,8 @@ __all__ = ["PrefixTree", "node_bitstring", "cell_codes"]
 
 
 def node_bitstring(level: int, x: int, y: int) -> str:
-    """The seed's node id (section 5.6): for each level the pair (x bit, y bit), most significant
-    first. ``node_bitstring(4, 12, 5) == "10110001"`` (the seed's ``{10/11/00/01}``)."""
+    """The paper's node id (section 5.6): for each level the pair (x bit, y bit), most significant
+    first. ``node_bitstring(4, 12, 5) == "10110001"`` (the paper's ``{10/11/00/01}``)."""
     level = check_int(level, "level", low=0)
     x = check_int(x, "x", low=0, high=2**level - 1)
     y = check_int(y, "y", low=0, high=2**level - 1)
@@ -93,7 +93,7 @@ class PrefixTree:
 
     @property
     def n_slots(self) -> int:
-        """Vector length a client sends: nodes with fewer than four children (seed 5.5)."""
+        """Vector length a client sends: nodes with fewer than four children (Bagdasaryan et al. 2022, 5.5)."""
         return int(self._slots()[0].size)
 
     @property
@@ -137,7 +137,7 @@ class PrefixTree:
         return self.assign(r, c).reshape(side, side)
 
     def render(self, values) -> np.ndarray:
-        """Spread each slot's value uniformly over the pixels it represents (seed 6.1):
+        """Spread each slot's value uniformly over the pixels it represents (Bagdasaryan et al. 2022, 6.1):
         a slot covering ``P^2`` pixels of which ``psi`` belong to descendants gives
         ``v / (P^2 - psi)`` to each remaining pixel."""
         values = np.asarray(values, dtype=float)

@@ -1,5 +1,5 @@
 r"""Secure aggregation in shards with modular clipping, and the basic histogram query
-(seed section 4, Algorithm 1).
+(Bagdasaryan et al. 2022, section 4, Algorithm 1).
 
 Clients send ``(vector_i + X_i - Y_i) mod m``; the server only learns the shard sum modulo ``m``.
 Because ``(sum_i (x_i mod m)) mod m = (sum_i x_i) mod m`` the clipping commutes with the sum and is

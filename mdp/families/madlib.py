@@ -23,7 +23,7 @@ estimates it by Monte Carlo (``n_samples`` draws per input, pooled across rows b
 weights so that no output hit by any draw is estimated as impossible from another input).
 ``loss``, ``L_q`` and ``eps_tight`` computed on ``mech.matrix`` are therefore *estimates*:
 ``stats["matrix_estimate"]`` records ``n_samples``, the largest standard error of an entry and of
-a row loss. ``eps_tight`` of an estimated matrix has no simple standard error; the seed compares
+a row loss. ``eps_tight`` of an estimated matrix has no simple standard error; the paper compares
 mechanisms on ``eps_tight`` measured on the matrix, and for Madlib that number is a property of
 the estimate, not a bound on the sampler (whose guarantee is ``epsilon`` by the argument above).
 Measured here on GloVe vocabularies the matrix's ``eps_tight`` is far below ``epsilon``
