@@ -119,7 +119,7 @@ def test_solver_failure_falls_back_to_exponential_and_says_why(monkeypatch):
 
 
 def test_worse_than_exponential_is_replaced_and_never_worse():
-    from mdp.lp.output import exponential_floor
+    from mdp.families.exponential import exponential_floor
 
     space = _space("clustered")
     eps = 1.0

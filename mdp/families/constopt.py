@@ -56,11 +56,12 @@ from ..lp import (
     explain_failures,
     stochastic_rows,
 )
-from ..lp.output import LOG_DOMAIN_C, exponential_floor, private_candidate
+from ..lp.output import LOG_DOMAIN_C, private_candidate
 from ..lp.worst_case import MAX_COEFFICIENTS
 from ..params import Param
 from ..registry import register
 from ..space import MetricSpace
+from .exponential import exponential_floor
 
 __all__ = ["nn_replacement", "constopt_lp", "solve_constopt_lp", "theorem1_counts"]
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from ..accounting import loss as mech_loss
 from ..candidate import Candidate
 from ..errors import ParameterError
 from ..params import Param
 from ..registry import register
 from ..space import MetricSpace
 
-__all__ = ["exponential_log_matrix", "exponential_matrix", "inverse_density_weights",
+__all__ = ["exponential_floor", "exponential_log_matrix", "exponential_matrix", "inverse_density_weights",
            "inverse_density_log_weights"]
 
 
@@ -123,3 +124,43 @@ def build_weighted_exponential(space: MetricSpace, epsilon: float, *, rng=None,
             raise ParameterError(f"Y must have length n={space.n}, got shape {w.shape}")
         logw = np.log(w)
     return Candidate(log_matrix=exponential_log_matrix(space.distances, epsilon, log_weights=logw))
+
+
+def exponential_floor(values: np.ndarray | None, log: bool, distances: np.ndarray, epsilon: float,
+                      stats: dict, *, family: str, reason: str | None = None) -> Candidate:
+    """The LP-derived candidate, or the exponential mechanism when that is better or the LP failed.
+
+    A fallback is never worse (worst-case loss) than the exponential mechanism at the same epsilon
+    (McSherry & Talwar 2007, in log-probabilities: exact at any ``eps * d``).
+
+    Parameters
+    ----------
+    values : ndarray (n, n) or None
+        The LP-derived matrix (log-probabilities when ``log``); ``None`` when the LP failed.
+    log : bool
+    distances : ndarray (n, n)
+    epsilon : float
+    stats : dict
+        Build statistics (copied; ``fallback`` is added when the exponential mechanism is
+        returned: ``{"to": "exponential", "reason": ..., "lp_loss": ..., "exponential_loss": ...}``).
+    family : str
+        Display name for the reason.
+    reason : str or None
+        Why the LP gave no matrix (with ``values=None``).
+    """
+    D = np.asarray(distances, dtype=float)
+    E = exponential_log_matrix(D, epsilon)
+    exp_loss = mech_loss(E, D, log=True)
+    stats = dict(stats)
+    if values is not None:
+        lp_loss = mech_loss(values, D, log=log)
+        if lp_loss <= exp_loss:
+            return Candidate(log_matrix=values, stats=stats) if log else Candidate(matrix=values, stats=stats)
+        reason = (f"the matrix left by the LP (loss {lp_loss:.6g}) is worse than the "
+                  f"exponential mechanism (loss {exp_loss:.6g})")
+    else:
+        lp_loss = None
+    stats["fallback"] = {"to": "exponential", "reason": f"{family}: {reason}", "lp_loss": lp_loss,
+                         "exponential_loss": exp_loss}
+    stats["loss"] = exp_loss
+    return Candidate(log_matrix=E, stats=stats)

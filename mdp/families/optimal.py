@@ -41,7 +41,7 @@ import numpy as np
 from ..candidate import Candidate
 from ..errors import ParameterError
 from ..lp import SOLVERS, LPError, LPTimeout, explain_failures, stochastic_rows
-from ..lp.output import candidate_loss, exponential_floor, private_candidate
+from ..lp.output import candidate_loss, private_candidate
 from ..lp.worst_case import (
     LAZY_SOLVERS,
     MAX_COEFFICIENTS,
@@ -52,6 +52,7 @@ from ..lp.worst_case import (
 from ..params import Param
 from ..registry import register
 from ..space import MetricSpace
+from .exponential import exponential_floor
 
 __all__ = ["nonredundant_pairs", "is_map_space", "default_knn", "default_solver", "OPTIMAL_MAX_N",
            "METHODS"]
@@ -291,7 +292,7 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     mdp.errors.SolverError
         Never for a solver failure: when HiGHS finds no optimum with any coefficient limit, the
         exponential mechanism at ``epsilon`` is returned with the reason in
-        ``stats["fallback"]`` (:func:`mdp.lp.output.exponential_floor`). Rows left out by the
+        ``stats["fallback"]`` (:func:`mdp.families.exponential.exponential_floor`). Rows left out by the
         coefficient limit (``stats["unresolved_rows"]``) are decided by the envelope
         (:func:`mdp.lp.output.private_candidate`, in log-probabilities when ``eps * D`` exceeds
         float64's range); if the relative gap then stays above ``RETRY_RTOL`` the result is

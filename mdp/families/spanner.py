@@ -29,11 +29,12 @@ import numpy as np
 from ..candidate import Candidate
 from ..errors import ParameterError
 from ..lp import SOLVERS, LPError, LPTimeout, explain_failures, stochastic_rows
-from ..lp.output import LOG_DOMAIN_C, candidate_loss, exponential_floor, private_candidate
+from ..lp.output import LOG_DOMAIN_C, candidate_loss, private_candidate
 from ..lp.worst_case import MAX_COEFFICIENTS, solve_worst_case_lp, solve_worst_case_lp_lazy
 from ..params import Param
 from ..registry import register
 from ..space import MetricSpace
+from .exponential import exponential_floor
 
 __all__ = ["greedy_spanner"]
 

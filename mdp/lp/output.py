@@ -14,7 +14,8 @@ magnitude). The LP families leave such rows out (a relaxation); an entry that on
 would bound is then *decided analytically*: :func:`private_candidate` lifts every column to its
 log-Lipschitz envelope at ``eps`` (:func:`mdp.verification.repair_to_private`), in the log domain
 when ``e^{-eps d}`` underflows float64, so ``e^{-1000}`` stays exact. When HiGHS fails anyway,
-or when what the LP left is worse than the exponential mechanism, :func:`exponential_floor`
+or when what the LP left is worse than the exponential mechanism,
+:func:`mdp.families.exponential.exponential_floor`
 returns the exponential mechanism at the same epsilon and says why in ``stats["fallback"]``.
 """
 
@@ -26,11 +27,10 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..accounting import loss as mech_loss
-from ..candidate import Candidate
 from ..errors import SolverError, SolverTimeout
 from ..verification import repair_to_private
 
-__all__ = ["stochastic_rows", "explain_failures", "private_candidate", "exponential_floor",
+__all__ = ["stochastic_rows", "explain_failures", "private_candidate", "candidate_loss",
            "LOG_DOMAIN_C"]
 
 #: Largest ``eps * D`` handled in probabilities: beyond it ``e^{-eps D}`` (about 1e-260 here) gets
@@ -131,45 +131,3 @@ def private_candidate(M: np.ndarray, distances: np.ndarray, epsilon: float, *,
 def candidate_loss(values: np.ndarray, distances: np.ndarray, log: bool) -> float:
     """Worst-case loss ``max_u sum_w D_uw M_uw`` of a matrix or log-matrix."""
     return mech_loss(values, distances, log=log)
-
-
-def exponential_floor(values: np.ndarray | None, log: bool, distances: np.ndarray, epsilon: float,
-                      stats: dict, *, family: str, reason: str | None = None) -> Candidate:
-    """The LP-derived candidate, or the exponential mechanism when that is better or the LP failed.
-
-    A fallback is never worse (worst-case loss) than the exponential mechanism at the same epsilon
-    (McSherry & Talwar 2007, in log-probabilities: exact at any ``eps * d``).
-
-    Parameters
-    ----------
-    values : ndarray (n, n) or None
-        The LP-derived matrix (log-probabilities when ``log``); ``None`` when the LP failed.
-    log : bool
-    distances : ndarray (n, n)
-    epsilon : float
-    stats : dict
-        Build statistics (copied; ``fallback`` is added when the exponential mechanism is
-        returned: ``{"to": "exponential", "reason": ..., "lp_loss": ..., "exponential_loss": ...}``).
-    family : str
-        Display name for the reason.
-    reason : str or None
-        Why the LP gave no matrix (with ``values=None``).
-    """
-    from ..families.exponential import exponential_log_matrix  # families import this module
-
-    D = np.asarray(distances, dtype=float)
-    E = exponential_log_matrix(D, epsilon)
-    exp_loss = candidate_loss(E, D, True)
-    stats = dict(stats)
-    if values is not None:
-        lp_loss = candidate_loss(values, D, log)
-        if lp_loss <= exp_loss:
-            return Candidate(log_matrix=values, stats=stats) if log else Candidate(matrix=values, stats=stats)
-        reason = (f"the matrix left by the LP (loss {lp_loss:.6g}) is worse than the "
-                  f"exponential mechanism (loss {exp_loss:.6g})")
-    else:
-        lp_loss = None
-    stats["fallback"] = {"to": "exponential", "reason": f"{family}: {reason}", "lp_loss": lp_loss,
-                         "exponential_loss": exp_loss}
-    stats["loss"] = exp_loss
-    return Candidate(log_matrix=E, stats=stats)
