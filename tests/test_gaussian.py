@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.stats import norm
+from reference_gaussian import exact_delta_scipy
 
 import mdp.gaussian
 from mdp.errors import ParameterError
@@ -20,14 +20,6 @@ from mdp.gaussian import (
     gaussian_sigma,
 )
 
-
-def _exact_delta_scipy(sigma, eps, sens):
-    """Balle & Wang Thm 8 evaluated independently with scipy.stats.norm."""
-    a = sens / (2 * sigma) - eps * sigma / sens
-    b = -sens / (2 * sigma) - eps * sigma / sens
-    return norm.cdf(a) - np.exp(eps) * norm.cdf(b)
-
-
 # ---------------------------------------------------------------- Gaussian calibration
 
 @pytest.mark.parametrize("eps, expected", [(1.0, 3.7306316), (0.1, 30.7495661)])
@@ -35,10 +27,10 @@ def test_analytic_sigma_published_values(eps, expected):
     sigma = gaussian_sigma(eps, 1e-5, 1.0)
     assert sigma == pytest.approx(expected, abs=1e-7)
     # The DP condition of Balle & Wang Thm 8 holds with equality (independent evaluation) ...
-    assert _exact_delta_scipy(sigma, eps, 1.0) == pytest.approx(1e-5, rel=1e-6)
+    assert exact_delta_scipy(sigma, eps, 1.0) == pytest.approx(1e-5, rel=1e-6)
     assert gaussian_delta(sigma, eps, 1.0) <= 1e-5
     # ... and any visibly smaller sigma violates it.
-    assert _exact_delta_scipy(sigma * (1 - 1e-6), eps, 1.0) > 1e-5
+    assert exact_delta_scipy(sigma * (1 - 1e-6), eps, 1.0) > 1e-5
 
 
 @pytest.mark.parametrize("eps, delta, sens", [(0.5, 1e-3, 0.1359), (3.0, 0.1, 0.01222),
@@ -50,9 +42,9 @@ def test_every_rule_is_private_and_analytic_is_smallest(eps, delta, sens):
         assert sig["classical"] == pytest.approx(np.sqrt(2 * np.log(1.25 / delta)) * sens / eps)
     assert sig["seed"] == pytest.approx(2 * np.log(1.25 / delta) * sens / eps)
     for s in sig.values():
-        assert _exact_delta_scipy(s, eps, sens) <= delta * (1 + 1e-9)
+        assert exact_delta_scipy(s, eps, sens) <= delta * (1 + 1e-9)
         assert sig["analytic"] <= s * (1 + 1e-12)
-    assert _exact_delta_scipy(sig["analytic"], eps, sens) == pytest.approx(delta, rel=1e-6)
+    assert exact_delta_scipy(sig["analytic"], eps, sens) == pytest.approx(delta, rel=1e-6)
 
 
 def test_classical_rule_refuses_large_epsilon():
@@ -90,7 +82,7 @@ def test_calibrate_gaussian_is_verified_and_built_by_keyword():
                                       rule="analytic", epsilon=1.0, delta=1e-3,
                                       delta_exact=cal.delta_exact)
     assert cal.delta_exact <= 1e-3
-    assert _exact_delta_scipy(cal.sigma, 1.0, 0.5) == pytest.approx(1e-3, rel=1e-6)
+    assert exact_delta_scipy(cal.sigma, 1.0, 0.5) == pytest.approx(1e-3, rel=1e-6)
     seed = calibrate_gaussian(0.5, 1.0, 1e-3, rule="seed")
     assert seed.sigma == pytest.approx(2 * np.log(1250) * 0.5) and seed.delta_exact < 1e-20
     with pytest.raises(ParameterError, match="sensitivity must be > 0, got 0"):

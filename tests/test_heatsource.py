@@ -7,8 +7,9 @@ import itertools
 import cvxpy as cp
 import numpy as np
 import pytest
+from reference_gaussian import exact_delta_scipy
 from scipy.optimize import linprog
-from scipy.stats import norm, wasserstein_distance
+from scipy.stats import wasserstein_distance
 
 from geo.heatsource import (
     calibrate_sensors,
@@ -23,14 +24,6 @@ from geo.heatsource import (
     recover,
     sensitivity,
 )
-
-
-def _exact_delta_scipy(sigma, eps, sens):
-    """Balle & Wang Thm 8 evaluated independently with scipy.stats.norm."""
-    a = sens / (2 * sigma) - eps * sigma / sens
-    b = -sens / (2 * sigma) - eps * sigma / sens
-    return norm.cdf(a) - np.exp(eps) * norm.cdf(b)
-
 
 # ---------------------------------------------------------------- heat matrix and sensitivity
 
@@ -85,7 +78,7 @@ def test_calibrate_sensors_verifies_privacy_and_privatizes():
     cal = calibrate_sensors(A, 1.0, 1e-3)
     assert cal.sensitivity == pytest.approx(0.1359, abs=5e-5)
     assert cal.delta_exact <= 1e-3
-    assert _exact_delta_scipy(cal.sigma, 1.0, cal.sensitivity) == pytest.approx(1e-3, rel=1e-6)
+    assert exact_delta_scipy(cal.sigma, 1.0, cal.sensitivity) == pytest.approx(1e-3, rel=1e-6)
     noise = np.concatenate([cal.privatize(np.zeros(50), rng=s) for s in range(400)])
     assert noise.std() == pytest.approx(cal.sigma, rel=0.03)
     np.testing.assert_array_equal(privatize_readings(np.ones(5), 0.3, rng=7),
