@@ -31,7 +31,6 @@ import numpy as np
 import ot
 import scipy.sparse as sp
 
-from . import _netsimplex as _ns
 from .errors import ParameterError, SolverError
 from .validation import check_int, check_positive
 
@@ -46,6 +45,14 @@ _L1_TOL = 0.5
 _CERT_RTOL = 1e-9
 # Grids of at most this many cells start the Euclidean solve with every arc present.
 _EUCLID_COMPLETE_CELLS = 64
+
+
+def _ns():
+    """The compiled network simplex, imported on first use (numba costs start-up time to every
+    ``import mdp`` otherwise, and only the grid EMD needs it)."""
+    from . import _netsimplex
+
+    return _netsimplex
 
 
 def emd_1d(p, q, positions=None) -> float:
@@ -208,10 +215,10 @@ def _simplex(u, w, cost, f, tree, tol) -> _Flow:
     E = u.size
     src, dst = np.concatenate([u, w]), np.concatenate([w, u])
     twin = np.concatenate([np.arange(E, 2 * E), np.arange(E)])
-    flow, pi, pred, status, _ = _ns.network_simplex(
+    flow, pi, pred, status, _ = _ns().network_simplex(
         src.astype(np.int64), dst.astype(np.int64), np.concatenate([cost, cost]),
         twin.astype(np.int64), f, tree.astype(np.int64), float(tol))
-    if status != _ns.OPTIMAL:
+    if status != _ns().OPTIMAL:
         raise SolverError(f"grid network simplex failed (status {status}) on a {f.size}-node graph")
     return _Flow(u, w, cost, flow, pi, pred[1:] % E)
 
@@ -248,7 +255,7 @@ def _emd_grid_l1(f: np.ndarray) -> float:
     for fine, coarse in zip(levels[-2::-1], levels[:0:-1], strict=True):
         (R, C), (Rc, Cc) = fine.shape, coarse.shape
         u, w, _ = _offset_edges(R, C, [(0, 1), (1, 0)])
-        start = _ns.lift_grid_tree(Rc, Cc, tree, R, C)
+        start = _ns().lift_grid_tree(Rc, Cc, tree, R, C)
         sol = _simplex(u, w, np.ones(u.size), np.ascontiguousarray(fine.ravel()), start, _L1_TOL)
         tree = sol.tree
     if sol is None:
@@ -259,10 +266,10 @@ def _emd_grid_l1(f: np.ndarray) -> float:
 def _euclid_violations(pi, f, rows, cols):
     """Supply/demand pairs violating the Euclidean dual constraint (see ``pair_violations``);
     the best per supply cell and the best per demand cell."""
-    best_t, _, _ = _ns.pair_violations(pi, f, rows, cols, 8, _EUCLID_TOL)
+    best_t, _, _ = _ns().pair_violations(pi, f, rows, cols, 8, _EUCLID_TOL)
     s = np.flatnonzero(best_t >= 0)
     # Swapping the roles (pi -> -pi, f -> -f) gives the best supply cell for each demand cell.
-    best_s, _, _ = _ns.pair_violations(-pi, -f, rows, cols, 8, _EUCLID_TOL)
+    best_s, _, _ = _ns().pair_violations(-pi, -f, rows, cols, 8, _EUCLID_TOL)
     t = np.flatnonzero(best_s >= 0)
     n = rows * cols
     keys = np.unique(np.concatenate([s * n + best_t[s], best_s[t] * n + t]))
