@@ -19,7 +19,7 @@ from . import accounting
 from .errors import FileFormatError, ParameterError, ParameterTypeError, PrivacyError
 from .io import atomic_write, npz_json, read_npz
 from .space import MetricSpace
-from .validation import check_rng
+from .validation import check_epsilon, check_rng
 
 __all__ = ["Mechanism", "load", "FORMAT_VERSION"]
 
@@ -93,8 +93,6 @@ class Mechanism:
     def __init__(self, matrix, space: MetricSpace, epsilon: float, name: str = "custom",
                  params: dict | None = None, stats: dict | None = None, *, log_matrix=None,
                  repair: bool = True):
-        from .validation import check_epsilon
-
         if not isinstance(space, MetricSpace):
             raise ParameterTypeError(f"space must be a MetricSpace, got {type(space).__name__}")
         if (matrix is None) == (log_matrix is None):

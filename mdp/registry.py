@@ -223,6 +223,6 @@ def build(name: str, space: MetricSpace, epsilon: float, *, rng=None, **params) 
     if not isinstance(out, Candidate):
         raise TypeError(f"builder of {name!r} returned {type(out).__name__}, not a Candidate")
     stats = {**out.stats, "build_seconds": build_seconds}
-    return entry.mechanism_class(out.matrix if out.log_matrix is None else None, space, epsilon,
+    return entry.mechanism_class(out.matrix, space, epsilon,
                                  name=name, params=resolved, stats=stats,
                                  log_matrix=out.log_matrix)
