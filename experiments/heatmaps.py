@@ -178,10 +178,10 @@ def _plot_sweep(summary: pd.DataFrame, by: str, path: Path, title: str, logx: bo
     for ax, m in zip(axes, METRICS, strict=True):
         for alg, g in summary.groupby("algorithm", sort=False):
             g = g.sort_values(by)
-            style = dict(color="red", lw=2.2) if alg == OURS else {}
+            style = dict(color="black", lw=2.2, zorder=3) if alg == OURS else {}
             ax.plot(g[by], g[f"{m}_mean"], marker="o", label=alg, **style)
             ax.fill_between(g[by], g[f"{m}_mean"] - g[f"{m}_ci95"], g[f"{m}_mean"] + g[f"{m}_ci95"],
-                            alpha=0.2, **({"color": "red"} if alg == OURS else {}))
+                            alpha=0.2, **({"color": "black"} if alg == OURS else {}))
         ax.set_xlabel(SWEEP_LABELS.get(by, by))
         ax.set_ylabel(METRIC_LABELS[m])
         ax.set_title(f"{m} ({'higher' if HIGHER_IS_BETTER[m] else 'lower'} is better)")
