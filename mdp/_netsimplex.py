@@ -437,3 +437,225 @@ def pair_violations(pi, f, R, C, B, tol):
                                 excess[s] = v
                                 best_t[s] = tg
     return best_t, excess, checked
+
+
+@nb.njit(cache=True)
+def lift_euclid_tree(Rc, Cc, R, C, cu, cw, cflow, f):
+    """Spanning tree of the ``R x C`` cells for the Euclidean multiscale start, from the coarse
+    optimal tree (edges ``cu[k] - cw[k]`` carrying the signed flow ``cflow[k]`` from ``cu`` to
+    ``cw``) on the grid of 2 x 2 blocks.
+
+    Each coarse tree edge becomes the shortest fine edge between its two blocks, which keeps the
+    coarse flows. Then each block's cells know their net injection (own supply minus what leaves
+    on those edges; the block sums to zero) and get the spanning tree of the complete graph on
+    the block's (at most 4) cells whose forced flows cost least. Returns the fine edges
+    ``(u, w)``.
+    """
+    n = R * C
+    m = cu.size
+    out_u = np.empty(n - 1, np.int64)
+    out_w = np.empty(n - 1, np.int64)
+    e = f.copy()
+    k = 0
+    for i in range(m):
+        iu = cu[i] // Cc
+        ju = cu[i] % Cc
+        iw = cw[i] // Cc
+        jw = cw[i] % Cc
+        best = np.inf
+        bu = -1
+        bw = -1
+        for a in range(2):
+            r1 = 2 * iu + a
+            if r1 >= R:
+                continue
+            for b in range(2):
+                c1 = 2 * ju + b
+                if c1 >= C:
+                    continue
+                for g in range(2):
+                    r2 = 2 * iw + g
+                    if r2 >= R:
+                        continue
+                    for h in range(2):
+                        c2 = 2 * jw + h
+                        if c2 >= C:
+                            continue
+                        d = (r1 - r2) ** 2 + (c1 - c2) ** 2
+                        if d < best:
+                            best = d
+                            bu = r1 * C + c1
+                            bw = r2 * C + c2
+        out_u[k] = bu
+        out_w[k] = bw
+        k += 1
+        e[bu] -= cflow[i]
+        e[bw] += cflow[i]
+    cells = np.empty(4, np.int64)
+    eu = np.empty(6, np.int64)
+    ev = np.empty(6, np.int64)
+    comp = np.empty(4, np.int64)
+    for i in range(Rc):
+        for j in range(Cc):
+            nc = 0
+            for a in range(2):
+                for b in range(2):
+                    if 2 * i + a < R and 2 * j + b < C:
+                        cells[nc] = (2 * i + a) * C + 2 * j + b
+                        nc += 1
+            if nc == 1:
+                continue
+            ne = 0
+            for x in range(nc):
+                for y in range(x + 1, nc):
+                    eu[ne] = x
+                    ev[ne] = y
+                    ne += 1
+            best = np.inf
+            best_mask = 0
+            for mask in range(1 << ne):
+                bits = 0
+                for q in range(ne):
+                    bits += (mask >> q) & 1
+                if bits != nc - 1:
+                    continue
+                # Spanning (no cycle) check and cost of the forced flows: the flow on a tree edge
+                # is the net injection of the side it cuts off.
+                cost = 0.0
+                ok = True
+                for q in range(ne):
+                    if not (mask >> q) & 1:
+                        continue
+                    for x in range(nc):
+                        comp[x] = x
+                    for r in range(ne):
+                        if r != q and (mask >> r) & 1:
+                            cx = comp[eu[r]]
+                            cy = comp[ev[r]]
+                            for x in range(nc):
+                                if comp[x] == cy:
+                                    comp[x] = cx
+                    if comp[eu[q]] == comp[ev[q]]:
+                        ok = False
+                        break
+                    side = 0.0
+                    for x in range(nc):
+                        if comp[x] == comp[eu[q]]:
+                            side += e[cells[x]]
+                    ru = cells[eu[q]] // C
+                    rv = cells[ev[q]] // C
+                    du = cells[eu[q]] % C - cells[ev[q]] % C
+                    cost += abs(side) * math.sqrt((ru - rv) ** 2 + du * du)
+                if ok and cost < best:
+                    best = cost
+                    best_mask = mask
+            for q in range(ne):
+                if (best_mask >> q) & 1:
+                    out_u[k] = cells[eu[q]]
+                    out_w[k] = cells[ev[q]]
+                    k += 1
+    return out_u, out_w
+
+
+@nb.njit(cache=True)
+def _keep_best(best, exc, row, K, cand, v):
+    """Insert candidate ``cand`` with violation ``v`` into row ``row`` of the top-``K`` lists
+    (sorted by decreasing violation)."""
+    if v <= exc[row, K - 1]:
+        return
+    i = K - 1
+    while i > 0 and exc[row, i - 1] < v:
+        exc[row, i] = exc[row, i - 1]
+        best[row, i] = best[row, i - 1]
+        i -= 1
+    exc[row, i] = v
+    best[row, i] = cand
+
+
+@nb.njit(cache=True)
+def pair_violations_both(pi, f, R, C, B, tol, K):
+    """All supply/demand pairs ``(s, t)`` (``f[s] > 0 > f[t]``) that violate
+    ``pi[t] - pi[s] <= |x_t - x_s|`` by more than ``tol``: for every supply cell its ``K`` most
+    violated demand cells and for every demand cell its ``K`` most violated supply cells, in one
+    pass over the pairs.
+
+    Pairs are visited by ``B x B`` tiles, as in :func:`pair_violations`: a tile pair is skipped
+    when the largest demand potential of one minus the smallest supply potential of the other is
+    within the distance between the two rectangles; inside a checked pair, a supply cell is
+    skipped by the same bound against the demand tile's rectangle. Returns
+    ``(best_t, best_s, tile_pairs_checked)``, ``(R C, K)`` arrays padded with -1.
+    """
+    n = R * C
+    TR = (R + B - 1) // B
+    TC = (C + B - 1) // B
+    T = TR * TC
+    min_p = np.full(T, np.inf)
+    max_q = np.full(T, -np.inf)
+    # Cells grouped by tile, supply cells then demand cells, for contiguous inner loops.
+    ns = np.zeros(T + 1, np.int64)
+    nd = np.zeros(T + 1, np.int64)
+    for u in range(n):
+        k = (u // C // B) * TC + (u % C) // B
+        if f[u] > 0:
+            ns[k + 1] += 1
+            min_p[k] = min(min_p[k], pi[u])
+        elif f[u] < 0:
+            nd[k + 1] += 1
+            max_q[k] = max(max_q[k], pi[u])
+    for k in range(T):
+        ns[k + 1] += ns[k]
+        nd[k + 1] += nd[k]
+    sup = np.empty(ns[T], np.int64)
+    dem = np.empty(nd[T], np.int64)
+    fs = ns[:T].copy()
+    fd = nd[:T].copy()
+    for u in range(n):
+        k = (u // C // B) * TC + (u % C) // B
+        if f[u] > 0:
+            sup[fs[k]] = u
+            fs[k] += 1
+        elif f[u] < 0:
+            dem[fd[k]] = u
+            fd[k] += 1
+    best_t = np.full((n, K), -1, np.int64)
+    exc_t = np.full((n, K), tol)
+    best_s = np.full((n, K), -1, np.int64)
+    exc_s = np.full((n, K), tol)
+    checked = 0
+    for ts in range(T):
+        if min_p[ts] == np.inf:
+            continue
+        sr0 = (ts // TC) * B
+        sc0 = (ts % TC) * B
+        sr1 = min(sr0 + B, R) - 1
+        sc1 = min(sc0 + B, C) - 1
+        for tt in range(T):
+            if max_q[tt] == -np.inf:
+                continue
+            tr0 = (tt // TC) * B
+            tc0 = (tt % TC) * B
+            tr1 = min(tr0 + B, R) - 1
+            tc1 = min(tc0 + B, C) - 1
+            gr = max(0, tr0 - sr1, sr0 - tr1)
+            gc = max(0, tc0 - sc1, sc0 - tc1)
+            if max_q[tt] - min_p[ts] <= math.sqrt(gr * gr + gc * gc) + tol:
+                continue
+            checked += 1
+            for i in range(ns[ts], ns[ts + 1]):
+                s = sup[i]
+                sr = s // C
+                sc = s % C
+                ps = pi[s]
+                gr = max(0, tr0 - sr, sr - tr1)
+                gc = max(0, tc0 - sc, sc - tc1)
+                if max_q[tt] - ps <= math.sqrt(gr * gr + gc * gc) + tol:
+                    continue
+                for j in range(nd[tt], nd[tt + 1]):
+                    tg = dem[j]
+                    dr = tg // C - sr
+                    dc = tg % C - sc
+                    v = pi[tg] - ps - math.sqrt(dr * dr + dc * dc)
+                    if v > tol:
+                        _keep_best(best_t, exc_t, s, K, tg, v)
+                        _keep_best(best_s, exc_s, tg, K, s, v)
+    return best_t, best_s, checked
