@@ -1,5 +1,5 @@
 r"""Compiled kernels behind :func:`mdp.emd.emd_grid`: a network simplex for uncapacitated
-transshipment, the multiscale spanning-tree lift for grids, and the blocked dual check.
+transshipment, the multiscale spanning-tree lifts for grids, and the blocked dual check.
 
 Private module; the public entry point and the method's description are in :mod:`mdp.emd` and
 ``docs/design/emd.md``.
@@ -42,10 +42,10 @@ NOT_SPANNING = -2
 
 
 @nb.njit(cache=True)
-def network_simplex(src, dst, cost, twin, supply, tree_arcs, tol):
+def network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc=0):
     """Solve the transshipment problem from the spanning tree ``tree_arcs`` (n - 1 arc ids).
 
-    Returns ``(flow, pi, pred, status, pivots)``: arc flows, node potentials, the tree arc of each
+    Pricing starts at arc ``first_arc`` (column generation puts the new arcs there). Returns ``(flow, pi, pred, status, pivots)``: arc flows, node potentials, the tree arc of each
     node (node 0's is the artificial arc, id ``len(src)``), a status code and the pivot count.
     An arc enters when its reduced cost is below ``-tol``.
     """
@@ -168,7 +168,7 @@ def network_simplex(src, dst, cost, twin, supply, tree_arcs, tol):
     # Small pricing blocks (1/20 of LEMON's sqrt(M) default): on grid instances a quick,
     # roughly chosen entering arc beats a long search (docs/design/emd.md).
     block = max(int(0.05 * math.sqrt(M)), 10)
-    next_arc = 0
+    next_arc = first_arc % M
     pivots = 0
     while True:
         # Block search: the most negative reduced cost within the first block that has one.
@@ -375,71 +375,6 @@ def lift_grid_tree(Rc, Cc, coarse_edges, R, C):
 
 
 @nb.njit(cache=True)
-def pair_violations(pi, f, R, C, B, tol):
-    """For each supply cell ``s`` (``f > 0``), the demand cell ``t`` (``f < 0``) that most violates
-    ``pi[t] - pi[s] <= |x_t - x_s|`` by more than ``tol`` (-1 if none), checked over all pairs.
-
-    Pairs are visited by ``B x B`` tiles: a tile pair is skipped when the largest demand potential
-    of one minus the smallest supply potential of the other is within the distance between the
-    two rectangles, which bounds every pair inside; the other tile pairs are checked pair by pair.
-    Returns ``(best_t, excess, tile_pairs_checked)``.
-    """
-    TR = (R + B - 1) // B
-    TC = (C + B - 1) // B
-    T = TR * TC
-    min_p = np.full(T, np.inf)
-    max_q = np.full(T, -np.inf)
-    for r in range(R):
-        for cc in range(C):
-            k = (r // B) * TC + cc // B
-            u = r * C + cc
-            if f[u] > 0:
-                min_p[k] = min(min_p[k], pi[u])
-            elif f[u] < 0:
-                max_q[k] = max(max_q[k], pi[u])
-    best_t = np.full(R * C, -1, np.int64)
-    excess = np.zeros(R * C)
-    checked = 0
-    for ts in range(T):
-        if min_p[ts] == np.inf:
-            continue
-        sr0 = (ts // TC) * B
-        sc0 = (ts % TC) * B
-        sr1 = min(sr0 + B, R) - 1
-        sc1 = min(sc0 + B, C) - 1
-        for tt in range(T):
-            if max_q[tt] == -np.inf:
-                continue
-            tr0 = (tt // TC) * B
-            tc0 = (tt % TC) * B
-            tr1 = min(tr0 + B, R) - 1
-            tc1 = min(tc0 + B, C) - 1
-            gr = max(0, tr0 - sr1, sr0 - tr1)
-            gc = max(0, tc0 - sc1, sc0 - tc1)
-            if max_q[tt] - min_p[ts] <= math.sqrt(gr * gr + gc * gc) + tol:
-                continue
-            checked += 1
-            for sr in range(sr0, sr1 + 1):
-                for sc in range(sc0, sc1 + 1):
-                    s = sr * C + sc
-                    if f[s] <= 0:
-                        continue
-                    ps = pi[s]
-                    for tr in range(tr0, tr1 + 1):
-                        dr = tr - sr
-                        for tc in range(tc0, tc1 + 1):
-                            tg = tr * C + tc
-                            if f[tg] >= 0:
-                                continue
-                            dc = tc - sc
-                            v = pi[tg] - ps - math.sqrt(dr * dr + dc * dc)
-                            if v > tol and v > excess[s]:
-                                excess[s] = v
-                                best_t[s] = tg
-    return best_t, excess, checked
-
-
-@nb.njit(cache=True)
 def lift_euclid_tree(Rc, Cc, R, C, cu, cw, cflow, f):
     """Spanning tree of the ``R x C`` cells for the Euclidean multiscale start, from the coarse
     optimal tree (edges ``cu[k] - cw[k]`` carrying the signed flow ``cflow[k]`` from ``cu`` to
@@ -579,11 +514,12 @@ def pair_violations_both(pi, f, R, C, B, tol, K):
     violated demand cells and for every demand cell its ``K`` most violated supply cells, in one
     pass over the pairs.
 
-    Pairs are visited by ``B x B`` tiles, as in :func:`pair_violations`: a tile pair is skipped
-    when the largest demand potential of one minus the smallest supply potential of the other is
-    within the distance between the two rectangles; inside a checked pair, a supply cell is
-    skipped by the same bound against the demand tile's rectangle. Returns
-    ``(best_t, best_s, tile_pairs_checked)``, ``(R C, K)`` arrays padded with -1.
+    Pairs are visited by ``B x B`` tiles: a tile pair is skipped when the largest demand
+    potential of one minus the smallest supply potential of the other is within the distance
+    between the two rectangles, which bounds every pair inside; inside a checked tile pair, a
+    supply cell is skipped by the same bound against the demand tile's rectangle. Returns
+    ``(best_t, exc_t, best_s, exc_s, tile_pairs_checked)``: ``(R C, K)`` arrays of cells (padded
+    with -1) and their violations (padded with ``tol``), sorted by decreasing violation.
     """
     n = R * C
     TR = (R + B - 1) // B
@@ -658,4 +594,4 @@ def pair_violations_both(pi, f, R, C, B, tol, K):
                     if v > tol:
                         _keep_best(best_t, exc_t, s, K, tg, v)
                         _keep_best(best_s, exc_s, tg, K, s, v)
-    return best_t, best_s, checked
+    return best_t, exc_t, best_s, exc_s, checked

@@ -213,13 +213,13 @@ class _Flow:
     tree: np.ndarray  # edge ids of the final spanning tree
 
 
-def _simplex(u, w, cost, f, tree, tol) -> _Flow:
+def _simplex(u, w, cost, f, tree, tol, first_arc=0) -> _Flow:
     E = u.size
     src, dst = np.concatenate([u, w]), np.concatenate([w, u])
     twin = np.concatenate([np.arange(E, 2 * E), np.arange(E)])
     flow, pi, pred, status, _ = _ns().network_simplex(
         src.astype(np.int64), dst.astype(np.int64), np.concatenate([cost, cost]),
-        twin.astype(np.int64), f, tree.astype(np.int64), float(tol))
+        twin.astype(np.int64), f, tree.astype(np.int64), float(tol), first_arc)
     if status != _ns().OPTIMAL:
         raise SolverError(f"grid network simplex failed (status {status}) on a {f.size}-node graph")
     return _Flow(u, w, cost, flow, pi, pred[1:] % E)
@@ -268,7 +268,7 @@ def _emd_grid_l1(f: np.ndarray) -> float:
 def _euclid_violations(pi, f, rows, cols, k=_EUCLID_K):
     """Supply/demand pairs violating the Euclidean dual constraint (see
     ``pair_violations_both``): the ``k`` most violated per supply cell and per demand cell."""
-    best_t, best_s, _ = _ns().pair_violations_both(pi, f, rows, cols, 8, _EUCLID_TOL, k)
+    best_t, _, best_s, _, _ = _ns().pair_violations_both(pi, f, rows, cols, 8, _EUCLID_TOL, k)
     n = rows * cols
     s1, j1 = np.nonzero(best_t >= 0)
     t2, j2 = np.nonzero(best_s >= 0)
@@ -339,11 +339,13 @@ def _emd_grid_euclidean(f: np.ndarray) -> float:
         coarse_shape = levels[k + 1].shape if k + 1 < len(levels) else None
         u, w, c, tree = _euclid_start(g.shape, coarse_shape, sol, np.ascontiguousarray(g.ravel()))
         gv = np.ascontiguousarray(g.ravel())
+        first_arc = 0
         while True:
-            sol = _simplex(u, w, c, gv, tree, _EUCLID_TOL)
+            sol = _simplex(u, w, c, gv, tree, _EUCLID_TOL, first_arc)
             s, t = _euclid_violations(sol.pi, gv, R, C)
             if s.size == 0:
                 break
+            first_arc = u.size
             u, w = np.concatenate([u, s]), np.concatenate([w, t])
             (sr, sc), (tr, tc) = np.divmod(s, C), np.divmod(t, C)
             c = np.concatenate([c, np.hypot(sr - tr, sc - tc)])
