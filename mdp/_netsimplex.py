@@ -42,10 +42,83 @@ NOT_SPANNING = -2
 
 
 @nb.njit(cache=True)
-def network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc=0):
+def _preorder(n, src, dst, tree_arcs):
+    """Depth-first preorder of the nodes from node 0 along ``tree_arcs`` (-1 where unreached)."""
+    deg = np.zeros(n + 1, np.int64)
+    for a in tree_arcs:
+        deg[src[a] + 1] += 1
+        deg[dst[a] + 1] += 1
+    for u in range(n):
+        deg[u + 1] += deg[u]
+    adj = np.empty(2 * tree_arcs.size, np.int64)
+    fill = deg[:n].copy()
+    for a in tree_arcs:
+        adj[fill[src[a]]] = a
+        fill[src[a]] += 1
+        adj[fill[dst[a]]] = a
+        fill[dst[a]] += 1
+    order = np.full(n, -1, np.int64)
+    seen = np.zeros(n, np.bool_)
+    stack = np.empty(2 * tree_arcs.size + 2, np.int64)
+    sp = 0
+    stack[0] = 0
+    seen[0] = True
+    cnt = 0
+    while sp >= 0 and cnt < n:
+        u = stack[sp]
+        sp -= 1
+        order[cnt] = u
+        cnt += 1
+        for j in range(deg[u], deg[u + 1]):
+            a = adj[j]
+            v = dst[a] if src[a] == u else src[a]
+            if not seen[v]:
+                seen[v] = True
+                sp += 1
+                stack[sp] = v
+    return order
+
+
+@nb.njit(cache=True)
+def network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc=0, cand_list=0):
     """Solve the transshipment problem from the spanning tree ``tree_arcs`` (n - 1 arc ids).
 
-    Pricing starts at arc ``first_arc`` (column generation puts the new arcs there). Returns ``(flow, pi, pred, status, pivots)``: arc flows, node potentials, the tree arc of each
+    The nodes are first renumbered in the start tree's preorder, so that subtrees, whose
+    potentials every pivot shifts, start out contiguous in memory. Arguments and results are
+    those of :func:`_network_simplex` in the caller's numbering.
+    """
+    n = supply.size
+    order = _preorder(n, src, dst, tree_arcs)
+    if order[n - 1] < 0 or order[0] != 0:
+        # Not spanning: let the solver report it on the original numbering.
+        return _network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc,
+                                cand_list)
+    inv = np.empty(n, np.int64)
+    for i in range(n):
+        inv[order[i]] = i
+    m = src.size
+    s2 = np.empty(m, np.int64)
+    t2 = np.empty(m, np.int64)
+    for a in range(m):
+        s2[a] = inv[src[a]]
+        t2[a] = inv[dst[a]]
+    flow, pi2, pred2, status, pivots = _network_simplex(s2, t2, cost, twin, supply[order],
+                                                        tree_arcs, tol, first_arc, cand_list)
+    pi = np.empty(n)
+    pred = np.empty(n, np.int64)
+    for i in range(n):
+        pi[order[i]] = pi2[i]
+        pred[order[i]] = pred2[i]
+    return flow, pi, pred, status, pivots
+
+
+@nb.njit(cache=True)
+def _network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc, cand_list):
+    """Solve the transshipment problem from the spanning tree ``tree_arcs`` (n - 1 arc ids).
+
+    Pricing starts at arc ``first_arc`` (column generation puts the new arcs there);
+    ``cand_list`` is the length of the candidate list used once entering arcs are sparse (0: no
+    list). Returns ``(flow, pi, pred, status, pivots)``: arc flows, node potentials, the tree arc of each
     node (node 0's is the artificial arc, id ``len(src)``), a status code and the pivot count.
     An arc enters when its reduced cost is below ``-tol``.
     """
@@ -168,31 +241,60 @@ def network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc=0):
     # Small pricing blocks (1/20 of LEMON's sqrt(M) default): on grid instances a quick,
     # roughly chosen entering arc beats a long search (docs/design/emd.md).
     block = max(int(0.05 * math.sqrt(M)), 10)
+    # Candidate list for the sparse end of a solve: when the first block with an entering arc
+    # lies more than `sparse` blocks away, the scan goes on (up to one pass) collecting up to
+    # `n_list` entering arcs, and the next pivots choose among those, re-priced, before any
+    # new scan.
+    sparse = 8
+    n_list = max(cand_list, 0)
+    cand = np.empty(max(n_list, 1), np.int64)
+    ncand = 0
     next_arc = first_arc % M
     pivots = 0
     while True:
-        # Block search: the most negative reduced cost within the first block that has one.
-        # Tree arcs have reduced cost 0, so no state test is needed.
         in_arc = -1
         min_rc = -tol
-        k = block
-        e = next_arc
-        for _ in range(M):
-            rc = c[e] + pi[s[e]] - pi[t[e]]
-            if rc < min_rc:
-                min_rc = rc
-                in_arc = e
-            e += 1
-            if e == M:
-                e = 0
-            k -= 1
-            if k == 0:
-                if in_arc >= 0:
-                    break
-                k = block
+        if ncand > 0:
+            keep = 0
+            for i in range(ncand):
+                e = cand[i]
+                rc = c[e] + pi[s[e]] - pi[t[e]]
+                if rc < -tol:
+                    cand[keep] = e
+                    keep += 1
+                    if rc < min_rc:
+                        min_rc = rc
+                        in_arc = e
+            ncand = keep
         if in_arc < 0:
-            break
-        next_arc = e
+            # Block search: the most negative reduced cost within the first block that has
+            # one. Tree arcs have reduced cost 0, so no state test is needed.
+            k = block
+            e = next_arc
+            nblocks = 0
+            for _ in range(M):
+                rc = c[e] + pi[s[e]] - pi[t[e]]
+                if rc < -tol:
+                    if ncand < n_list:
+                        cand[ncand] = e
+                        ncand += 1
+                    if rc < min_rc:
+                        min_rc = rc
+                        in_arc = e
+                e += 1
+                if e == M:
+                    e = 0
+                k -= 1
+                if k == 0:
+                    nblocks += 1
+                    if in_arc >= 0 and (nblocks <= sparse or ncand >= n_list):
+                        break
+                    k = block
+            if in_arc < 0:
+                break
+            if nblocks <= sparse:
+                ncand = 0
+            next_arc = e
         pivots += 1
         first = s[in_arc]
         second = t[in_arc]
