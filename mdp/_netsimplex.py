@@ -618,43 +618,54 @@ def pair_violations_both(pi, f, R, C, B, tol, K):
 
     Pairs are visited by ``B x B`` tiles: a tile pair is skipped when the largest demand
     potential of one minus the smallest supply potential of the other is within the distance
-    between the two rectangles, which bounds every pair inside; inside a checked tile pair, a
-    supply cell is skipped by the same bound against the demand tile's rectangle. Returns
-    ``(best_t, exc_t, best_s, exc_s, tile_pairs_checked)``: ``(R C, K)`` arrays of cells (padded
-    with -1) and their violations (padded with ``tol``), sorted by decreasing violation.
+    between the two rectangles, which bounds every pair inside. In a tile pair that is not
+    skipped, each supply cell is tested by the same bound against each quadrant of the demand
+    tile before its cells are visited. Returns ``(best_t, exc_t, best_s, exc_s,
+    tile_pairs_checked)``: ``(R C, K)`` arrays of cells (padded with -1) and their violations
+    (padded with ``tol``), sorted by decreasing violation.
     """
     n = R * C
     TR = (R + B - 1) // B
     TC = (C + B - 1) // B
     T = TR * TC
+    H = max(B // 2, 1)
     min_p = np.full(T, np.inf)
     max_q = np.full(T, -np.inf)
-    # Cells grouped by tile, supply cells then demand cells, for contiguous inner loops.
+    max_q4 = np.full(4 * T, -np.inf)
+    # Supply cells grouped by tile and demand cells by tile quadrant, for contiguous loops.
     ns = np.zeros(T + 1, np.int64)
-    nd = np.zeros(T + 1, np.int64)
+    nd = np.zeros(4 * T + 1, np.int64)
     for u in range(n):
-        k = (u // C // B) * TC + (u % C) // B
+        r = u // C
+        cc = u % C
+        k = (r // B) * TC + cc // B
         if f[u] > 0:
             ns[k + 1] += 1
             min_p[k] = min(min_p[k], pi[u])
         elif f[u] < 0:
-            nd[k + 1] += 1
+            kq = 4 * k + 2 * min((r % B) // H, 1) + min((cc % B) // H, 1)
+            nd[kq + 1] += 1
             max_q[k] = max(max_q[k], pi[u])
+            max_q4[kq] = max(max_q4[kq], pi[u])
     for k in range(T):
         ns[k + 1] += ns[k]
+    for k in range(4 * T):
         nd[k + 1] += nd[k]
     sup = np.empty(ns[T], np.int64)
-    dem = np.empty(nd[T], np.int64)
+    dem = np.empty(nd[4 * T], np.int64)
     fs = ns[:T].copy()
-    fd = nd[:T].copy()
+    fd = nd[:4 * T].copy()
     for u in range(n):
-        k = (u // C // B) * TC + (u % C) // B
+        r = u // C
+        cc = u % C
+        k = (r // B) * TC + cc // B
         if f[u] > 0:
             sup[fs[k]] = u
             fs[k] += 1
         elif f[u] < 0:
-            dem[fd[k]] = u
-            fd[k] += 1
+            kq = 4 * k + 2 * min((r % B) // H, 1) + min((cc % B) // H, 1)
+            dem[fd[kq]] = u
+            fd[kq] += 1
     best_t = np.full((n, K), -1, np.int64)
     exc_t = np.full((n, K), tol)
     best_s = np.full((n, K), -1, np.int64)
@@ -684,16 +695,24 @@ def pair_violations_both(pi, f, R, C, B, tol, K):
                 sr = s // C
                 sc = s % C
                 ps = pi[s]
-                gr = max(0, tr0 - sr, sr - tr1)
-                gc = max(0, tc0 - sc, sc - tc1)
-                if max_q[tt] - ps <= math.sqrt(gr * gr + gc * gc) + tol:
-                    continue
-                for j in range(nd[tt], nd[tt + 1]):
-                    tg = dem[j]
-                    dr = tg // C - sr
-                    dc = tg % C - sc
-                    v = pi[tg] - ps - math.sqrt(dr * dr + dc * dc)
-                    if v > tol:
-                        _keep_best(best_t, exc_t, s, K, tg, v)
-                        _keep_best(best_s, exc_s, tg, K, s, v)
+                for qd in range(4):
+                    kq = 4 * tt + qd
+                    if nd[kq] == nd[kq + 1]:
+                        continue
+                    qr0 = tr0 + H * (qd // 2)
+                    qc0 = tc0 + H * (qd % 2)
+                    qr1 = min(qr0 + H - 1, tr1) if qd // 2 == 0 else tr1
+                    qc1 = min(qc0 + H - 1, tc1) if qd % 2 == 0 else tc1
+                    gr = max(0, qr0 - sr, sr - qr1)
+                    gc = max(0, qc0 - sc, sc - qc1)
+                    if max_q4[kq] - ps <= math.sqrt(gr * gr + gc * gc) + tol:
+                        continue
+                    for j in range(nd[kq], nd[kq + 1]):
+                        tg = dem[j]
+                        dr = tg // C - sr
+                        dc = tg % C - sc
+                        v = pi[tg] - ps - math.sqrt(dr * dr + dc * dc)
+                        if v > tol:
+                            _keep_best(best_t, exc_t, s, K, tg, v)
+                            _keep_best(best_s, exc_s, tg, K, s, v)
     return best_t, exc_t, best_s, exc_s, checked
