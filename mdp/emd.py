@@ -49,6 +49,10 @@ _EUCLID_COMPLETE_CELLS = 64
 _EUCLID_K = 3
 # Candidate-list length of the Euclidean network simplex once entering arcs are sparse.
 _EUCLID_CAND_LIST = 300
+# Euclidean pivots that would shift more than this fraction of the potentials are passed over up
+# to _EUCLID_MAX_DEFER times in a row (docs/design/emd.md).
+_EUCLID_DEFER = 0.125
+_EUCLID_MAX_DEFER = 20
 
 
 def _ns():
@@ -215,13 +219,15 @@ class _Flow:
     tree: np.ndarray  # edge ids of the final spanning tree
 
 
-def _simplex(u, w, cost, f, tree, tol, first_arc=0, cand_list=0) -> _Flow:
+def _simplex(u, w, cost, f, tree, tol, first_arc=0, cand_list=0, defer=0.0,
+             max_defer=0) -> _Flow:
     E = u.size
     src, dst = np.concatenate([u, w]), np.concatenate([w, u])
     twin = np.concatenate([np.arange(E, 2 * E), np.arange(E)])
     flow, pi, pred, status, _ = _ns().network_simplex(
         src.astype(np.int64), dst.astype(np.int64), np.concatenate([cost, cost]),
-        twin.astype(np.int64), f, tree.astype(np.int64), float(tol), first_arc, cand_list)
+        twin.astype(np.int64), f, tree.astype(np.int64), float(tol), first_arc, cand_list,
+        float(defer), max_defer)
     if status != _ns().OPTIMAL:
         raise SolverError(f"grid network simplex failed (status {status}) on a {f.size}-node graph")
     return _Flow(u, w, cost, flow, pi, pred[1:] % E)
@@ -343,7 +349,8 @@ def _emd_grid_euclidean(f: np.ndarray) -> float:
         gv = np.ascontiguousarray(g.ravel())
         first_arc = 0
         while True:
-            sol = _simplex(u, w, c, gv, tree, _EUCLID_TOL, first_arc, _EUCLID_CAND_LIST)
+            sol = _simplex(u, w, c, gv, tree, _EUCLID_TOL, first_arc, _EUCLID_CAND_LIST,
+                           _EUCLID_DEFER, _EUCLID_MAX_DEFER)
             s, t = _euclid_violations(sol.pi, gv, R, C)
             if s.size == 0:
                 break

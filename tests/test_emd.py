@@ -229,10 +229,17 @@ def test_emd_grid_l1_matches_previous_bipartite_formulation():
     assert emd_grid(p, q) == pytest.approx(ref, rel=1e-9)
 
 
-def test_network_simplex_kernel_matches_linprog():
+@pytest.mark.parametrize("n, first_arc, cand_list, defer, max_defer", [
+    (12, 0, 0, 0.0, 0),
+    (40, 0, 0, 0.0, 0),
+    # Pricing from another arc, the candidate list and passing over big cuts change the path of
+    # the simplex, never its optimum.
+    (40, 77, 5, 0.1, 3),
+    (40, 0, 300, 0.0, 50),
+])
+def test_network_simplex_kernel_matches_linprog(n, first_arc, cand_list, defer, max_defer):
     # The kernel on a random non-grid graph with real costs: an independent LP (HiGHS) check.
     rng = np.random.default_rng(12)
-    n = 12
     u, w = np.triu_indices(n, 1)
     keep = rng.random(u.size) < 0.5
     keep[:n - 1] = True  # contains the path 0-1, 0-2, ... so the graph is connected
@@ -241,7 +248,7 @@ def test_network_simplex_kernel_matches_linprog():
     f = rng.random(n) - 0.5
     f -= f.mean()
     tree = np.arange(n - 1)  # edges (0, 1), ..., (0, n-1): a star, a spanning tree
-    sol = _simplex(u, w, cost, f, tree, 1e-12)
+    sol = _simplex(u, w, cost, f, tree, 1e-12, first_arc, cand_list, defer, max_defer)
     src, dst = np.concatenate([u, w]), np.concatenate([w, u])
     A = np.zeros((n, src.size))
     A[src, np.arange(src.size)] += 1
