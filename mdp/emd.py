@@ -345,8 +345,8 @@ def _emd_grid_euclidean(f: np.ndarray) -> float:
         g = levels[k]
         R, C = g.shape
         coarse_shape = levels[k + 1].shape if k + 1 < len(levels) else None
-        u, w, c, tree = _euclid_start(g.shape, coarse_shape, sol, np.ascontiguousarray(g.ravel()))
         gv = np.ascontiguousarray(g.ravel())
+        u, w, c, tree = _euclid_start(g.shape, coarse_shape, sol, gv)
         first_arc = 0
         while True:
             sol = _simplex(u, w, c, gv, tree, _EUCLID_TOL, first_arc, _EUCLID_CAND_LIST,
