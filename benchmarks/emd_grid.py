@@ -15,7 +15,8 @@ is done first and reported apart. Checks:
   the relative difference of the values.
 
 Targets (issue 17): 256 x 256 under 3 s and 512 x 512 under 60 s. Euclidean sizes above
-``--euclid-max`` are skipped (minutes each; see docs/design/emd.md).
+``--euclid-max`` are skipped (512 x 512 takes over a minute of CPU per run; see
+docs/design/emd.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 r"""Compiled kernels behind :func:`mdp.emd.emd_grid`: a network simplex for uncapacitated
-transshipment, the multiscale spanning-tree lift for grids, and the blocked dual check.
+transshipment, the multiscale spanning-tree lifts for grids, and the blocked dual check.
 
 Private module; the public entry point and the method's description are in :mod:`mdp.emd` and
 ``docs/design/emd.md``.
@@ -42,10 +42,90 @@ NOT_SPANNING = -2
 
 
 @nb.njit(cache=True)
-def network_simplex(src, dst, cost, twin, supply, tree_arcs, tol):
+def _preorder(n, src, dst, tree_arcs):
+    """Depth-first preorder of the nodes from node 0 along ``tree_arcs`` (-1 where unreached)."""
+    deg = np.zeros(n + 1, np.int64)
+    for a in tree_arcs:
+        deg[src[a] + 1] += 1
+        deg[dst[a] + 1] += 1
+    for u in range(n):
+        deg[u + 1] += deg[u]
+    adj = np.empty(2 * tree_arcs.size, np.int64)
+    fill = deg[:n].copy()
+    for a in tree_arcs:
+        adj[fill[src[a]]] = a
+        fill[src[a]] += 1
+        adj[fill[dst[a]]] = a
+        fill[dst[a]] += 1
+    order = np.full(n, -1, np.int64)
+    seen = np.zeros(n, np.bool_)
+    stack = np.empty(2 * tree_arcs.size + 2, np.int64)
+    sp = 0
+    stack[0] = 0
+    seen[0] = True
+    cnt = 0
+    while sp >= 0 and cnt < n:
+        u = stack[sp]
+        sp -= 1
+        order[cnt] = u
+        cnt += 1
+        for j in range(deg[u], deg[u + 1]):
+            a = adj[j]
+            v = dst[a] if src[a] == u else src[a]
+            if not seen[v]:
+                seen[v] = True
+                sp += 1
+                stack[sp] = v
+    return order
+
+
+@nb.njit(cache=True)
+def network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc=0, cand_list=0,
+                    defer=0.0, max_defer=0):
     """Solve the transshipment problem from the spanning tree ``tree_arcs`` (n - 1 arc ids).
 
-    Returns ``(flow, pi, pred, status, pivots)``: arc flows, node potentials, the tree arc of each
+    The nodes are first renumbered in the start tree's preorder, so that subtrees, whose
+    potentials every pivot shifts, start out contiguous in memory. Arguments and results are
+    those of :func:`_network_simplex` in the caller's numbering.
+    """
+    n = supply.size
+    order = _preorder(n, src, dst, tree_arcs)
+    if order[n - 1] < 0 or order[0] != 0:
+        # Not spanning: let the solver report it on the original numbering.
+        return _network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc,
+                                cand_list, defer, max_defer)
+    inv = np.empty(n, np.int64)
+    for i in range(n):
+        inv[order[i]] = i
+    m = src.size
+    s2 = np.empty(m, np.int64)
+    t2 = np.empty(m, np.int64)
+    for a in range(m):
+        s2[a] = inv[src[a]]
+        t2[a] = inv[dst[a]]
+    flow, pi2, pred2, status, pivots = _network_simplex(s2, t2, cost, twin, supply[order],
+                                                        tree_arcs, tol, first_arc, cand_list,
+                                                        defer, max_defer)
+    pi = np.empty(n)
+    pred = np.empty(n, np.int64)
+    for i in range(n):
+        pi[order[i]] = pi2[i]
+        pred[order[i]] = pred2[i]
+    return flow, pi, pred, status, pivots
+
+
+@nb.njit(cache=True)
+def _network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc, cand_list,
+                     defer=0.0, max_defer=0):
+    """Solve the transshipment problem from the spanning tree ``tree_arcs`` (n - 1 arc ids).
+
+    Pricing starts at arc ``first_arc`` (column generation puts the new arcs there);
+    ``cand_list`` is the length of the candidate list used once entering arcs are sparse (0: no
+    list). An entering arc found by a scan whose pivot would shift the potentials of more than
+    ``defer * n`` nodes (either side of the cut) is passed over, up to ``max_defer`` times in a
+    row (0: never): most of the potential updates come from the few pivots that cut the tree
+    near its middle, and another arc often does the same good for less. Any entering rule keeps
+    the strongly feasible tree finite (no cycling), so this changes speed only. Returns ``(flow, pi, pred, status, pivots)``: arc flows, node potentials, the tree arc of each
     node (node 0's is the artificial arc, id ``len(src)``), a status code and the pivot count.
     An arc enters when its reduced cost is below ``-tol``.
     """
@@ -168,32 +248,65 @@ def network_simplex(src, dst, cost, twin, supply, tree_arcs, tol):
     # Small pricing blocks (1/20 of LEMON's sqrt(M) default): on grid instances a quick,
     # roughly chosen entering arc beats a long search (docs/design/emd.md).
     block = max(int(0.05 * math.sqrt(M)), 10)
-    next_arc = 0
+    # Candidate list for the sparse end of a solve: when the first block with an entering arc
+    # lies more than `sparse` blocks away, the scan goes on (up to one pass) collecting up to
+    # `n_list` entering arcs, and the next pivots choose among those, re-priced, before any
+    # new scan.
+    sparse = 8
+    n_list = max(cand_list, 0)
+    cand = np.empty(max(n_list, 1), np.int64)
+    ncand = 0
+    next_arc = first_arc % M
     pivots = 0
+    big_cut = int(defer * N)
+    deferred = 0
+    from_scan = False
     while True:
-        # Block search: the most negative reduced cost within the first block that has one.
-        # Tree arcs have reduced cost 0, so no state test is needed.
         in_arc = -1
         min_rc = -tol
-        k = block
-        e = next_arc
-        for _ in range(M):
-            rc = c[e] + pi[s[e]] - pi[t[e]]
-            if rc < min_rc:
-                min_rc = rc
-                in_arc = e
-            e += 1
-            if e == M:
-                e = 0
-            k -= 1
-            if k == 0:
-                if in_arc >= 0:
-                    break
-                k = block
+        from_scan = False
+        if ncand > 0:
+            keep = 0
+            for i in range(ncand):
+                e = cand[i]
+                rc = c[e] + pi[s[e]] - pi[t[e]]
+                if rc < -tol:
+                    cand[keep] = e
+                    keep += 1
+                    if rc < min_rc:
+                        min_rc = rc
+                        in_arc = e
+            ncand = keep
         if in_arc < 0:
-            break
-        next_arc = e
-        pivots += 1
+            # Block search: the most negative reduced cost within the first block that has
+            # one. Tree arcs have reduced cost 0, so no state test is needed.
+            k = block
+            e = next_arc
+            nblocks = 0
+            for _ in range(M):
+                rc = c[e] + pi[s[e]] - pi[t[e]]
+                if rc < -tol:
+                    if ncand < n_list:
+                        cand[ncand] = e
+                        ncand += 1
+                    if rc < min_rc:
+                        min_rc = rc
+                        in_arc = e
+                e += 1
+                if e == M:
+                    e = 0
+                k -= 1
+                if k == 0:
+                    nblocks += 1
+                    if in_arc >= 0 and (nblocks <= sparse or ncand >= n_list):
+                        break
+                    k = block
+            if in_arc < 0:
+                break
+            if nblocks <= sparse:
+                ncand = 0
+            next_arc = e
+            from_scan = True
         first = s[in_arc]
         second = t[in_arc]
         u = first
@@ -229,6 +342,12 @@ def network_simplex(src, dst, cost, twin, supply, tree_arcs, tol):
             u = parent[u]
         if result == 0:
             return flow[:m], pi[:n], pred[:n], UNBOUNDED, pivots
+        if (from_scan and deferred < max_defer
+                and min(succ[u_out], N - succ[u_out]) > big_cut):
+            deferred += 1
+            continue
+        deferred = 0
+        pivots += 1
         if delta > 0:
             flow[in_arc] += delta
             u = first
@@ -375,30 +494,199 @@ def lift_grid_tree(Rc, Cc, coarse_edges, R, C):
 
 
 @nb.njit(cache=True)
-def pair_violations(pi, f, R, C, B, tol):
-    """For each supply cell ``s`` (``f > 0``), the demand cell ``t`` (``f < 0``) that most violates
-    ``pi[t] - pi[s] <= |x_t - x_s|`` by more than ``tol`` (-1 if none), checked over all pairs.
+def lift_euclid_tree(Rc, Cc, R, C, cu, cw, cflow, f):
+    """Spanning tree of the ``R x C`` cells for the Euclidean multiscale start, from the coarse
+    optimal tree (edges ``cu[k] - cw[k]`` carrying the signed flow ``cflow[k]`` from ``cu`` to
+    ``cw``) on the grid of 2 x 2 blocks.
 
-    Pairs are visited by ``B x B`` tiles: a tile pair is skipped when the largest demand potential
-    of one minus the smallest supply potential of the other is within the distance between the
-    two rectangles, which bounds every pair inside; the other tile pairs are checked pair by pair.
-    Returns ``(best_t, excess, tile_pairs_checked)``.
+    Each coarse tree edge becomes the shortest fine edge between its two blocks, which keeps the
+    coarse flows. Then each block's cells know their net injection (own supply minus what leaves
+    on those edges; the block sums to zero) and get the spanning tree of the complete graph on
+    the block's (at most 4) cells whose forced flows cost least. Returns the fine edges
+    ``(u, w)``.
     """
+    n = R * C
+    m = cu.size
+    out_u = np.empty(n - 1, np.int64)
+    out_w = np.empty(n - 1, np.int64)
+    e = f.copy()
+    k = 0
+    for i in range(m):
+        iu = cu[i] // Cc
+        ju = cu[i] % Cc
+        iw = cw[i] // Cc
+        jw = cw[i] % Cc
+        best = np.inf
+        bu = -1
+        bw = -1
+        for a in range(2):
+            r1 = 2 * iu + a
+            if r1 >= R:
+                continue
+            for b in range(2):
+                c1 = 2 * ju + b
+                if c1 >= C:
+                    continue
+                for g in range(2):
+                    r2 = 2 * iw + g
+                    if r2 >= R:
+                        continue
+                    for h in range(2):
+                        c2 = 2 * jw + h
+                        if c2 >= C:
+                            continue
+                        d = (r1 - r2) ** 2 + (c1 - c2) ** 2
+                        if d < best:
+                            best = d
+                            bu = r1 * C + c1
+                            bw = r2 * C + c2
+        out_u[k] = bu
+        out_w[k] = bw
+        k += 1
+        e[bu] -= cflow[i]
+        e[bw] += cflow[i]
+    cells = np.empty(4, np.int64)
+    eu = np.empty(6, np.int64)
+    ev = np.empty(6, np.int64)
+    comp = np.empty(4, np.int64)
+    for i in range(Rc):
+        for j in range(Cc):
+            nc = 0
+            for a in range(2):
+                for b in range(2):
+                    if 2 * i + a < R and 2 * j + b < C:
+                        cells[nc] = (2 * i + a) * C + 2 * j + b
+                        nc += 1
+            if nc == 1:
+                continue
+            ne = 0
+            for x in range(nc):
+                for y in range(x + 1, nc):
+                    eu[ne] = x
+                    ev[ne] = y
+                    ne += 1
+            best = np.inf
+            best_mask = 0
+            for mask in range(1 << ne):
+                bits = 0
+                for q in range(ne):
+                    bits += (mask >> q) & 1
+                if bits != nc - 1:
+                    continue
+                # Spanning (no cycle) check and cost of the forced flows: the flow on a tree edge
+                # is the net injection of the side it cuts off.
+                cost = 0.0
+                ok = True
+                for q in range(ne):
+                    if not (mask >> q) & 1:
+                        continue
+                    for x in range(nc):
+                        comp[x] = x
+                    for r in range(ne):
+                        if r != q and (mask >> r) & 1:
+                            cx = comp[eu[r]]
+                            cy = comp[ev[r]]
+                            for x in range(nc):
+                                if comp[x] == cy:
+                                    comp[x] = cx
+                    if comp[eu[q]] == comp[ev[q]]:
+                        ok = False
+                        break
+                    side = 0.0
+                    for x in range(nc):
+                        if comp[x] == comp[eu[q]]:
+                            side += e[cells[x]]
+                    ru = cells[eu[q]] // C
+                    rv = cells[ev[q]] // C
+                    du = cells[eu[q]] % C - cells[ev[q]] % C
+                    cost += abs(side) * math.sqrt((ru - rv) ** 2 + du * du)
+                if ok and cost < best:
+                    best = cost
+                    best_mask = mask
+            for q in range(ne):
+                if (best_mask >> q) & 1:
+                    out_u[k] = cells[eu[q]]
+                    out_w[k] = cells[ev[q]]
+                    k += 1
+    return out_u, out_w
+
+
+@nb.njit(cache=True)
+def _keep_best(best, exc, row, K, cand, v):
+    """Insert candidate ``cand`` with violation ``v`` into row ``row`` of the top-``K`` lists
+    (sorted by decreasing violation)."""
+    if v <= exc[row, K - 1]:
+        return
+    i = K - 1
+    while i > 0 and exc[row, i - 1] < v:
+        exc[row, i] = exc[row, i - 1]
+        best[row, i] = best[row, i - 1]
+        i -= 1
+    exc[row, i] = v
+    best[row, i] = cand
+
+
+@nb.njit(cache=True)
+def pair_violations_both(pi, f, R, C, B, tol, K):
+    """All supply/demand pairs ``(s, t)`` (``f[s] > 0 > f[t]``) that violate
+    ``pi[t] - pi[s] <= |x_t - x_s|`` by more than ``tol``: for every supply cell its ``K`` most
+    violated demand cells and for every demand cell its ``K`` most violated supply cells, in one
+    pass over the pairs.
+
+    Pairs are visited by ``B x B`` tiles: a tile pair is skipped when the largest demand
+    potential of one minus the smallest supply potential of the other is within the distance
+    between the two rectangles, which bounds every pair inside. In a tile pair that is not
+    skipped, each supply cell is tested by the same bound against each quadrant of the demand
+    tile before its cells are visited. Returns ``(best_t, exc_t, best_s, exc_s,
+    tile_pairs_checked)``: ``(R C, K)`` arrays of cells (padded with -1) and their violations
+    (padded with ``tol``), sorted by decreasing violation.
+    """
+    n = R * C
     TR = (R + B - 1) // B
     TC = (C + B - 1) // B
     T = TR * TC
+    H = max(B // 2, 1)
     min_p = np.full(T, np.inf)
     max_q = np.full(T, -np.inf)
-    for r in range(R):
-        for cc in range(C):
-            k = (r // B) * TC + cc // B
-            u = r * C + cc
-            if f[u] > 0:
-                min_p[k] = min(min_p[k], pi[u])
-            elif f[u] < 0:
-                max_q[k] = max(max_q[k], pi[u])
-    best_t = np.full(R * C, -1, np.int64)
-    excess = np.zeros(R * C)
+    max_q4 = np.full(4 * T, -np.inf)
+    # Supply cells grouped by tile and demand cells by tile quadrant, for contiguous loops.
+    ns = np.zeros(T + 1, np.int64)
+    nd = np.zeros(4 * T + 1, np.int64)
+    for u in range(n):
+        r = u // C
+        cc = u % C
+        k = (r // B) * TC + cc // B
+        if f[u] > 0:
+            ns[k + 1] += 1
+            min_p[k] = min(min_p[k], pi[u])
+        elif f[u] < 0:
+            kq = 4 * k + 2 * min((r % B) // H, 1) + min((cc % B) // H, 1)
+            nd[kq + 1] += 1
+            max_q[k] = max(max_q[k], pi[u])
+            max_q4[kq] = max(max_q4[kq], pi[u])
+    for k in range(T):
+        ns[k + 1] += ns[k]
+    for k in range(4 * T):
+        nd[k + 1] += nd[k]
+    sup = np.empty(ns[T], np.int64)
+    dem = np.empty(nd[4 * T], np.int64)
+    fs = ns[:T].copy()
+    fd = nd[:4 * T].copy()
+    for u in range(n):
+        r = u // C
+        cc = u % C
+        k = (r // B) * TC + cc // B
+        if f[u] > 0:
+            sup[fs[k]] = u
+            fs[k] += 1
+        elif f[u] < 0:
+            kq = 4 * k + 2 * min((r % B) // H, 1) + min((cc % B) // H, 1)
+            dem[fd[kq]] = u
+            fd[kq] += 1
+    best_t = np.full((n, K), -1, np.int64)
+    exc_t = np.full((n, K), tol)
+    best_s = np.full((n, K), -1, np.int64)
+    exc_s = np.full((n, K), tol)
     checked = 0
     for ts in range(T):
         if min_p[ts] == np.inf:
@@ -419,21 +707,29 @@ def pair_violations(pi, f, R, C, B, tol):
             if max_q[tt] - min_p[ts] <= math.sqrt(gr * gr + gc * gc) + tol:
                 continue
             checked += 1
-            for sr in range(sr0, sr1 + 1):
-                for sc in range(sc0, sc1 + 1):
-                    s = sr * C + sc
-                    if f[s] <= 0:
+            for i in range(ns[ts], ns[ts + 1]):
+                s = sup[i]
+                sr = s // C
+                sc = s % C
+                ps = pi[s]
+                for qd in range(4):
+                    kq = 4 * tt + qd
+                    if nd[kq] == nd[kq + 1]:
                         continue
-                    ps = pi[s]
-                    for tr in range(tr0, tr1 + 1):
-                        dr = tr - sr
-                        for tc in range(tc0, tc1 + 1):
-                            tg = tr * C + tc
-                            if f[tg] >= 0:
-                                continue
-                            dc = tc - sc
-                            v = pi[tg] - ps - math.sqrt(dr * dr + dc * dc)
-                            if v > tol and v > excess[s]:
-                                excess[s] = v
-                                best_t[s] = tg
-    return best_t, excess, checked
+                    qr0 = tr0 + H * (qd // 2)
+                    qc0 = tc0 + H * (qd % 2)
+                    qr1 = min(qr0 + H - 1, tr1) if qd // 2 == 0 else tr1
+                    qc1 = min(qc0 + H - 1, tc1) if qd % 2 == 0 else tc1
+                    gr = max(0, qr0 - sr, sr - qr1)
+                    gc = max(0, qc0 - sc, sc - qc1)
+                    if max_q4[kq] - ps <= math.sqrt(gr * gr + gc * gc) + tol:
+                        continue
+                    for j in range(nd[kq], nd[kq + 1]):
+                        tg = dem[j]
+                        dr = tg // C - sr
+                        dc = tg % C - sc
+                        v = pi[tg] - ps - math.sqrt(dr * dr + dc * dc)
+                        if v > tol:
+                            _keep_best(best_t, exc_t, s, K, tg, v)
+                            _keep_best(best_s, exc_s, tg, K, s, v)
+    return best_t, exc_t, best_s, exc_s, checked

@@ -45,6 +45,14 @@ _L1_TOL = 0.5
 _CERT_RTOL = 1e-9
 # Grids of at most this many cells start the Euclidean solve with every arc present.
 _EUCLID_COMPLETE_CELLS = 64
+# Violated pairs added per supply cell and per demand cell in each column-generation round.
+_EUCLID_K = 3
+# Candidate-list length of the Euclidean network simplex once entering arcs are sparse.
+_EUCLID_CAND_LIST = 300
+# Euclidean pivots that would shift more than this fraction of the potentials are passed over up
+# to _EUCLID_MAX_DEFER times in a row (docs/design/emd.md).
+_EUCLID_DEFER = 0.125
+_EUCLID_MAX_DEFER = 20
 
 
 def _ns():
@@ -211,13 +219,15 @@ class _Flow:
     tree: np.ndarray  # edge ids of the final spanning tree
 
 
-def _simplex(u, w, cost, f, tree, tol) -> _Flow:
+def _simplex(u, w, cost, f, tree, tol, first_arc=0, cand_list=0, defer=0.0,
+             max_defer=0) -> _Flow:
     E = u.size
     src, dst = np.concatenate([u, w]), np.concatenate([w, u])
     twin = np.concatenate([np.arange(E, 2 * E), np.arange(E)])
     flow, pi, pred, status, _ = _ns().network_simplex(
         src.astype(np.int64), dst.astype(np.int64), np.concatenate([cost, cost]),
-        twin.astype(np.int64), f, tree.astype(np.int64), float(tol))
+        twin.astype(np.int64), f, tree.astype(np.int64), float(tol), first_arc, cand_list,
+        float(defer), max_defer)
     if status != _ns().OPTIMAL:
         raise SolverError(f"grid network simplex failed (status {status}) on a {f.size}-node graph")
     return _Flow(u, w, cost, flow, pi, pred[1:] % E)
@@ -263,26 +273,25 @@ def _emd_grid_l1(f: np.ndarray) -> float:
     return _certify(sol, levels[0].ravel(), 0.0)
 
 
-def _euclid_violations(pi, f, rows, cols):
-    """Supply/demand pairs violating the Euclidean dual constraint (see ``pair_violations``);
-    the best per supply cell and the best per demand cell."""
-    best_t, _, _ = _ns().pair_violations(pi, f, rows, cols, 8, _EUCLID_TOL)
-    s = np.flatnonzero(best_t >= 0)
-    # Swapping the roles (pi -> -pi, f -> -f) gives the best supply cell for each demand cell.
-    best_s, _, _ = _ns().pair_violations(-pi, -f, rows, cols, 8, _EUCLID_TOL)
-    t = np.flatnonzero(best_s >= 0)
+def _euclid_violations(pi, f, rows, cols, k=_EUCLID_K):
+    """Supply/demand pairs violating the Euclidean dual constraint (see
+    ``pair_violations_both``): the ``k`` most violated per supply cell and per demand cell."""
+    best_t, _, best_s, _, _ = _ns().pair_violations_both(pi, f, rows, cols, 8, _EUCLID_TOL, k)
     n = rows * cols
-    keys = np.unique(np.concatenate([s * n + best_t[s], best_s[t] * n + t]))
+    s1, j1 = np.nonzero(best_t >= 0)
+    t2, j2 = np.nonzero(best_s >= 0)
+    keys = np.unique(np.concatenate([s1 * n + best_t[s1, j1], best_s[t2, j2] * n + t2]))
     return keys // n, keys % n
 
 
-def _euclid_start(fine_shape, coarse_shape, coarse: _Flow | None):
+def _euclid_start(fine_shape, coarse_shape, coarse: _Flow | None, f: np.ndarray):
     """Candidate edges and a spanning tree for one level of the Euclidean solve.
 
     Coarsest level: every primitive move (so the restricted problem is the full one) and a comb
     tree. Finer levels: the 8 unit and diagonal moves, all fine-cell pairs of the blocks joined by
-    a coarse edge with flow or in the coarse tree, and the coarse tree lifted (unit edges inside
-    each block, block anchors joined along coarse tree edges).
+    a coarse edge with flow or in the coarse tree, and the coarse tree lifted by
+    ``lift_euclid_tree`` (shortest fine edge per coarse tree edge, cheapest tree inside each
+    block for the forced flows of ``f``, the fine map).
     """
     R, C = fine_shape
     if coarse is None:
@@ -308,16 +317,9 @@ def _euclid_start(fine_shape, coarse_shape, coarse: _Flow | None):
                     ok = (r1 < R) & (c1 < C) & (r2 < R) & (c2 < C)
                     us.append((r1 * C + c1)[ok])
                     ws.append((r2 * C + c2)[ok])
-    i, j = (a.ravel() for a in np.meshgrid(np.arange(Rc), np.arange(Cc), indexing="ij"))
-    tu, tw = [], []
-    for a0, b0, a1, b1 in ((0, 0, 0, 1), (0, 0, 1, 0), (1, 0, 1, 1)):
-        ok = (2 * i + max(a0, a1) < R) & (2 * j + max(b0, b1) < C)
-        tu.append(((2 * i + a0) * C + 2 * j + b0)[ok])
-        tw.append(((2 * i + a1) * C + 2 * j + b1)[ok])
-    ct_u, ct_w = coarse.u[coarse.tree], coarse.w[coarse.tree]
-    tu.append(2 * (ct_u // Cc) * C + 2 * (ct_u % Cc))
-    tw.append(2 * (ct_w // Cc) * C + 2 * (ct_w % Cc))
-    tu, tw = np.concatenate(tu), np.concatenate(tw)
+    ct = coarse.tree
+    tu, tw = _ns().lift_euclid_tree(Rc, Cc, R, C, coarse.u[ct], coarse.w[ct],
+                                    coarse.flow[ct] - coarse.flow[ct + coarse.u.size], f)
     lo = np.minimum(np.concatenate(us + [tu]), np.concatenate(ws + [tw]))
     hi = np.maximum(np.concatenate(us + [tu]), np.concatenate(ws + [tw]))
     keys, inv = np.unique(lo * (R * C) + hi, return_inverse=True)
@@ -343,13 +345,16 @@ def _emd_grid_euclidean(f: np.ndarray) -> float:
         g = levels[k]
         R, C = g.shape
         coarse_shape = levels[k + 1].shape if k + 1 < len(levels) else None
-        u, w, c, tree = _euclid_start(g.shape, coarse_shape, sol)
         gv = np.ascontiguousarray(g.ravel())
+        u, w, c, tree = _euclid_start(g.shape, coarse_shape, sol, gv)
+        first_arc = 0
         while True:
-            sol = _simplex(u, w, c, gv, tree, _EUCLID_TOL)
+            sol = _simplex(u, w, c, gv, tree, _EUCLID_TOL, first_arc, _EUCLID_CAND_LIST,
+                           _EUCLID_DEFER, _EUCLID_MAX_DEFER)
             s, t = _euclid_violations(sol.pi, gv, R, C)
             if s.size == 0:
                 break
+            first_arc = u.size
             u, w = np.concatenate([u, s]), np.concatenate([w, t])
             (sr, sc), (tr, tc) = np.divmod(s, C), np.divmod(t, C)
             c = np.concatenate([c, np.hypot(sr - tr, sc - tc)])

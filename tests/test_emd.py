@@ -229,10 +229,17 @@ def test_emd_grid_l1_matches_previous_bipartite_formulation():
     assert emd_grid(p, q) == pytest.approx(ref, rel=1e-9)
 
 
-def test_network_simplex_kernel_matches_linprog():
+@pytest.mark.parametrize("n, first_arc, cand_list, defer, max_defer", [
+    (12, 0, 0, 0.0, 0),
+    (40, 0, 0, 0.0, 0),
+    # Pricing from another arc, the candidate list and passing over big cuts change the path of
+    # the simplex, never its optimum.
+    (40, 77, 5, 0.1, 3),
+    (40, 0, 300, 0.0, 50),
+])
+def test_network_simplex_kernel_matches_linprog(n, first_arc, cand_list, defer, max_defer):
     # The kernel on a random non-grid graph with real costs: an independent LP (HiGHS) check.
     rng = np.random.default_rng(12)
-    n = 12
     u, w = np.triu_indices(n, 1)
     keep = rng.random(u.size) < 0.5
     keep[:n - 1] = True  # contains the path 0-1, 0-2, ... so the graph is connected
@@ -241,7 +248,7 @@ def test_network_simplex_kernel_matches_linprog():
     f = rng.random(n) - 0.5
     f -= f.mean()
     tree = np.arange(n - 1)  # edges (0, 1), ..., (0, n-1): a star, a spanning tree
-    sol = _simplex(u, w, cost, f, tree, 1e-12)
+    sol = _simplex(u, w, cost, f, tree, 1e-12, first_arc, cand_list, defer, max_defer)
     src, dst = np.concatenate([u, w]), np.concatenate([w, u])
     A = np.zeros((n, src.size))
     A[src, np.arange(src.size)] += 1
@@ -250,20 +257,98 @@ def test_network_simplex_kernel_matches_linprog():
     assert _certify(sol, f, 1e-9) == pytest.approx(ref.fun, rel=1e-9)
 
 
-def test_pair_violations_match_brute_force():
-    rng = np.random.default_rng(13)
-    R, C = 11, 9
-    f = rng.normal(size=R * C)
-    pi = rng.normal(scale=4, size=R * C)
-    best_t, excess, _ = _netsimplex.pair_violations(pi, f, R, C, 4, 1e-9)
+def _violations_brute_force(pi, f, R, C):
     xy = _grid_xy(R, C)
     D = np.sqrt(((xy[:, None] - xy[None]) ** 2).sum(-1))
     V = pi[None, :] - pi[:, None] - D  # V[s, t]
     V[:, f >= 0] = -np.inf
     V[f <= 0, :] = -np.inf
+    return V
+
+
+def test_pair_violations_match_brute_force():
+    rng = np.random.default_rng(13)
+    R, C = 11, 9
+    f = rng.normal(size=R * C)
+    pi = rng.normal(scale=4, size=R * C)
+    best_t, excess, _, _, _ = _netsimplex.pair_violations_both(pi, f, R, C, 4, 1e-9, 1)
+    best_t, excess = best_t[:, 0], excess[:, 0]
+    V = _violations_brute_force(pi, f, R, C)
     ref = np.where(V.max(1) > 1e-9, V.argmax(1), -1)
     assert np.array_equal(best_t, ref)
     assert np.allclose(excess[ref >= 0], V.max(1)[ref >= 0])
+
+
+@pytest.mark.parametrize("R, C, B, K", [(11, 9, 4, 3), (17, 6, 8, 2), (5, 23, 3, 5)])
+def test_pair_violations_top_k_both_directions_match_brute_force(R, C, B, K):
+    # Zero cells (neither supply nor demand) and tiles cut by the grid's border included.
+    rng = np.random.default_rng(R * C + K)
+    f = rng.normal(size=R * C)
+    f[rng.random(R * C) < 0.3] = 0
+    pi = rng.normal(scale=4, size=R * C)
+    best_t, exc_t, best_s, exc_s, _ = _netsimplex.pair_violations_both(pi, f, R, C, B, 1e-9, K)
+    V = _violations_brute_force(pi, f, R, C)
+    for got, exc, W in ((best_t, exc_t, V), (best_s, exc_s, V.T)):
+        for x in range(R * C):
+            order = np.argsort(-W[x], kind="stable")[:K]
+            ref = [y for y in order if W[x, y] > 1e-9]
+            assert list(got[x][got[x] >= 0]) == ref
+            assert np.allclose(exc[x][:len(ref)], W[x, ref])
+
+
+@pytest.mark.parametrize("R, C", [(8, 8), (9, 13), (16, 5)])
+def test_lift_euclid_tree_spans_and_keeps_coarse_flows(R, C):
+    # The lifted tree must be a spanning tree whose forced flows carry each coarse tree edge's
+    # flow across the two blocks unchanged, and whose in-block part is the cheapest of all
+    # spanning trees of the block's cells.
+    from mdp.emd import _EUCLID_TOL, _euclid_start, _halve
+
+    rng = np.random.default_rng(R + C)
+    f = rng.random((R, C)) - rng.random((R, C))
+    f -= f.mean()
+    g = _halve(f)
+    u, w, c, tree = _euclid_start(g.shape, None, None, g.ravel())
+    coarse = _simplex(u, w, c, g.ravel(), tree, _EUCLID_TOL)
+    ct = coarse.tree
+    cflow = coarse.flow[ct] - coarse.flow[ct + coarse.u.size]
+    tu, tw = _netsimplex.lift_euclid_tree(*g.shape, R, C, coarse.u[ct], coarse.w[ct], cflow,
+                                          f.ravel())
+    assert tu.size == R * C - 1
+    parent = np.arange(R * C)
+
+    def root(x):
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for a, b in zip(tu, tw, strict=True):
+        ra, rb = root(a), root(b)
+        assert ra != rb
+        parent[ra] = rb
+    # Forced flows of the lifted tree (no pivot: entering tolerance infinite).
+    fine = _simplex(tu, tw, np.hypot(*np.subtract(np.divmod(tu, C), np.divmod(tw, C))),
+                    f.ravel(), np.arange(tu.size), np.inf)
+    flow = fine.flow[:tu.size] - fine.flow[tu.size:]
+    Cc = g.shape[1]
+    block = lambda x: (x // C // 2) * Cc + (x % C) // 2  # noqa: E731
+    between = block(tu) != block(tw)
+    assert between.sum() == ct.size
+    lifted = {(block(a), block(b)): fl for a, b, fl in
+              zip(tu[between], tw[between], flow[between], strict=True)}
+    for a, b, fl in zip(coarse.u[ct], coarse.w[ct], cflow, strict=True):
+        assert lifted[(a, b)] == pytest.approx(fl, abs=1e-12)
+
+
+def test_emd_grid_euclidean_sparse_and_rectangular_maps_equal_dense():
+    # Many zero cells (most cells are transshipment-only nodes) on rectangular grids large
+    # enough for three levels and several column-generation rounds.
+    rng = np.random.default_rng(21)
+    for shape in ((40, 27), (33, 48)):
+        p, q = np.zeros(shape), np.zeros(shape)
+        for h in (p, q):
+            h.ravel()[rng.choice(h.size, 40, replace=False)] = rng.random(40)
+        assert emd_grid(p, q, ground="euclidean") == pytest.approx(
+            _dense(p, q, "euclidean"), rel=1e-12)
 
 
 def test_certificate_rejects_non_optimal_solutions():
