@@ -8,6 +8,8 @@ Usage::
 
     python benchmarks/lp_scaling.py --sizes 50 100 200 400 --mechanisms constopt spanner optimal \
         --time-limit 900
+    python benchmarks/lp_scaling.py --spaces geolife --sizes 1000 5000 --mechanisms constopt \
+        --constopt-solver hipo --time-limit 900
 
 Each (space, mechanism, n) builds through :func:`mdp.build` (so the time includes certification)
 and prints LP seconds, total seconds, variables, rows, non-zeros, the loss and the 1-minute load
