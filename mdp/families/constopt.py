@@ -272,8 +272,8 @@ PARAMS = {
     "time_limit": Param("float", None, low=0.0, low_open=True, allow_none=True,
                         help="seconds per LP (None: no limit)"),
     "solver": Param("choice", "ipm", choices=SOLVERS,
-                    help="HiGHS method (lazy: of the first round; 'hipo' falls back to 'ipm' without "
-                         "highspy-extras)"),
+                    help="HiGHS method (lazy: of the first round; 'hipo' runs 'ipm' without HiGHS's "
+                         "extension package)"),
     "lazy": Param("bool", True, help="generate the free-free pair rows on demand"),
 }
 
@@ -304,9 +304,10 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
         Seconds per LP; :class:`mdp.lp.LPTimeout` on timeout.
     solver : str, default "ipm"
         HiGHS method (see :class:`mdp.lp.SparseLP`); with ``lazy`` the method of the first round.
-        ``"hipo"`` (HiGHS's HiPO interior point, then crossover) needs the ``highspy-extras``
-        package and runs IPX (``"ipm"``) without it; ``stats["solver"]`` names what ran. Neither
-        was clearly faster on the Geolife cells at n = 400-1000 (``docs/design/lp.md``).
+        ``"hipo"`` (HiGHS's HiPO interior point, then crossover) needs HiGHS's extension
+        package (module ``highspy_extras``) and runs IPX (``"ipm"``) without it;
+        ``stats["solver"]`` names what ran. Neither was clearly faster on the Geolife cells at
+        n = 400-1000 (``docs/design/lp.md``).
     lazy : bool, default True
         Generate the free-free pair rows on demand (:func:`solve_constopt_lp`); same optimum.
 
