@@ -8,15 +8,19 @@ Usage::
 
     python benchmarks/lp_scaling.py --sizes 50 100 200 400 --mechanisms constopt spanner optimal \
         --time-limit 900
+    python benchmarks/lp_scaling.py --spaces geolife --sizes 1000 5000 --mechanisms constopt \
+        --constopt-solver hipo --time-limit 900
 
 Each (space, mechanism, n) builds through :func:`mdp.build` (so the time includes certification)
-and prints LP seconds, total seconds, variables, rows, non-zeros and the loss. A mechanism is
+and prints LP seconds, total seconds, variables, rows, non-zeros, the loss and the 1-minute load
+average at the end of the build. A mechanism is
 skipped for larger n after it times out. Figures depend on machine load: take the min of repeats.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import pandas as pd
@@ -52,8 +56,12 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=1, help="report the min over repeats")
     p.add_argument("--optimal-gap", type=float, default=None,
                    help="OPTMech's gap= (certified near-optimal mode; default exact)")
+    p.add_argument("--constopt-solver", default=None, choices=mdp.lp.SOLVERS,
+                   help="ConstOPTMech's solver= (first round; default the family's)")
     p.add_argument("--csv", default=None, help="also write the table to this CSV file")
     args = p.parse_args()
+    if args.constopt_solver is not None:
+        PARAMS["constopt"] = {**PARAMS["constopt"], "solver": args.constopt_solver}
     if args.optimal_gap is not None:
         PARAMS["optimal"] = {**PARAMS["optimal"], "gap": args.optimal_gap}
     rows = []
@@ -78,7 +86,8 @@ def main() -> None:
                     if best is None or total < best[0]:
                         best = (total, mech)
                 if best is None:
-                    row = {"space": space_name, "n": n, "mechanism": name, "total_s": f"> {args.time_limit:g}"}
+                    row = {"space": space_name, "n": n, "mechanism": name, "total_s": f"> {args.time_limit:g}",
+                           "load_1min": round(os.getloadavg()[0], 1)}
                 else:
                     total, mech = best
                     st = mech.stats
@@ -86,7 +95,8 @@ def main() -> None:
                            "total_s": round(total, 2), "variables": st["variables"], "rows": st["rows"],
                            "nnz": st["nnz"], "loss": round(mech.loss(), 4), "L_0.95": round(mech.loss(0.95), 4),
                            "rounds": st.get("rounds"), "rel_gap": st.get("relative_gap"),
-                           "gap_target": st.get("gap_target")}
+                           "gap_target": st.get("gap_target"), "solver": st.get("solver"),
+                           "load_1min": round(os.getloadavg()[0], 1)}
                 rows.append(row)
                 print(row, flush=True)
     table = pd.DataFrame(rows)

@@ -328,3 +328,27 @@ def test_lp_size_stats_are_read_by_key():
         got = [rec[cols[k]] for k in ("nnz", "rows", "variables")]
         assert got == want if m.name != "exponential" else np.isnan(got).all()
     assert lp_columns(df[["stats.build_seconds"]]) == {"nnz": None, "rows": None, "variables": None}
+
+
+@pytest.mark.parametrize("hipo_installed", [True, False])
+def test_hipo_solver_or_its_fallback(monkeypatch, hipo_installed):
+    # "hipo" (HiGHS's HiPO interior point, from highspy-extras) reaches linprog's optimum; without
+    # the package the solve falls back to IPX and the statistics say so
+    import mdp.lp.highs as highs
+
+    if hipo_installed and not highs.HIPO_AVAILABLE:
+        pytest.skip("highspy-extras is not installed")
+    monkeypatch.setattr(highs, "HIPO_AVAILABLE", hipo_installed)
+    assert highs._highs_solver("hipo") == ("hipo" if hipo_installed else "ipx")
+    assert highs._highs_solver("ipm") == "ipx"
+    rng = np.random.default_rng(5)
+    m, n = 40, 25
+    A = sp.random(m, n, density=0.3, random_state=6, format="csr")
+    b = A @ rng.random(n) + 0.1
+    c = rng.normal(size=n)
+    lp = SparseLP(c, A, row_upper=b, col_upper=np.ones(n), solver="hipo")
+    ref = linprog(c, A_ub=A.toarray(), b_ub=b, bounds=[(0, 1)] * n, method="highs-ds")
+    got = lp.solve()
+    assert got.objective == pytest.approx(ref.fun, abs=1e-8)
+    assert ("unavailable" in lp.stats["solver"]) is (not hipo_installed)
+    assert lp.stats["ipm_iterations"] > 0

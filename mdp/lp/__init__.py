@@ -13,7 +13,7 @@ r"""The LP engine: sparse models on HiGHS, lazy row generation, the worst-case-l
 Design notes and measured figures: ``docs/design/lp.md``.
 """
 
-from .highs import INF, SOLVERS, LPError, LPSolution, LPTimeout, SparseLP
+from .highs import HIPO_AVAILABLE, INF, SOLVERS, LPError, LPSolution, LPTimeout, SparseLP
 from .output import explain_failures, stochastic_rows
 from .rowgen import (
            Cuts,
@@ -25,6 +25,6 @@ from .rowgen import (
            progress,
 )
 
-__all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "Phase",
+__all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "HIPO_AVAILABLE", "Phase",
            "RowGenerationPolicy", "Cuts", "RowGenerationState", "RowGenerationResult",
            "RowGeneration", "explain_failures", "stochastic_rows", "progress"]

@@ -27,6 +27,7 @@ are accumulated in :attr:`SparseLP.stats`, which the mechanisms copy into ``Mech
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from dataclasses import dataclass
 
@@ -37,14 +38,33 @@ import scipy.sparse as sp
 from ..errors import ParameterError, SolverError, SolverTimeout
 from ..validation import check_positive
 
-__all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS"]
+__all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "HIPO_AVAILABLE"]
 
 #: HiGHS's infinity (bounds at or beyond it are treated as absent).
 INF = highspy.kHighsInf
 
-#: Accepted ``solver`` names: HiGHS's interior point (with crossover unless switched off), its
-#: dual/primal simplex, its automatic choice, or its first-order PDLP.
-SOLVERS = ("ipm", "simplex", "choose", "pdlp")
+#: Accepted ``solver`` names: HiGHS's interior point method (``"ipm"``: IPX; ``"hipo"``: HiPO,
+#: IPX where HiPO is not installed), both with crossover unless switched off, its dual/primal
+#: simplex, its automatic choice, or its first-order PDLP.
+SOLVERS = ("ipm", "hipo", "simplex", "choose", "pdlp")
+
+#: HiGHS's HiPO interior point solver is compiled into the ``highspy-extras`` package (its
+#: BLAS and METIS); without it HiGHS cannot run HiPO.
+HIPO_AVAILABLE = importlib.util.find_spec("highspy_extras") is not None
+
+
+
+def _highs_solver(solver: str) -> str:
+    """The name passed to HiGHS for ``solver``.
+
+    ``"ipm"`` is pinned to IPX: HiGHS's own ``"ipm"`` means HiPO once highspy-extras is
+    installed, which would change every family's solver with the environment.
+    """
+    if solver == "ipm":
+        return "ipx"
+    if solver == "hipo":
+        return "hipo" if HIPO_AVAILABLE else "ipx"
+    return solver
 
 _MATRIX_ROWWISE = 2  # HighsMatrixFormat::kRowwise
 _MINIMIZE = 1  # ObjSense::kMinimize
@@ -111,10 +131,12 @@ class SparseLP:
         Row bounds (``None``: -inf / +inf); use ``np.inf`` for an absent side.
     col_lower, col_upper : array-like (num_col,) or None
         Variable bounds (``None``: 0 / +inf).
-    solver : {"ipm", "simplex", "choose", "pdlp"}, default "ipm"
-        HiGHS's method. ``"ipm"`` runs the interior point method, by default with crossover, so
-        the answer is a basic (vertex) solution whose rows hold to the primal feasibility
-        tolerance.
+    solver : {"ipm", "hipo", "simplex", "choose", "pdlp"}, default "ipm"
+        HiGHS's method. ``"ipm"`` runs the interior point method IPX, by default with crossover,
+        so the answer is a basic (vertex) solution whose rows hold to the primal feasibility
+        tolerance. ``"hipo"`` runs HiGHS's newer interior point method HiPO (a factorisation of
+        the augmented system; needs the ``highspy-extras`` package, else IPX runs and
+        ``stats["solver"]`` says so), with IPX's crossover.
     crossover : bool, default True
         Run crossover after the interior point method (``False``: the interior solution is
         returned as it is, with no basis for warm starts).
@@ -182,7 +204,7 @@ class SparseLP:
         if status == highspy.HighsStatus.kError:
             raise LPError(f"HiGHS rejected the model (passModel returned an error; {m} rows, {n} "
                           f"variables, coefficients up to {np.abs(A.data).max(initial=0.0):.3g})")
-        self.stats: dict = {"solver": f"HiGHS {h.version()} ({solver})", "solves": 0,
+        self.stats: dict = {"solver": f"HiGHS {h.version()} ({self._solver_name(solver)})", "solves": 0,
                             "simplex_iterations": 0, "ipm_iterations": 0, "crossover_iterations": 0,
                             "seconds": 0.0}
         self._update_sizes()
@@ -209,7 +231,14 @@ class SparseLP:
     # -- options between solves ------------------------------------------------------------------
     def set_solver(self, solver: str) -> None:
         """Method of later solves (e.g. IPM first, warm dual simplex re-solves)."""
-        self._h.setOptionValue("solver", _check_solver(solver))
+        solver = _check_solver(solver)
+        self._h.setOptionValue("solver", _highs_solver(solver))
+
+    @staticmethod
+    def _solver_name(solver: str) -> str:
+        if solver == "hipo" and not HIPO_AVAILABLE:
+            return "hipo unavailable without highspy-extras: ipm"
+        return solver
 
     def set_crossover(self, on: bool) -> None:
         """Run crossover after later interior point solves (``False``: keep the interior point)."""
