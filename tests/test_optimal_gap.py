@@ -45,3 +45,25 @@ def test_gap_outside_domain_refused(bad):
 def test_gap_needs_lazy():
     with pytest.raises(mdp.errors.ParameterError, match="gap"):
         mdp.build("optimal", _space(0, 6), 1.0, gap=1e-3, method="full")
+
+
+@pytest.mark.parametrize("space", ["random", "grid"])
+def test_gap_with_interior_rounds_stays_interior(space):
+    # gap mode with solver="ipm": every round is an IPM solve without crossover at a looser
+    # tolerance; the bound stays below the independent optimum and the loss within the gap
+    from mdp.lp.worst_case import gap_ipm_tolerance, lazy_policy
+
+    if space == "random":
+        sp_ = _space(5, 30)
+    else:
+        sp_ = MetricSpace.from_points(np.array([(i, j) for i in range(5) for j in range(6)], float))
+    eps, gap = 0.7, 1e-2
+    opt, _ = optimal_loss_linprog(sp_.distances, eps)
+    mech = mdp.build("optimal", sp_, eps, gap=gap, solver="ipm")
+    st = mech.stats
+    assert set(st["phases"]) == {"interior"} and st["crossover_iterations"] == 0
+    assert st["lower_bound"] <= opt * (1 + 1e-9)
+    assert opt * (1 - 1e-9) <= mech.loss() <= st["lower_bound"] + gap * mech.loss() + 1e-12
+    assert lazy_policy("ipm", gap=gap).switch_fraction == 0.0
+    assert lazy_policy("ipm", gap=gap).interior_ipm_tolerance == gap_ipm_tolerance(gap) == 1e-7
+    assert gap_ipm_tolerance(1e-6) == lazy_policy("ipm").interior_ipm_tolerance

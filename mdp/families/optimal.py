@@ -176,7 +176,7 @@ def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, 
 
         M, stats = solve_worst_case_lp_lazy(D, allowed, epsilon, time_limit=time_limit, solver=solver,
                                             knn=knn, max_coefficient=max_coefficient,
-                                            stop=None if gap is None else stop)
+                                            stop=None if gap is None else stop, gap=gap)
     else:
         M, stats = solve_worst_case_lp(D, pu, pv, epsilon, time_limit=time_limit, solver=solver,
                                        max_coefficient=max_coefficient)

@@ -37,14 +37,24 @@ import scipy.sparse as sp
 from ..errors import ParameterError, SolverError, SolverTimeout
 from ..validation import check_positive
 
-__all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS"]
+__all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "IPM_CODE"]
 
 #: HiGHS's infinity (bounds at or beyond it are treated as absent).
 INF = highspy.kHighsInf
 
-#: Accepted ``solver`` names: HiGHS's interior point (with crossover unless switched off), its
+#: Accepted ``solver`` names: the toolkit's interior point method (``"ipm"``, with crossover unless
+#: switched off), one of HiGHS's two interior point codes by name (``"ipx"``, ``"hipo"``), its
 #: dual/primal simplex, its automatic choice, or its first-order PDLP.
-SOLVERS = ("ipm", "simplex", "choose", "pdlp")
+SOLVERS = ("ipm", "ipx", "hipo", "simplex", "choose", "pdlp")
+
+#: The HiGHS code that ``"ipm"`` runs. HiGHS 1.15 maps its own ``"ipm"`` to the new HiPO solver;
+#: on the worst-case-loss LPs of this toolkit IPX is about twice as fast (with or without the
+#: ``highspy-extras`` package; figures in ``docs/design/lp.md``, "Scaling (issue 18)").
+IPM_CODE = "ipx"
+
+
+def _highs_solver_name(solver: str) -> str:
+    return IPM_CODE if solver == "ipm" else solver
 
 _MATRIX_ROWWISE = 2  # HighsMatrixFormat::kRowwise
 _MINIMIZE = 1  # ObjSense::kMinimize
@@ -111,10 +121,11 @@ class SparseLP:
         Row bounds (``None``: -inf / +inf); use ``np.inf`` for an absent side.
     col_lower, col_upper : array-like (num_col,) or None
         Variable bounds (``None``: 0 / +inf).
-    solver : {"ipm", "simplex", "choose", "pdlp"}, default "ipm"
-        HiGHS's method. ``"ipm"`` runs the interior point method, by default with crossover, so
-        the answer is a basic (vertex) solution whose rows hold to the primal feasibility
-        tolerance.
+    solver : {"ipm", "ipx", "hipo", "simplex", "choose", "pdlp"}, default "ipm"
+        HiGHS's method. ``"ipm"`` runs the interior point method (:data:`IPM_CODE`, IPX), by
+        default with crossover, so the answer is a basic (vertex) solution whose rows hold to the
+        primal feasibility tolerance. ``"hipo"`` is HiGHS's newer interior point code (faster
+        with the optional ``highspy-extras`` package on some LPs, not on this toolkit's).
     crossover : bool, default True
         Run crossover after the interior point method (``False``: the interior solution is
         returned as it is, with no basis for warm starts).
@@ -209,7 +220,7 @@ class SparseLP:
     # -- options between solves ------------------------------------------------------------------
     def set_solver(self, solver: str) -> None:
         """Method of later solves (e.g. IPM first, warm dual simplex re-solves)."""
-        self._h.setOptionValue("solver", _check_solver(solver))
+        self._h.setOptionValue("solver", _highs_solver_name(_check_solver(solver)))
 
     def set_crossover(self, on: bool) -> None:
         """Run crossover after later interior point solves (``False``: keep the interior point)."""
