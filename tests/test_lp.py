@@ -124,6 +124,28 @@ def test_no_highs_outside_the_engine():
     assert "import highspy" in (ENGINE / "highs.py").read_text(encoding="utf-8")  # the grep can fail
 
 
+@pytest.mark.parametrize("solver", ["ipm", "ipx", "hipo"])
+def test_interior_point_codes_match_linprog(solver):
+    # "ipm" runs IPX (HiGHS 1.15 would pick HiPO); both codes can be named, with crossover or not
+    from mdp.lp.highs import HIPO_AVAILABLE, IPM_CODE, _highs_solver_name
+
+    assert IPM_CODE == "ipx" and _highs_solver_name("ipm") == "ipx"
+    assert _highs_solver_name("hipo") == ("hipo" if HIPO_AVAILABLE else "ipx")
+    rng = np.random.default_rng(17)
+    m, n = 40, 25
+    A = sp.random(m, n, density=0.3, random_state=18, format="csr")
+    b = A @ rng.random(n) + 0.05
+    c = rng.normal(size=n)
+    ref = linprog(c, A_ub=A.toarray(), b_ub=b, bounds=[(0, 1)] * n, method="highs-ds").fun
+    for crossover in (True, False):
+        lp = SparseLP(c, A, row_upper=b, col_upper=np.ones(n), solver=solver, crossover=crossover,
+                      ipm_tolerance=1e-10)
+        assert lp.solve().objective == pytest.approx(ref, abs=1e-7)
+        # HiPO's presolve may finish this small LP itself (no IPM iteration)
+        assert lp.stats["ipm_iterations"] > 0 or solver == "hipo"
+        assert (lp.stats["crossover_iterations"] == 0) or crossover
+
+
 def test_solver_options_between_solves():
     rng = np.random.default_rng(7)
     m, n = 25, 15
@@ -339,8 +361,8 @@ def test_hipo_solver_or_its_fallback(monkeypatch, hipo_installed):
     if hipo_installed and not highs.HIPO_AVAILABLE:
         pytest.skip("highspy-extras is not installed")
     monkeypatch.setattr(highs, "HIPO_AVAILABLE", hipo_installed)
-    assert highs._highs_solver("hipo") == ("hipo" if hipo_installed else "ipx")
-    assert highs._highs_solver("ipm") == "ipx"
+    assert highs._highs_solver_name("hipo") == ("hipo" if hipo_installed else "ipx")
+    assert highs._highs_solver_name("ipm") == "ipx"
     rng = np.random.default_rng(5)
     m, n = 40, 25
     A = sp.random(m, n, density=0.3, random_state=6, format="csr")

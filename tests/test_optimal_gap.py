@@ -45,3 +45,49 @@ def test_gap_outside_domain_refused(bad):
 def test_gap_needs_lazy():
     with pytest.raises(mdp.errors.ParameterError, match="gap"):
         mdp.build("optimal", _space(0, 6), 1.0, gap=1e-3, method="full")
+
+
+@pytest.mark.parametrize("space", ["random", "grid"])
+def test_gap_with_interior_rounds_stays_interior(space):
+    # gap mode with solver="ipm": every round is an IPM solve without crossover at a looser
+    # tolerance; the bound stays below the independent optimum and the loss within the gap
+    from mdp.lp.worst_case import gap_ipm_tolerance, lazy_policy
+
+    if space == "random":
+        sp_ = _space(5, 30)
+    else:
+        sp_ = MetricSpace.from_points(np.array([(i, j) for i in range(5) for j in range(6)], float))
+    eps, gap = 0.7, 1e-2
+    opt, _ = optimal_loss_linprog(sp_.distances, eps)
+    mech = mdp.build("optimal", sp_, eps, gap=gap, solver="ipm")
+    st = mech.stats
+    assert set(st["phases"]) == {"interior"} and st["crossover_iterations"] == 0
+    assert st["lower_bound"] <= opt * (1 + 1e-9)
+    assert opt * (1 - 1e-9) <= mech.loss() <= st["lower_bound"] + gap * mech.loss() + 1e-12
+    assert lazy_policy("ipm", gap=gap).switch_fraction == 0.0
+    assert lazy_policy("ipm", gap=gap).interior_ipm_tolerance == gap_ipm_tolerance(gap) == 1e-7
+    assert gap_ipm_tolerance(1e-6) == lazy_policy("ipm").interior_ipm_tolerance
+
+
+def test_balanced_envelope_fixed_point_and_repair():
+    from mdp.families.exponential import exponential_matrix
+    from mdp.lp.output import balanced_envelope, candidate_loss, private_candidate
+    from mdp.lp.worst_case import max_privacy_violation
+
+    space = _space(6, 14)
+    D, eps = space.distances, 0.8
+    E = exponential_matrix(D, eps)  # eps-mDP and row-stochastic: a fixed point
+    assert max_privacy_violation(E, D, eps) <= 1e-15
+    assert np.allclose(balanced_envelope(E, D, eps), E, rtol=1e-12, atol=0)
+    # a perturbed optimum: balancing first, then the envelope and least uniform mix, is private
+    # and loses less than the envelope and uniform mix alone
+    opt = mdp.build("optimal", space, eps, knn=0, solver="simplex").matrix
+    noisy = opt * np.exp(np.random.default_rng(0).uniform(-0.05, 0.05, opt.shape))
+    noisy /= noisy.sum(axis=1, keepdims=True)
+    B = balanced_envelope(noisy, D, eps)
+    assert np.allclose(B.sum(axis=1), 1.0, atol=1e-12) and np.all(B >= 0)
+    R, log, _ = private_candidate(B, D, eps)
+    R0, log0, _ = private_candidate(noisy, D, eps)
+    assert not log and max_privacy_violation(R, D, eps) <= 1e-12
+    opt_loss, _ = optimal_loss_linprog(D, eps)
+    assert opt_loss * (1 - 1e-9) <= candidate_loss(R, D, log) < candidate_loss(R0, D, log0)

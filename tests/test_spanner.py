@@ -81,3 +81,15 @@ def test_lazy_spanner_matches_linprog(eps):
     assert lazy.stats["lp_objective"] == pytest.approx(ref, abs=1e-7)
     assert lazy.loss() == pytest.approx(ref, abs=1e-6)
     assert lazy.stats["privacy"]["measured_eps"] <= eps * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+def test_full_default_interior_matches_ipx_crossover(eps):
+    # default full solve: HiPO without crossover, repaired to the private envelope (at eps = 2 on
+    # this space HiPO ends "Unknown" and the IPX + crossover path takes over); the explicit
+    # solver="ipm" (IPX + crossover + simplex check) is the reference
+    default = mdp.build("spanner", SPACE, eps)
+    vertex = mdp.build("spanner", SPACE, eps, solver="ipm")
+    assert default.stats["lp_objective"] == pytest.approx(vertex.stats["lp_objective"], abs=1e-8)
+    assert vertex.loss() - 1e-9 <= default.loss() <= vertex.loss() + 1e-6
+    assert default.stats["privacy"]["measured_eps"] <= eps * (1 + 1e-9)

@@ -41,7 +41,7 @@ import numpy as np
 from ..candidate import Candidate
 from ..errors import ParameterError
 from ..lp import SOLVERS, LPError, LPTimeout, explain_failures, stochastic_rows
-from ..lp.output import candidate_loss, private_candidate
+from ..lp.output import LOG_DOMAIN_C, balanced_envelope, candidate_loss, private_candidate
 from ..lp.worst_case import (
     LAZY_SOLVERS,
     MAX_COEFFICIENTS,
@@ -152,9 +152,18 @@ class _Solved:
     max_coefficient: float
 
 
+def _near_optimal_candidate(M: np.ndarray, D: np.ndarray, epsilon: float):
+    """``gap=`` mode: a restricted optimum made private (:func:`~mdp.lp.output.balanced_envelope`
+    first, unless ``eps * D`` leaves float64's range, then the envelope and least uniform mix)."""
+    M = stochastic_rows(M)
+    if epsilon * D.max() <= LOG_DOMAIN_C:
+        M = balanced_envelope(M, D, epsilon)
+    return private_candidate(M, D, epsilon)
+
+
 def _certified_loss(M: np.ndarray, D: np.ndarray, epsilon: float) -> float:
-    """Worst-case loss of ``M`` after the repair to its private envelope (what is released)."""
-    R, log, _ = private_candidate(stochastic_rows(M), D, epsilon)
+    """Worst-case loss of ``M`` after the repair of ``gap=`` mode (what would be released)."""
+    R, log, _ = _near_optimal_candidate(M, D, epsilon)
     return candidate_loss(R, D, log)
 
 
@@ -176,7 +185,7 @@ def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, 
 
         M, stats = solve_worst_case_lp_lazy(D, allowed, epsilon, time_limit=time_limit, solver=solver,
                                             knn=knn, max_coefficient=max_coefficient,
-                                            stop=None if gap is None else stop)
+                                            stop=None if gap is None else stop, gap=gap)
     else:
         M, stats = solve_worst_case_lp(D, pu, pv, epsilon, time_limit=time_limit, solver=solver,
                                        max_coefficient=max_coefficient)
@@ -187,7 +196,7 @@ def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, 
     if violation > VIOLATION_ATOL and gap is None:
         raise LPError(f"the LP solution violates a privacy row by {violation:.3g} (> {VIOLATION_ATOL}); "
                       "the solver did not converge to a feasible optimum")
-    M, log, mix = private_candidate(M, D, epsilon)
+    M, log, mix = private_candidate(M, D, epsilon) if gap is None else _near_optimal_candidate(M, D, epsilon)
     loss = candidate_loss(M, D, log)
     return _Solved(M, log, stats, loss, violation, mix, max_coefficient)
 

@@ -36,7 +36,11 @@ from ..registry import register
 from ..space import MetricSpace
 from .exponential import exponential_floor
 
-__all__ = ["greedy_spanner"]
+__all__ = ["greedy_spanner", "FULL_SOLVER"]
+
+#: HiGHS method of the full (dualised) spanner LP when ``solver=None``: HiPO without crossover
+#: (figures in ``docs/design/lp.md``, "Scaling (issue 18)").
+FULL_SOLVER = "hipo"
 
 
 def greedy_spanner(distances: np.ndarray, stretch: float) -> np.ndarray:
@@ -73,7 +77,7 @@ PARAMS = {
     "method": Param("choice", "full", choices=("lazy", "full"),
                     help="'full' LP (dualised) or 'lazy' row generation over the spanner rows"),
     "solver": Param("choice", None, choices=SOLVERS, allow_none=True,
-                    help="HiGHS method; None: 'simplex' (lazy) or 'ipm' (full)"),
+                    help="HiGHS method; None: 'simplex' (lazy) or 'hipo' without crossover (full)"),
     "knn": Param("int", 0, low=0, help="near-neighbour pairs in the lazy starting rows"),
 }
 
@@ -99,7 +103,11 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         (:func:`mdp.lp.worst_case.solve_worst_case_lp_lazy`); ``"full"``: all spanner rows at
         once, dualised (:func:`mdp.lp.worst_case.solve_worst_case_lp`).
     solver : str or None
-        HiGHS method (default: "simplex" for the lazy rounds, "ipm" for the full LP).
+        HiGHS method (default: "simplex" for the lazy rounds; for the full LP ``"hipo"``, HiGHS's
+        HiPO interior point code, *without crossover*: on these dualised LPs its direct
+        factorisation beats IPX's iterative one from n ~ 200 on, and the interior optimum
+        (optimality tolerance 1e-10) is repaired to its private envelope; an explicit ``"ipm"``
+        or ``"ipx"`` runs IPX with crossover).
     knn : int >= 0, default 0
         Near-neighbour pairs (that are spanner edges) in the initial lazy rows.
 
@@ -135,8 +143,9 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                                                         max_coefficient=max_coefficient)
                 else:
                     M, stats = solve_worst_case_lp(D, pu, pv, level, time_limit=left,
-                                                   solver=solver or "ipm",
-                                                   max_coefficient=max_coefficient)
+                                                   solver=solver or FULL_SOLVER,
+                                                   max_coefficient=max_coefficient,
+                                                   crossover=solver is not None)
                 M = stochastic_rows(M)
             except LPError as exc:
                 if isinstance(exc, LPTimeout):
@@ -152,9 +161,11 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                                         "limit: " + "; ".join(attempts))
     left_out = int(np.count_nonzero(level * D[pu, pv] > np.log(max_coefficient))) * space.n
     stats.update(base, max_coefficient=max_coefficient, unresolved_rows=left_out)
-    if left_out or epsilon * D.max() > LOG_DOMAIN_C:
-        # entries only a left-out row bounds: decided by the envelope at eps (in log-probabilities
-        # where e^{-eps D} underflows), never worse than the exponential mechanism
+    interior = method == "full" and solver is None
+    if left_out or interior or epsilon * D.max() > LOG_DOMAIN_C:
+        # entries only a left-out row bounds, or an interior optimum's tolerance-level violations:
+        # decided by the envelope at eps (in log-probabilities where e^{-eps D} underflows), never
+        # worse than the exponential mechanism
         values, log, mix = private_candidate(M, D, epsilon)
         stats.update(uniform_mix=mix, loss=candidate_loss(values, D, log))
         return exponential_floor(values, log, D, epsilon, stats, family="SpannerMech")

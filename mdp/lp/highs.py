@@ -38,32 +38,34 @@ import scipy.sparse as sp
 from ..errors import ParameterError, SolverError, SolverTimeout
 from ..validation import check_positive
 
-__all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "HIPO_AVAILABLE"]
+__all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "HIPO_AVAILABLE",
+           "IPM_CODE"]
 
 #: HiGHS's infinity (bounds at or beyond it are treated as absent).
 INF = highspy.kHighsInf
 
-#: Accepted ``solver`` names: HiGHS's interior point method (``"ipm"``: IPX; ``"hipo"``: HiPO,
-#: IPX where HiPO is not installed), both with crossover unless switched off, its dual/primal
-#: simplex, its automatic choice, or its first-order PDLP.
-SOLVERS = ("ipm", "hipo", "simplex", "choose", "pdlp")
+#: Accepted ``solver`` names: the toolkit's interior point method (``"ipm"``, with crossover unless
+#: switched off), one of HiGHS's two interior point codes by name (``"ipx"``, ``"hipo"``: HiPO,
+#: IPX where HiPO is not installed), its dual/primal simplex, its automatic choice, or its
+#: first-order PDLP.
+SOLVERS = ("ipm", "ipx", "hipo", "simplex", "choose", "pdlp")
 
-#: HiGHS's HiPO interior point solver is compiled into the ``highspy-extras`` package (its
-#: BLAS and METIS); without it HiGHS cannot run HiPO.
+#: HiGHS's HiPO interior point solver needs the ``highspy-extras`` package (its BLAS, METIS and
+#: orderings); without it HiGHS refuses ``solver="hipo"``.
 HIPO_AVAILABLE = importlib.util.find_spec("highspy_extras") is not None
 
+#: The HiGHS code that ``"ipm"`` runs. HiGHS 1.15 maps its own ``"ipm"`` to HiPO once
+#: highspy-extras is installed, which would change every family's solver with the environment;
+#: on this toolkit's LPs IPX is as fast or faster (``docs/design/lp.md``, "Scaling (issue 18)").
+IPM_CODE = "ipx"
 
 
-def _highs_solver(solver: str) -> str:
-    """The name passed to HiGHS for ``solver``.
-
-    ``"ipm"`` is pinned to IPX: HiGHS's own ``"ipm"`` means HiPO once highspy-extras is
-    installed, which would change every family's solver with the environment.
-    """
+def _highs_solver_name(solver: str) -> str:
+    """The name passed to HiGHS for ``solver`` (``"hipo"`` falls back to IPX without extras)."""
     if solver == "ipm":
+        return IPM_CODE
+    if solver == "hipo" and not HIPO_AVAILABLE:
         return "ipx"
-    if solver == "hipo":
-        return "hipo" if HIPO_AVAILABLE else "ipx"
     return solver
 
 _MATRIX_ROWWISE = 2  # HighsMatrixFormat::kRowwise
@@ -131,12 +133,12 @@ class SparseLP:
         Row bounds (``None``: -inf / +inf); use ``np.inf`` for an absent side.
     col_lower, col_upper : array-like (num_col,) or None
         Variable bounds (``None``: 0 / +inf).
-    solver : {"ipm", "hipo", "simplex", "choose", "pdlp"}, default "ipm"
-        HiGHS's method. ``"ipm"`` runs the interior point method IPX, by default with crossover,
-        so the answer is a basic (vertex) solution whose rows hold to the primal feasibility
-        tolerance. ``"hipo"`` runs HiGHS's newer interior point method HiPO (a factorisation of
-        the augmented system; needs the ``highspy-extras`` package, else IPX runs and
-        ``stats["solver"]`` says so), with IPX's crossover.
+    solver : {"ipm", "ipx", "hipo", "simplex", "choose", "pdlp"}, default "ipm"
+        HiGHS's method. ``"ipm"`` runs the interior point method (:data:`IPM_CODE`, IPX), by
+        default with crossover, so the answer is a basic (vertex) solution whose rows hold to the
+        primal feasibility tolerance. ``"hipo"`` runs HiGHS's newer interior point method HiPO (a
+        factorisation of the augmented system; needs the ``highspy-extras`` package, else IPX
+        runs and ``stats["solver"]`` says so), with IPX's crossover.
     crossover : bool, default True
         Run crossover after the interior point method (``False``: the interior solution is
         returned as it is, with no basis for warm starts).
@@ -231,13 +233,12 @@ class SparseLP:
     # -- options between solves ------------------------------------------------------------------
     def set_solver(self, solver: str) -> None:
         """Method of later solves (e.g. IPM first, warm dual simplex re-solves)."""
-        solver = _check_solver(solver)
-        self._h.setOptionValue("solver", _highs_solver(solver))
+        self._h.setOptionValue("solver", _highs_solver_name(_check_solver(solver)))
 
     @staticmethod
     def _solver_name(solver: str) -> str:
         if solver == "hipo" and not HIPO_AVAILABLE:
-            return "hipo unavailable without highspy-extras: ipm"
+            return "hipo unavailable without highspy-extras: ipx"
         return solver
 
     def set_crossover(self, on: bool) -> None:

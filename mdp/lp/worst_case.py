@@ -29,11 +29,11 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from .highs import SparseLP
+from .highs import LPError, LPTimeout, SparseLP
 from .rowgen import Cuts, Phase, RowGeneration, RowGenerationPolicy
 
 __all__ = ["primal_rows", "privacy_rows", "lagrangian_lower_bound", "max_privacy_violation",
-           "pair_violation", "initial_triples", "separate", "lazy_policy",
+           "pair_violation", "initial_triples", "separate", "lazy_policy", "gap_ipm_tolerance",
            "solve_worst_case_lp", "solve_worst_case_lp_lazy", "MAX_COEFFICIENTS",
            "LAZY_SOLVERS"]
 
@@ -62,6 +62,9 @@ IPM_SEPARATION_TOL = 1e-8
 #: Interior rounds switch to crossover + warm dual simplex once a round adds fewer rows than this
 #: fraction of the LP (0: never).
 IPM_SWITCH_FRACTION = 0.05
+#: IPM optimality tolerance of the full (dualised) solve without crossover
+#: (:func:`solve_worst_case_lp`, ``crossover=False``).
+FULL_IPM_TOL = 1e-10
 #: Methods of the lazy solve: warm dual simplex rounds, or interior rounds first.
 LAZY_SOLVERS = ("simplex", "ipm")
 
@@ -245,17 +248,34 @@ def separate(M: np.ndarray, distances: np.ndarray, eps: float, allowed: np.ndarr
 
 
 def lazy_policy(solver: str = "simplex", *, tol: float = SEPARATION_TOL,
-                max_rounds: int = 500) -> RowGenerationPolicy:
+                max_rounds: int = 500, gap: float | None = None) -> RowGenerationPolicy:
     """The :class:`~mdp.lp.RowGenerationPolicy` of the lazy worst-case-loss solve.
 
     ``solver="simplex"``: warm dual simplex rounds from the first solve on; ``"ipm"``: interior
     rounds first (:class:`~mdp.lp.Phase`). Tolerances are this module's constants, read at call
     time.
+
+    With ``gap`` (certified near-optimal mode) and ``"ipm"``, every round stays interior (no
+    switch to crossover and simplex, which only buy the last digits) and the IPM optimality
+    tolerance is loosened to :func:`gap_ipm_tolerance`: the Lagrangian bound holds for any
+    multipliers, and the returned matrix is repaired and certified by the caller.
     """
+    interior_ipm = IPM_OPTIMALITY_TOL if gap is None else gap_ipm_tolerance(gap)
+    switch = IPM_SWITCH_FRACTION if gap is None else 0.0
     return RowGenerationPolicy(start=Phase.INTERIOR if solver == "ipm" else Phase.INITIAL, tol=tol,
-                               interior_tol=IPM_SEPARATION_TOL, interior_ipm_tolerance=IPM_OPTIMALITY_TOL,
-                               switch_fraction=IPM_SWITCH_FRACTION, gap_rtol=POLISH_RTOL,
+                               interior_tol=IPM_SEPARATION_TOL, interior_ipm_tolerance=interior_ipm,
+                               switch_fraction=switch, gap_rtol=POLISH_RTOL,
                                interior_gap_rtol=IPM_POLISH_RTOL, max_rounds=max_rounds)
+
+
+def gap_ipm_tolerance(gap: float) -> float:
+    """IPM optimality tolerance of the interior rounds in near-optimal mode: ``gap / 1e4``.
+
+    Clipped to ``[IPM_OPTIMALITY_TOL, 1e-7]``: the Lagrangian bound of an IPM solution is within
+    about its tolerance (relative) of the restricted optimum, which then costs at most ``1e-4`` of
+    the ``gap`` budget.
+    """
+    return float(min(1e-7, max(IPM_OPTIMALITY_TOL, gap * 1e-4)))
 
 
 def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: float, *,
@@ -263,7 +283,8 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
                              tol: float = SEPARATION_TOL, max_rounds: int = 500,
                              max_coefficient: float = MAX_COEFFICIENTS[0],
                              on_round: Callable | None = None,
-                             stop: Callable | None = None) -> tuple[np.ndarray, dict]:
+                             stop: Callable | None = None,
+                             gap: float | None = None) -> tuple[np.ndarray, dict]:
     r"""Worst-case-loss LP with privacy rows on the ``allowed`` pairs, by lazy row generation.
 
     Solves the primal LP (variables ``M``, ``k``) restricted to :func:`initial_triples`, then
@@ -302,6 +323,9 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
     stop : callable ``(M, bound) -> bool`` or None
         Certified near-optimal mode: after a round with violated rows, ``M`` (the round's matrix)
         and the Lagrangian bound are passed; ``True`` ends the loop with that ``M``.
+    gap : float or None
+        The relative gap ``stop`` tests (only the rounds' policy uses it:
+        :func:`lazy_policy`).
 
     Returns
     -------
@@ -338,7 +362,7 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
 
     loop = RowGeneration(lp, A, cuts, rows, key_space=n ** 3, initial_keys=(iu * n + iv) * n + iw,
                          bound=lambda A_all, sol: lagrangian_lower_bound(A_all, sol.row_dual, n),
-                         policy=lazy_policy(solver, tol=tol, max_rounds=max_rounds),
+                         policy=lazy_policy(solver, tol=tol, max_rounds=max_rounds, gap=gap),
                          time_limit=time_limit, started=t0, on_round=on_round,
                          stop=None if stop is None else
                          (lambda sol, b: stop(np.maximum(sol.x[:N].reshape(n, n), 0.0), b)))
@@ -363,7 +387,8 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
 
 def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair,
                         *, time_limit: float | None = None, solver: str = "ipm",
-                        max_coefficient: float = MAX_COEFFICIENTS[0]) -> tuple[np.ndarray, dict]:
+                        max_coefficient: float = MAX_COEFFICIENTS[0],
+                        crossover: bool = True) -> tuple[np.ndarray, dict]:
     """Solve ``min max_u sum_w D_uw M_uw`` over stochastic ``M`` with privacy rows on the given pairs.
 
     Every row at once, dualised (module docstring).
@@ -381,6 +406,11 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         HiGHS method for the dualised LP (see :class:`mdp.lp.SparseLP`).
     max_coefficient : float
         Rows whose coefficient ``e^{eps D_uv}`` exceeds it are left out (see ``MAX_COEFFICIENTS``).
+    crossover : bool, default True
+        ``False`` (interior point solvers): the interior optimum at IPM optimality tolerance
+        ``FULL_IPM_TOL`` is returned as it is, without crossover nor the simplex re-solve; its rows
+        hold to about that tolerance and the caller repairs it
+        (:func:`mdp.lp.output.private_candidate`).
 
     Returns
     -------
@@ -402,13 +432,29 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
     b = np.r_[np.ones(n), np.zeros(m - n)]
     lp = SparseLP(-b, A.T.tocsr(), row_lower=np.r_[np.full(N, -np.inf), 1.0],
                   row_upper=np.r_[np.zeros(N), 1.0], col_lower=np.r_[np.full(n, -np.inf), np.zeros(m - n)],
-                  solver=solver, time_limit=time_limit,
+                  solver=solver, time_limit=time_limit, crossover=crossover,
+                  ipm_tolerance=None if crossover else FULL_IPM_TOL,
                   # M is read from the duals, so the dual tolerance bounds its privacy violations
-                  dual_tolerance=1e-9, primal_tolerance=1e-9)
-    sol = lp.solve()
+                  dual_tolerance=1e-9 if crossover else 1e-10,
+                  primal_tolerance=1e-9 if crossover else 1e-10)
+    try:
+        sol = lp.solve()
+    except LPTimeout:
+        raise
+    except LPError:
+        if crossover:
+            raise
+        # HiPO can end "Unknown" at the tight tolerance (seen on small LPs at large eps * D):
+        # the dependable path, IPX with crossover (and the simplex check below), solves it
+        crossover, solver = True, "ipx"
+        lp.set_solver(solver)
+        lp.set_crossover(True)
+        lp.set_tolerances(primal=1e-9, dual=1e-9, ipm=1e-8)
+        lp.cold_start()
+        sol = lp.solve()
     # The primal M is (minus) the dual value of the dual's row j (HiGHS's sign convention for <=).
     M = np.maximum(-sol.row_dual[:N].reshape(n, n), 0.0)
-    if solver == "ipm" and pair_violation(M, D, pu, pv, eps_pair) > 1e-10:
+    if crossover and solver in ("ipm", "ipx", "hipo") and pair_violation(M, D, pu, pv, eps_pair) > 1e-10:
         # crossover's vertex can carry ~1e-8 violations (tolerances hold in the scaled model),
         # which the certification repair would fix at a ~1e-6 loss cost; a simplex re-solve
         # returns exact basic duals instead (slower, only run when needed)
