@@ -44,8 +44,16 @@ def sleeping_task(config: dict) -> dict:
 
 
 def marked_task(config: dict) -> dict:
-    """Leaves one marker file per computation (any process), sleeps, returns a closed form."""
-    Path(config["marks"], f"{config['i']}-{os.getpid()}-{uuid.uuid4().hex}").touch()
+    """Leaves one marker file per computation (any process), sleeps, returns a closed form.
+
+    It first waits (up to 60 s) until markers from two processes exist, so the runs overlap however
+    slowly the second one starts (a loaded machine can spawn a pool after the first run is done).
+    """
+    marks = Path(config["marks"])
+    Path(marks, f"{config['i']}-{os.getpid()}-{uuid.uuid4().hex}").touch()
+    deadline = time.monotonic() + 60.0
+    while len({m.name.split("-")[1] for m in marks.iterdir()}) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
     time.sleep(config["sleep"])
     return {"square": config["i"] ** 2, "pid": os.getpid()}
 
