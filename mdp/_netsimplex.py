@@ -42,8 +42,8 @@ NOT_SPANNING = -2
 
 
 @nb.njit(cache=True)
-def _preorder(n, src, dst, tree_arcs):
-    """Depth-first preorder of the nodes from node 0 along ``tree_arcs`` (-1 where unreached)."""
+def _tree_adjacency(n, src, dst, tree_arcs):
+    """CSR adjacency of the tree arcs: node ``u``'s arcs are ``adj[deg[u]:deg[u + 1]]``."""
     deg = np.zeros(n + 1, np.int64)
     for a in tree_arcs:
         deg[src[a] + 1] += 1
@@ -57,6 +57,13 @@ def _preorder(n, src, dst, tree_arcs):
         fill[src[a]] += 1
         adj[fill[dst[a]]] = a
         fill[dst[a]] += 1
+    return deg, adj
+
+
+@nb.njit(cache=True)
+def _preorder(n, src, dst, tree_arcs):
+    """Depth-first preorder of the nodes from node 0 along ``tree_arcs`` (-1 where unreached)."""
+    deg, adj = _tree_adjacency(n, src, dst, tree_arcs)
     order = np.full(n, -1, np.int64)
     seen = np.zeros(n, np.bool_)
     stack = np.empty(2 * tree_arcs.size + 2, np.int64)
@@ -153,19 +160,7 @@ def _network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc, ca
     pi = np.zeros(N)
 
     # Adjacency of the initial tree, then a depth-first preorder from node 0.
-    deg = np.zeros(n + 1, np.int64)
-    for a in tree_arcs:
-        deg[src[a] + 1] += 1
-        deg[dst[a] + 1] += 1
-    for u in range(n):
-        deg[u + 1] += deg[u]
-    adj = np.empty(2 * tree_arcs.size, np.int64)
-    fill = deg[:n].copy()
-    for a in tree_arcs:
-        adj[fill[src[a]]] = a
-        fill[src[a]] += 1
-        adj[fill[dst[a]]] = a
-        fill[dst[a]] += 1
+    deg, adj = _tree_adjacency(n, src, dst, tree_arcs)
     order = np.empty(N, np.int64)
     order[0] = root
     parent[root] = -1

@@ -28,6 +28,16 @@ from mdp.space import MetricSpace
 from mdp.verification import PrivacyError, certify
 
 
+def _box_lp(seed: int, m: int, n: int, density: float, slack: float):
+    """A random LP ``min c x, A x <= b, 0 <= x <= 1`` (strictly feasible) and linprog's optimum."""
+    rng = np.random.default_rng(seed)
+    A = sp.random(m, n, density=density, random_state=seed + 1, format="csr")
+    b = A @ rng.random(n) + slack
+    c = rng.normal(size=n)
+    ref = linprog(c, A_ub=A.toarray(), b_ub=b, bounds=[(0, 1)] * n, method="highs-ds").fun
+    return c, A, b, ref
+
+
 def test_sparse_lp_matches_linprog():
     rng = np.random.default_rng(3)
     m, n = 30, 20
@@ -131,12 +141,8 @@ def test_interior_point_codes_match_linprog(solver):
 
     assert IPM_CODE == "ipx" and _highs_solver_name("ipm") == "ipx"
     assert _highs_solver_name("hipo") == ("hipo" if HIPO_AVAILABLE else "ipx")
-    rng = np.random.default_rng(17)
     m, n = 40, 25
-    A = sp.random(m, n, density=0.3, random_state=18, format="csr")
-    b = A @ rng.random(n) + 0.05
-    c = rng.normal(size=n)
-    ref = linprog(c, A_ub=A.toarray(), b_ub=b, bounds=[(0, 1)] * n, method="highs-ds").fun
+    c, A, b, ref = _box_lp(17, m, n, 0.3, 0.05)
     for crossover in (True, False):
         lp = SparseLP(c, A, row_upper=b, col_upper=np.ones(n), solver=solver, crossover=crossover,
                       ipm_tolerance=1e-10)
@@ -147,12 +153,8 @@ def test_interior_point_codes_match_linprog(solver):
 
 
 def test_solver_options_between_solves():
-    rng = np.random.default_rng(7)
     m, n = 25, 15
-    A = sp.random(m, n, density=0.4, random_state=8, format="csr")
-    b = A @ rng.random(n) + 0.1
-    c = rng.normal(size=n)
-    ref = linprog(c, A_ub=A.toarray(), b_ub=b, bounds=[(0, 1)] * n, method="highs-ds").fun
+    c, A, b, ref = _box_lp(7, m, n, 0.4, 0.1)
     lp = SparseLP(c, A, row_upper=b, col_upper=np.ones(n), solver="ipm", crossover=False,
                   primal_tolerance=1e-9, dual_tolerance=1e-9, ipm_tolerance=1e-10, time_limit=60.0)
     assert lp.time_limit == 60.0 and lp.num_col == n and lp.num_row == m
@@ -363,14 +365,10 @@ def test_hipo_solver_or_its_fallback(monkeypatch, hipo_installed):
     monkeypatch.setattr(highs, "HIPO_AVAILABLE", hipo_installed)
     assert highs._highs_solver_name("hipo") == ("hipo" if hipo_installed else "ipx")
     assert highs._highs_solver_name("ipm") == "ipx"
-    rng = np.random.default_rng(5)
     m, n = 40, 25
-    A = sp.random(m, n, density=0.3, random_state=6, format="csr")
-    b = A @ rng.random(n) + 0.1
-    c = rng.normal(size=n)
+    c, A, b, ref = _box_lp(5, m, n, 0.3, 0.1)
     lp = SparseLP(c, A, row_upper=b, col_upper=np.ones(n), solver="hipo")
-    ref = linprog(c, A_ub=A.toarray(), b_ub=b, bounds=[(0, 1)] * n, method="highs-ds")
     got = lp.solve()
-    assert got.objective == pytest.approx(ref.fun, abs=1e-8)
+    assert got.objective == pytest.approx(ref, abs=1e-8)
     assert ("unavailable" in lp.stats["solver"]) is (not hipo_installed)
     assert lp.stats["ipm_iterations"] > 0

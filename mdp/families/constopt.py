@@ -188,8 +188,9 @@ def solve_constopt_lp(c, A, row_lower, row_upper, n_base: int, *, lazy: bool = T
     r"""Solve the assembled LP; with ``lazy`` the free-free rows are generated on demand.
 
     Lazy: the LP without free-free rows (rows ``>= n_base``) is solved with ``solver`` (an
-    interior point method with crossover by default: a basis for the warm starts), then the free-free rows violated by more than ``tol``
-    are added in one batch and the LP is re-solved by the warm-started dual simplex, until none is
+    interior point method with crossover by default: a basis for the warm starts), then the
+    free-free rows violated by more than ``tol`` are added in one batch and the LP is re-solved by
+    the warm-started dual simplex, until none is
     violated (:class:`mdp.lp.RowGeneration`, no gap test: the restricted LP's optimum satisfying
     every row is the full LP's). The optimum is the full LP's (same constraints at the end,
     checked on the returned ``x``); the objective moves little after the first round (relative

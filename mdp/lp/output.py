@@ -28,6 +28,7 @@ import numpy as np
 
 from ..accounting import loss as mech_loss
 from ..errors import SolverError, SolverTimeout
+from ..verification import _envelope as column_envelope
 from ..verification import repair_to_private
 
 __all__ = ["stochastic_rows", "explain_failures", "private_candidate", "candidate_loss",
@@ -157,16 +158,9 @@ def balanced_envelope(M: np.ndarray, distances: np.ndarray, epsilon: float, *,
     ndarray (n, n), row-stochastic.
     """
     D = np.asarray(distances, dtype=float)
-    n = D.shape[0]
-    with np.errstate(under="ignore"):
-        K = np.exp(-epsilon * D)
     P = np.array(M, dtype=float)
-    block = max(1, int(4e6 // (n * n)))
     for _ in range(iterations):
-        E = np.empty_like(P)
-        for s in range(0, n, block):
-            X = P[:, s:s + block]
-            E[:, s:s + block] = (K[:, :, None] * X[:, None, :]).max(axis=0)  # max over u
+        E = column_envelope(P, D, epsilon, log=False)
         E /= E.sum(axis=1, keepdims=True)
         moved = float(np.max(np.abs(E - P) / np.maximum(E, 1e-300)))
         P = E
