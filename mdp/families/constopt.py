@@ -427,3 +427,106 @@ def _solve_limited(D, e, free, lam, *, lazy, solver, time_limit):
             continue
         return sol, stats, max_coefficient, _left_out(D, e, free, max_coefficient), (fu, fv)
     raise LPError("; ".join(errors))
+
+
+def constopt_block_lp(distances: np.ndarray, e: float, free: np.ndarray, lam: float):
+    r"""The ConstOPTMech LP of :func:`constopt_lp`, every row, as a :class:`~mdp.lp.block_ipm.BlockAngularLP`.
+
+    Variables ``Y`` (n; block ``v`` and dense linking column ``v``), the free entries in row-major
+    order of ``free`` (block = their column) and ``k`` (border). Linking rows: the ``n`` loss rows
+    ``k - sum_v W_wv M_wv >= 0`` and the ``n`` row-sum rows ``sum_v M_wv >= 1``. Local rows of
+    block ``v``: the collapsed free-vs-fixed bounds and every free-free pair of column ``v``, each
+    scaled so that its larger coefficient is 1 (a coefficient that underflows to 0 leaves a
+    weaker row; :func:`feasible_log_matrix` restores every row exactly afterwards).
+
+    Returns
+    -------
+    lp, (fu, fv) : the LP and the free entries (rows, columns).
+    """
+    from ..lp.block_ipm import BlockAngularLP
+
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    fu, fv = np.nonzero(free)
+    f = len(fu)
+    kcol = n + f
+    with np.errstate(under="ignore"):
+        E = np.exp(-e * D)
+    fixed = ~free
+    L_dense = np.empty((2 * n, n))
+    np.multiply(-(D + lam) * E, fixed, out=L_dense[:n])
+    np.multiply(E, fixed, out=L_dense[n:])
+    ids = n + np.arange(f)
+    L_sparse = sp.csr_matrix(
+        (np.concatenate([-(D[fu, fv] + lam), np.ones(n), np.ones(f)]),
+         (np.concatenate([fu, np.arange(n), n + fu]), np.concatenate([ids, np.full(n, kcol), ids]))),
+        shape=(2 * n, n + f + 1))
+    h = np.r_[np.zeros(n), np.ones(n)]
+    block = np.r_[np.arange(n), fv, -1]
+    log_hi, log_lo = _bound_factors(D, free, fu, fv, e)
+    li, lj, la, lb = [], [], [], []
+    sel = np.nonzero(np.isfinite(log_hi))[0]          # hi Y_v - M_uv >= 0
+    li.append(fv[sel])
+    lj.append(ids[sel])
+    with np.errstate(under="ignore", over="ignore"):
+        la.append(np.exp(np.minimum(log_hi[sel], 0.0)))
+        lb.append(-np.exp(-np.maximum(log_hi[sel], 0.0)))
+        sel = np.nonzero(np.isfinite(log_lo))[0]      # M_uv - lo Y_v >= 0, lo <= 1
+        li.append(ids[sel])
+        lj.append(fv[sel])
+        la.append(np.ones(len(sel)))
+        lb.append(-np.exp(log_lo[sel]))
+    order = np.argsort(fv, kind="stable")
+    starts = np.searchsorted(fv[order], np.arange(n + 1))
+    pa, pb = [], []
+    for v in range(n):
+        mem = order[starts[v]:starts[v + 1]]
+        if len(mem) > 1:
+            a, b = np.meshgrid(mem, mem, indexing="ij")
+            off = a != b
+            pa.append(a[off])
+            pb.append(b[off])
+    if pa:
+        a, b = np.concatenate(pa), np.concatenate(pb)   # e^{-e D_uu'} M_uv ... M_u'v: row a <= g b
+        li.append(ids[a])
+        lj.append(ids[b])
+        with np.errstate(under="ignore"):
+            la.append(-np.exp(-e * D[fu[a], fu[b]]))
+        lb.append(np.ones(len(a)))
+    c = np.zeros(n + f + 1)
+    c[kcol] = 1.0
+    lp = BlockAngularLP(c=c, block=block, dense_vars=np.arange(n), L_dense=L_dense, L_sparse=L_sparse,
+                        h=h, local_i=np.concatenate(li), local_j=np.concatenate(lj),
+                        local_a=np.concatenate(la), local_b=np.concatenate(lb))
+    return lp, (fu, fv)
+
+
+def feasible_log_matrix(x: np.ndarray, distances: np.ndarray, e: float, free: np.ndarray) -> np.ndarray:
+    r"""Log of the LP's matrix ``M`` with every privacy row at ``e`` holding exactly.
+
+    An interior point solution meets its rows to a tolerance only. Each free entry is clipped into
+    ``[lo_uv Y_v, hi_uv Y_v]`` and then lifted to its column's envelope over the free entries,
+    ``M_uv <- max_{u' in I(v)} M_u'v e^{-e D_uu'}`` (one pass suffices: ``D`` is a metric). The
+    envelope only raises entries, so the lower bounds keep holding, and it keeps the upper bounds:
+    ``hi_u'v e^{-e D_uu'} <= hi_uv`` by the triangle inequality. The fixed entries
+    ``Y_v e^{-e D_uv}`` are unchanged, so the column is ``e``-log-Lipschitz everywhere.
+    """
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    fu, fv = np.nonzero(free)
+    f = len(fu)
+    with np.errstate(divide="ignore"):
+        logY = np.log(np.maximum(x[:n], 0.0))
+        logm = np.log(np.maximum(x[n:n + f], 0.0))
+    log_hi, log_lo = _bound_factors(D, free, fu, fv, e)
+    logm = np.minimum(np.maximum(logm, logY[fv] + log_lo), logY[fv] + log_hi)
+    order = np.argsort(fv, kind="stable")
+    starts = np.searchsorted(fv[order], np.arange(n + 1))
+    for v in range(n):
+        mem = order[starts[v]:starts[v + 1]]
+        if len(mem) > 1:
+            u = fu[mem]
+            logm[mem] = np.max(logm[mem][None, :] - e * D[np.ix_(u, u)], axis=1)
+    L = logY[None, :] - e * D
+    L[fu, fv] = logm
+    return L
