@@ -57,6 +57,8 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=1, help="report the min over repeats")
     p.add_argument("--optimal-gap", type=float, default=None,
                    help="OPTMech's gap= (certified near-optimal mode; default exact)")
+    p.add_argument("--constopt-gap", type=float, default=None,
+                   help="ConstOPTMech's gap= (row-block interior point method; default exact by HiGHS)")
     p.add_argument("--constopt-solver", default=None, choices=mdp.lp.SOLVERS,
                    help="ConstOPTMech's solver= (first round; default the family's)")
     p.add_argument("--csv", default=None, help="also write the table to this CSV file")
@@ -64,6 +66,8 @@ def main() -> None:
     args = p.parse_args()
     if args.constopt_solver is not None:
         PARAMS["constopt"] = {**PARAMS["constopt"], "solver": args.constopt_solver}
+    if args.constopt_gap is not None:
+        PARAMS["constopt"] = {**PARAMS["constopt"], "gap": args.constopt_gap}
     if args.optimal_gap is not None:
         PARAMS["optimal"] = {**PARAMS["optimal"], "gap": args.optimal_gap}
     rows = []
@@ -100,6 +104,11 @@ def main() -> None:
                            "nnz": st["nnz"], "loss": round(mech.loss(), 4), "L_0.95": round(mech.loss(0.95), 4),
                            "rounds": st.get("rounds"), "rel_gap": st.get("relative_gap"),
                            "gap_target": st.get("gap_target"), "solver": st.get("solver"), "load": load}
+                    if args.trace and st.get("ipm_rounds"):
+                        for r in st["ipm_rounds"]:
+                            print(f"  round {r['round']:3d} interior  free-free rows {r['free_free_rows']:9,d} "
+                                  f"{r['iterations']:3d} it. dense {r['dense_size']:6,d} {r['seconds']:8.2f} s "
+                                  f"objective {r['lp_objective']:.10g} bound {r['lower_bound']:.10g}")
                     if args.trace and st.get("round_trace"):
                         for i, (phase, (m, sec, obj)) in enumerate(zip(st["phases"], st["round_trace"],
                                                                        strict=True), 1):

@@ -1,0 +1,121 @@
+"""ConstOPTMech's row-block interior point method and its certified gap (mdp.families.constopt_ipm).
+
+Every figure is checked against the same LP solved independently by scipy's linprog (HiGHS).
+"""
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+import mdp
+from mdp.families.constopt import constopt_lp, nn_replacement
+from mdp.families.constopt_ipm import (
+    ConstOptLP,
+    certified_lower_bound,
+    feasible_log_matrix,
+    free_free_pairs,
+    solve_constopt_gap,
+    solve_row_block_ipm,
+)
+from mdp.space import MetricSpace
+
+GRID = MetricSpace.from_points(np.stack(np.meshgrid(np.arange(6.0), np.arange(6.0)), -1).reshape(-1, 2))
+
+
+def _random(seed: int, n: int) -> MetricSpace:
+    return MetricSpace.from_points(np.random.default_rng(seed).random((n, 2)) * 5)
+
+
+def _linprog(D, e, free, lam, with_free_free: bool) -> float:
+    c, A, lo, hi, _, n_base = constopt_lp(D, e, free, lam, split=True)
+    if not with_free_free:
+        A, lo, hi = A[:n_base], lo[:n_base], hi[:n_base]
+    up = np.isfinite(hi)
+    ref = linprog(c, A_ub=np.vstack([A[up].toarray(), -A[~up].toarray()]), b_ub=np.r_[hi[up], -lo[~up]],
+                  bounds=[(0, None)] * A.shape[1], method="highs")
+    assert ref.status == 0
+    return ref.fun
+
+
+CASES = [(_random(21, 25), 1.0, 4), (_random(8, 40), 1.5, 5), (GRID, 0.8, 5), (_random(3, 30), 6.0, 6)]
+
+
+@pytest.mark.parametrize("space, eps, r", CASES)
+def test_relaxation_and_full_lp_match_linprog(space, eps, r):
+    D, e = space.distances, eps / 2
+    free = nn_replacement(D, r)
+    relaxed = solve_row_block_ipm(ConstOptLP(D, e, free, 0.1))
+    ref = _linprog(D, e, free, 0.1, with_free_free=False)
+    assert relaxed.objective == pytest.approx(ref, rel=1e-7)
+    # the dual point bounds the relaxation (and so the full LP) from below, rigorously
+    assert certified_lower_bound(ConstOptLP(D, e, free, 0.1), relaxed, relaxed.objective) <= ref + 1e-12
+    fu, fv = np.nonzero(free)
+    full = solve_row_block_ipm(ConstOptLP(D, e, free, 0.1, free_free_pairs(fu, fv)))
+    assert full.objective == pytest.approx(_linprog(D, e, free, 0.1, with_free_free=True), rel=1e-7)
+
+
+def test_free_free_pairs_are_every_ordered_pair_of_a_column():
+    free = nn_replacement(GRID.distances, 4)
+    fu, fv = np.nonzero(free)
+    a, b = free_free_pairs(fu, fv)
+    got = set(zip(a.tolist(), b.tolist(), strict=True))
+    want = {(i, j) for i in range(len(fu)) for j in range(len(fu)) if i != j and fv[i] == fv[j]}
+    assert got == want
+
+
+def test_feasible_log_matrix_meets_every_privacy_row_exactly():
+    space, e = _random(5, 25), 0.6
+    D = space.distances
+    free = nn_replacement(D, 5)
+    lp = ConstOptLP(D, e, free, 0.1)
+    x = solve_row_block_ipm(lp).x
+    # a relaxed solution (no free-free rows), perturbed: violates rows of every kind
+    x = x * np.exp(np.random.default_rng(0).normal(0, 0.3, x.size))
+    L = feasible_log_matrix(x, lp)
+    # brute force over all (u, u', v): L[u, v] - L[u', v] <= e D[u, u']
+    slack = e * D[:, :, None] - (L[:, None, :] - L[None, :, :])
+    assert slack.min() >= -1e-12
+    # the fixed entries are exactly Y_v e^{-e D_uv}
+    fixed = ~free
+    assert np.allclose(L[fixed], (np.log(x[:25])[None, :] - e * D)[fixed], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("space, eps, r", CASES)
+@pytest.mark.parametrize("gap", [0.05, 1e-3, 0.0])
+def test_certified_gap_brackets_the_full_optimum(space, eps, r, gap):
+    D, e = space.distances, eps / 2
+    free = nn_replacement(D, r)
+    opt = _linprog(D, e, free, 0.1, with_free_free=True)
+    L, st = solve_constopt_gap(D, e, free, 0.1, gap)
+    # linprog meets rows to HiGHS's tolerances only (7.7e-8 relative above our exactly feasible
+    # point at eps = 6, where the coefficients e^{e D} reach 1e9): compare at 1e-6
+    assert st["lower_bound"] <= opt * (1 + 1e-6)
+    assert st["lp_objective"] >= opt * (1 - 1e-6)
+    assert st["lower_bound"] <= st["lp_objective"]
+    assert st["relative_gap"] == pytest.approx((st["lp_objective"] - st["lower_bound"]) / st["lp_objective"])
+    assert st["relative_gap"] <= max(gap, 1e-6)
+    # the returned matrix is the LP point whose objective is reported
+    M = np.exp(L)
+    assert M.sum(axis=1).min() >= 1 - 1e-12
+    assert np.max(np.sum((D + 0.1) * M, axis=1)) == pytest.approx(st["lp_objective"], rel=1e-12)
+
+
+def test_build_with_gap_is_private_and_near_the_exact_lp():
+    space, eps = _random(8, 40), 1.5
+    exact = mdp.build("constopt", space, eps, r=5, lam=0.1)
+    near = mdp.build("constopt", space, eps, r=5, lam=0.1, gap=1e-3)
+    _, report = mdp.verification.certify(near.matrix, space.distances, eps, repair=False)
+    assert report["verified"]
+    st = near.stats
+    assert st["gap_target"] == 1e-3 and st["relative_gap"] <= 1e-3
+    assert st["lower_bound"] <= exact.stats["lp_objective"] * (1 + 1e-9) <= st["lp_objective"] * (1 + 2e-9)
+    assert "row-block" in st["solver"]
+
+
+def test_gap_parameter_is_validated():
+    space = _random(1, 12)
+    for bad in (-0.1, 1.0, float("nan")):
+        with pytest.raises(ValueError, match="gap"):
+            mdp.build("constopt", space, 1.0, r=3, lam=0.1, gap=bad)
+    with pytest.raises(TypeError, match="gap"):
+        mdp.build("constopt", space, 1.0, r=3, lam=0.1, gap="small")
