@@ -444,6 +444,8 @@ def _solve_limited(D, e, free, lam, *, lazy, solver, time_limit):
     errors = []
     for max_coefficient in MAX_COEFFICIENTS:
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        if left is not None and left <= 0:
+            raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {len(errors)} attempts")
         c, A, lo, hi, (fu, fv), n_base = constopt_lp(D, e, free, lam, split=True,
                                                      max_coefficient=max_coefficient)
         try:

@@ -134,6 +134,9 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         # retry with fewer rows (a relaxation; the envelope decides the entries left open)
         for max_coefficient in MAX_COEFFICIENTS:
             left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+            if left is not None and left <= 0:
+                # the spanner itself used the whole budget (seen on a loaded machine at 1e-4 s)
+                raise LPTimeout(f"time limit of {time_limit:g} s reached before the LP was solved")
             try:
                 if method == "lazy":
                     allowed = np.zeros((space.n, space.n), dtype=bool)
