@@ -63,7 +63,7 @@ from ..registry import register
 from ..space import MetricSpace
 from .exponential import exponential_floor
 
-__all__ = ["nn_replacement", "constopt_lp", "solve_constopt_lp", "theorem1_counts"]
+__all__ = ["nn_replacement", "free_free_pairs", "constopt_lp", "solve_constopt_lp", "theorem1_counts"]
 
 #: Quantile used to choose among several lambdas (Imola et al. 2022, section 5.1, eq. 11).
 SELECTION_Q = 0.95
@@ -80,6 +80,25 @@ def nn_replacement(distances: np.ndarray, r: int) -> np.ndarray:
     free = np.zeros((n, n), dtype=bool)
     free[np.repeat(np.arange(n), r), order.ravel()] = True
     return free
+
+
+def free_free_pairs(fu: np.ndarray, fv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every ordered pair ``(j, j')`` of distinct free entries in one column (indices into ``fu``).
+
+    Column by column, each in the row-major order of the free entries.
+    """
+    n = int(fv.max()) + 1 if len(fv) else 0
+    order = np.argsort(fv, kind="stable")
+    starts = np.searchsorted(fv[order], np.arange(n + 1))
+    pa, pb = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for v in range(n):
+        mem = order[starts[v]:starts[v + 1]]
+        if len(mem) > 1:
+            a, b = np.meshgrid(mem, mem, indexing="ij")
+            off = a != b
+            pa.append(a[off])
+            pb.append(b[off])
+    return np.concatenate(pa), np.concatenate(pb)
 
 
 def theorem1_counts(free: np.ndarray) -> dict:
@@ -154,23 +173,15 @@ def constopt_lp(distances: np.ndarray, e: float, free: np.ndarray, lam: float, *
         hi.append(np.full(len(sel), hi_b))
         nrow += len(sel)
     # free-free pairs of the same column: M_uv - e^{e D_uu'} M_u'v <= 0
-    var_of = np.full((n, n), -1, dtype=np.int64)
-    var_of[fu, fv] = n + ids
-    col_members = [np.nonzero(free[:, v])[0] for v in range(n)]
-    pa, pb, pc = [], [], []
-    for v, mem in enumerate(col_members):
-        if len(mem) > 1:
-            a, b = np.meshgrid(mem, mem, indexing="ij")
-            off = (a != b) & (e * D[a, b] <= cmax)
-            pa.append(a[off])
-            pb.append(b[off])
-            pc.append(np.full(int(off.sum()), v))
+    ja, jb = free_free_pairs(fu, fv)
+    keep = e * D[fu[ja], fu[jb]] <= cmax
+    ja, jb = ja[keep], jb[keep]
     n_base = nrow
-    if pa:
-        a, b, v = np.concatenate(pa), np.concatenate(pb), np.concatenate(pc)
+    if len(ja):
+        a, b = fu[ja], fu[jb]
         r = nrow + np.arange(len(a))
         rows += [r, r]
-        cols += [var_of[a, v], var_of[b, v]]
+        cols += [n + ja, n + jb]
         vals += [np.ones(len(a)), -np.exp(e * D[a, b])]
         lo.append(np.full(len(a), -np.inf))
         hi.append(np.zeros(len(a)))

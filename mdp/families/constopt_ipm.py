@@ -42,9 +42,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg as sl
 import scipy.sparse as sp
+from scipy.special import logsumexp
 
 from ..errors import SolverError, SolverTimeout
-from .constopt import _bound_factors
+from ..lp import SparseLP
+from .constopt import _bound_factors, free_free_pairs
 
 __all__ = ["ConstOptLP", "RowBlockResult", "solve_row_block_ipm", "certified_lower_bound",
            "free_free_pairs", "feasible_log_matrix", "solve_constopt_gap"]
@@ -59,22 +61,6 @@ VIOLATION_RTOL = 1e-6
 #: ``STALL_ACCEPT`` (the bound of :func:`certified_lower_bound` stays rigorous whatever they are).
 STALL_ITERATIONS = 15
 STALL_ACCEPT = 1e-6
-
-
-def free_free_pairs(fu: np.ndarray, fv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every ordered pair ``(j, j')`` of distinct free entries in the same column (indices into ``fu``)."""
-    n = int(fv.max()) + 1 if len(fv) else 0
-    order = np.argsort(fv, kind="stable")
-    starts = np.searchsorted(fv[order], np.arange(n + 1))
-    pa, pb = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for v in range(n):
-        mem = order[starts[v]:starts[v + 1]]
-        if len(mem) > 1:
-            a, b = np.meshgrid(mem, mem, indexing="ij")
-            off = a != b
-            pa.append(a[off])
-            pb.append(b[off])
-    return np.concatenate(pa), np.concatenate(pb)
 
 
 class ConstOptLP:
@@ -230,8 +216,8 @@ class _RowBlockFactor:
         mvar = np.where(m_first, lp.li[rows], lp.lj[rows])
         on_S = ~is_T[mvar]
         rows, mvar = rows[on_S], mvar[on_S]
-        self.p = np.where(m_first[on_S], lp.la[rows], lp.lb[rows])
-        self.q = np.where(m_first[on_S], lp.lb[rows], lp.la[rows])
+        p = np.where(m_first[on_S], lp.la[rows], lp.lb[rows])
+        q = np.where(m_first[on_S], lp.lb[rows], lp.la[rows])
         s_of = sidx[mvar]
         first = np.ones(len(s_of), bool)
         order = np.argsort(s_of, kind="stable")
@@ -240,7 +226,7 @@ class _RowBlockFactor:
             raise SolverError("a free entry has more than two bound rows")
         self.slot_rows = [rows[first], rows[~first]]
         self.slot_s = [s_of[first], s_of[~first]]
-        self.slot_pq = [(self.p[first], self.q[first]), (self.p[~first], self.q[~first])]
+        self.slot_pq = [(p[first], q[first]), (p[~first], q[~first])]
         # local rows between T variables only (free-free rows, bounds of T entries)
         tonly = np.nonzero(is_T[lp.li] & is_T[lp.lj])[0]
         self.tonly = tonly
@@ -274,11 +260,11 @@ class _RowBlockFactor:
         np.add.at(Lt, (uS, tS), -aS * gam)
         np.add.at(Lt, (n + uS, tS), -gam)
         ia = 1.0 / A
-        s11 = 1.0 / d1 + np.bincount(uS, aS * aS * ia, minlength=n)
+        sum_aa = np.bincount(uS, aS * aS * ia, minlength=n)
+        sum_1 = np.bincount(uS, ia, minlength=n)
+        s11, s22 = 1.0 / d1 + sum_aa, 1.0 / d2 + sum_1
         s12 = np.bincount(uS, aS * ia, minlength=n)
-        s22 = 1.0 / d2 + np.bincount(uS, ia, minlength=n)
-        det = (1.0 / (d1 * d2) + np.bincount(uS, ia, minlength=n) / d1
-               + np.bincount(uS, aS * aS * ia, minlength=n) / d2)
+        det = 1.0 / (d1 * d2) + sum_1 / d1 + sum_aa / d2
         for us, mem in self.groups:
             av, iv = aS[mem], ia[mem]
             diff = av[:, :, None] - av[:, None, :]
@@ -410,19 +396,15 @@ def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 20
         fac.factor(zL / sL, zB / sB, w / x)
 
         point = (x, w, sL, sB, zL, zB, rpL, rpB, rd)
-
-        def newton(rsL, rsB, rxw, point=point):
-            return _newton_step(lp, fac, point, rsL, rsB, rxw)
-
-        dx, dsL, dsB, dzL, dzB, dw = newton(-sL * zL, -sB * zB, -x * w)
+        dx, dsL, dsB, dzL, dzB, dw = _newton_step(lp, fac, point, -sL * zL, -sB * zB, -x * w)
         ap = min(_max_step(x, dx), _max_step(sL, dsL), _max_step(sB, dsB))
         ad = min(_max_step(zL, dzL), _max_step(zB, dzB), _max_step(w, dw))
         mu_aff = ((sL + ap * dsL) @ (zL + ad * dzL) + (sB + ap * dsB) @ (zB + ad * dzB)
                   + (x + ap * dx) @ (w + ad * dw)) / m_all
         sigma = min(1.0, (mu_aff / mu) ** 3)
-        dx, dsL, dsB, dzL, dzB, dw = newton(sigma * mu - sL * zL - dsL * dzL,
-                                            sigma * mu - sB * zB - dsB * dzB,
-                                            sigma * mu - x * w - dx * dw)
+        dx, dsL, dsB, dzL, dzB, dw = _newton_step(lp, fac, point, sigma * mu - sL * zL - dsL * dzL,
+                                                  sigma * mu - sB * zB - dsB * dzB,
+                                                  sigma * mu - x * w - dx * dw)
         eta = 0.99 if gap > 1e-6 else 0.995
         ap = min(1.0, eta * min(_max_step(x, dx), _max_step(sL, dsL), _max_step(sB, dsB)))
         ad = min(1.0, eta * min(_max_step(zL, dzL), _max_step(zB, dzB), _max_step(w, dw)))
@@ -461,7 +443,8 @@ def certified_lower_bound(lp: ConstOptLP, res: RowBlockResult, k_bar: float) -> 
     return bound - 1e-12 * abs(bound)
 
 
-def feasible_log_matrix(x: np.ndarray, lp: ConstOptLP) -> np.ndarray:
+def feasible_log_matrix(x: np.ndarray, lp: ConstOptLP,
+                        pairs: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     r"""Log of the LP's matrix ``M`` from ``x``, with every privacy row at ``e`` holding exactly.
 
     An interior point solution (and a solution of a relaxation) meets the privacy rows only
@@ -471,7 +454,7 @@ def feasible_log_matrix(x: np.ndarray, lp: ConstOptLP) -> np.ndarray:
     keep holding; it keeps the upper bounds too, because ``hi_u'v e^{-e D_uu'} <= hi_uv`` by the
     triangle inequality. The fixed entries ``Y_v e^{-e D_uv}`` are unchanged, so every column is
     ``e``-log-Lipschitz (Imola et al. 2022, Theorem 2 then makes the row-normalised matrix
-    ``2e``-mDP).
+    ``2e``-mDP). ``pairs``: every free-free pair (:func:`free_free_pairs`), if already at hand.
     """
     n, f, e, D = lp.n, lp.f, lp.e, lp.D
     fu, fv = lp.fu, lp.fv
@@ -479,22 +462,16 @@ def feasible_log_matrix(x: np.ndarray, lp: ConstOptLP) -> np.ndarray:
         logY = np.log(np.maximum(x[:n], 0.0))
         logm = np.log(np.maximum(x[n:n + f], 0.0))
     logm = np.minimum(np.maximum(logm, logY[fv] + lp.log_lo), logY[fv] + lp.log_hi)
-    order = np.argsort(fv, kind="stable")
-    starts = np.searchsorted(fv[order], np.arange(n + 1))
-    for v in range(n):
-        mem = order[starts[v]:starts[v + 1]]
-        if len(mem) > 1:
-            u = fu[mem]
-            logm[mem] = np.max(logm[mem][None, :] - e * D[np.ix_(u, u)], axis=1)
+    ja, jb = free_free_pairs(fu, fv) if pairs is None else pairs
+    lifted = logm.copy()
+    np.maximum.at(lifted, jb, logm[ja] - e * D[fu[ja], fu[jb]])
     L = logY[None, :] - e * D
-    L[fu, fv] = logm
+    L[fu, fv] = lifted
     return L
 
 
 def _feasible_objective(L: np.ndarray, lp: ConstOptLP) -> tuple[np.ndarray, float]:
     """``L`` shifted so that every row sums to at least 1, and its LP objective ``k``."""
-    from scipy.special import logsumexp
-
     rows = logsumexp(L, axis=1)
     if not np.all(np.isfinite(rows)):
         raise SolverError("the interior point solution has a row without positive entries")
@@ -514,8 +491,6 @@ def fixed_weights_solution(lp: ConstOptLP, Y: np.ndarray, all_pairs: tuple[np.nd
     :func:`feasible_log_matrix` removes): an upper bound on the full optimum, and a far better
     one than repairing a relaxed solution when the free-free rows bind. Returns the full ``x``.
     """
-    from ..lp import SparseLP
-
     n, f = lp.n, lp.f
     Y = np.maximum(Y, 0.0)
     fixed_part = lp.L_Y @ Y                               # loss rows: -sum W E Y; row sums: sum E Y
@@ -574,10 +549,10 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
         lp = ConstOptLP(D, e, free, lam, pairs)
         res = solve_row_block_ipm(lp, deadline=deadline)
         iterations += res.iterations
-        L, k_feas = _feasible_objective(feasible_log_matrix(res.x, lp), lp)
+        L, k_feas = _feasible_objective(feasible_log_matrix(res.x, lp, (all_a, all_b)), lp)
         left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
         L2, k2 = _feasible_objective(feasible_log_matrix(
-            fixed_weights_solution(lp, res.x[:lp.n], (all_a, all_b), left), lp), lp)
+            fixed_weights_solution(lp, res.x[:lp.n], (all_a, all_b), left), lp, (all_a, all_b)), lp)
         if k2 < k_feas:
             L, k_feas = L2, k2
         bound = certified_lower_bound(lp, res, k_feas)
