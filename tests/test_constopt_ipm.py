@@ -119,3 +119,12 @@ def test_gap_parameter_is_validated():
             mdp.build("constopt", space, 1.0, r=3, lam=0.1, gap=bad)
     with pytest.raises(TypeError, match="gap"):
         mdp.build("constopt", space, 1.0, r=3, lam=0.1, gap="small")
+
+
+def test_gap_mode_falls_back_to_the_exact_solve_when_it_cannot_certify():
+    # at eps = 400 the weights' bounds e^{-e D} underflow and the lower bound is useless: the
+    # build must not return an uncertified "near-optimal" matrix
+    space = MetricSpace.from_points(np.random.default_rng(42).random((35, 2)) * 3)
+    mech = mdp.build("constopt", space, 400.0, r=6, lam=0.1, gap=1e-3)
+    assert "ipm_failure" in mech.stats and "HiGHS" in mech.stats["solver"]
+    assert mech.stats["privacy"]["measured_eps"] <= 400.0 * (1 + 1e-9)
