@@ -372,3 +372,61 @@ def test_hipo_solver_or_its_fallback(monkeypatch, hipo_installed):
     assert got.objective == pytest.approx(ref, abs=1e-8)
     assert ("unavailable" in lp.stats["solver"]) is (not hipo_installed)
     assert lp.stats["ipm_iterations"] > 0
+
+
+class _Info:
+    """A stand-in for HiGHS's solve info (the fields :meth:`SparseLP._accept_interior` reads)."""
+
+    def __init__(self, worst=1e-8, primal=1, dual=2):
+        self.primal_solution_status, self.dual_solution_status = primal, dual
+        self.max_relative_primal_infeasibility = worst
+        self.max_relative_dual_infeasibility = 0.0
+        self.max_relative_primal_residual_error = 0.0
+        self.max_relative_dual_residual_error = worst
+        self.primal_dual_objective_error = 1e-10
+
+
+def test_imprecise_interior_point_accepted_only_without_crossover_and_within_tolerance():
+    from mdp.lp.highs import INTERIOR_ACCEPT_RTOL
+
+    c, A, b, _ = _box_lp(5, 40, 25, 0.3, 0.1)
+    lp = SparseLP(c, A, row_upper=b, col_upper=np.ones(25), solver="ipm", crossover=False)
+    assert lp._accept_interior(_Info(1e-6))
+    assert not lp._accept_interior(_Info(10 * INTERIOR_ACCEPT_RTOL))   # residuals too large
+    assert not lp._accept_interior(_Info(1e-6, primal=0))              # no primal point
+    assert not lp._accept_interior(_Info(float("nan")))
+    lp.set_crossover(True)                                              # a vertex was asked for
+    assert not lp._accept_interior(_Info(1e-6))
+    lp.set_crossover(False)
+    lp.set_solver("simplex")
+    assert not lp._accept_interior(_Info(1e-6))
+
+
+def test_interior_round_at_tight_tolerances_returns_its_point(shared_data):
+    # OPTMech's first interior round on 50 Geolife cells at eps = 1 (tolerances 1e-10): HiGHS 1.16
+    # ends it "Unknown" (IPX "imprecise", rows met to ~1e-8); the round's point is still returned,
+    # and its Lagrangian bound agrees with its objective
+    from geo.popular import popular_cells
+    from mdp.families.optimal import nonredundant_pairs
+    from mdp.lp.worst_case import initial_triples, lagrangian_lower_bound, primal_rows, privacy_rows
+
+    D = popular_cells(shared_data / "geolife_beijing_cells_0p005.npz", n=50).distances
+    n, eps = 50, 1.0
+    pu, pv = nonredundant_pairs(D)
+    allowed = np.zeros((n, n), dtype=bool)
+    allowed[pu, pv] = True
+    iu, iv, iw = initial_triples(D, allowed, 2)
+    A = sp.vstack([primal_rows(D, pu[:0], pv[:0], np.zeros(0)), privacy_rows(D, eps, iu, iv, iw)],
+                  format="csr")
+    m, N = A.shape[0], n * n
+    c = np.zeros(N + 1)
+    c[-1] = 1.0
+    lp = SparseLP(c, A, row_lower=np.r_[np.ones(n), np.zeros(m - n)],
+                  row_upper=np.r_[np.ones(n), np.full(m - n, np.inf)],
+                  col_lower=np.r_[np.zeros(N), -np.inf], col_upper=np.r_[np.ones(N), np.inf],
+                  solver="ipm", crossover=False, primal_tolerance=1e-10, dual_tolerance=1e-10,
+                  ipm_tolerance=1e-10)
+    sol = lp.solve()
+    bound = lagrangian_lower_bound(A, sol.row_dual, n)
+    assert bound <= sol.objective + 1e-12 and sol.objective - bound <= 1e-6 * sol.objective
+    assert (A[n:] @ sol.x).min() >= -1e-6       # every row of the restricted LP nearly holds

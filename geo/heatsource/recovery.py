@@ -188,7 +188,9 @@ class RecoveryResult:
     residual : float
         :math:`\|A\hat f - y\|_2` with the full matrix.
     residual_excess : float
-        ``max(0, residual / rho - 1)``.
+        ``max(0, residual - rho) / max(rho, ||y||)``: the radius's excess relative to the radius,
+        or to the readings' norm where the radius is smaller (``rho = 0`` asks for ``A f = y``,
+        which a conic solver meets to its accuracy relative to ``y``, not exactly).
     optimal : bool
         ``|gap| <= gap_tol (1 + objective)`` and ``residual_excess <= feas_tol``.
     status : str
@@ -359,7 +361,7 @@ def recover(A, y, rho: float, *, margin: float = 1e-4, compress: bool | None = N
     bound = max(_dual_bound(M, yy, rho_c, z), _dual_bound(M, yy, rho_c, -z))
     gap = objective - bound
     residual = float(np.linalg.norm(full @ f - y))
-    excess = max(0.0, residual / rho_used - 1.0) if rho_used > 0 else residual
+    excess = max(0.0, residual - rho_used) / max(rho_used, float(np.linalg.norm(y)))
     optimal = abs(gap) <= gap_tol * (1.0 + objective) and excess <= feas_tol
     return RecoveryResult(
         f=f, rho_requested=rho_req, rho=float(rho_used), policy=policy, objective=objective,

@@ -27,6 +27,7 @@ are accumulated in :attr:`SparseLP.stats`, which the mechanisms copy into ``Mech
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import time
 from dataclasses import dataclass
@@ -50,9 +51,34 @@ INF = highspy.kHighsInf
 #: first-order PDLP.
 SOLVERS = ("ipm", "ipx", "hipo", "simplex", "choose", "pdlp")
 
-#: HiGHS's HiPO interior point solver needs the ``highspy-extras`` package (its BLAS, METIS and
-#: orderings); without it HiGHS refuses ``solver="hipo"``.
-HIPO_AVAILABLE = importlib.util.find_spec("highspy_extras") is not None
+#: Largest relative infeasibility, residual error and primal-dual objective error with which an
+#: interior solve without crossover that HiGHS ended "Unknown" is still returned
+#: (:meth:`SparseLP._accept_interior`).
+INTERIOR_ACCEPT_RTOL = 1e-5
+
+
+
+def _hipo_installed() -> bool:
+    """Whether ``highspy-extras`` is installed for this HiGHS release (same major.minor).
+
+    HiGHS 1.16.0 beside highspy-extras 1.15.1 (the newest extras when 1.16.0 came out) accepts
+    ``solver="hipo"`` and silently runs its dual simplex instead, so the package alone is not
+    enough.
+    """
+    if importlib.util.find_spec("highspy_extras") is None:
+        return False
+    try:
+        extras = importlib.metadata.version("highspy-extras").split(".")[:2]
+        core = importlib.metadata.version("highspy").split(".")[:2]
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return extras == core
+
+
+#: HiGHS's HiPO interior point solver needs the ``highspy-extras`` package of the same HiGHS
+#: release (its BLAS, METIS and orderings); without it HiGHS refuses ``solver="hipo"`` or runs
+#: another method, so the toolkit runs IPX instead and says so.
+HIPO_AVAILABLE = _hipo_installed()
 
 #: The HiGHS code that ``"ipm"`` runs. HiGHS 1.15 maps its own ``"ipm"`` to HiPO once
 #: highspy-extras is installed, which would change every family's solver with the environment;
@@ -188,6 +214,7 @@ class SparseLP:
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         self._h = h
+        self._crossover = True
         self.set_solver(solver)
         if not crossover:
             self.set_crossover(False)
@@ -233,16 +260,18 @@ class SparseLP:
     # -- options between solves ------------------------------------------------------------------
     def set_solver(self, solver: str) -> None:
         """Method of later solves (e.g. IPM first, warm dual simplex re-solves)."""
-        self._h.setOptionValue("solver", _highs_solver_name(_check_solver(solver)))
+        self._solver = _check_solver(solver)
+        self._h.setOptionValue("solver", _highs_solver_name(solver))
 
     @staticmethod
     def _solver_name(solver: str) -> str:
         if solver == "hipo" and not HIPO_AVAILABLE:
-            return "hipo unavailable without highspy-extras: ipx"
+            return "hipo unavailable (highspy-extras of this HiGHS release not installed): ipx"
         return solver
 
     def set_crossover(self, on: bool) -> None:
         """Run crossover after later interior point solves (``False``: keep the interior point)."""
+        self._crossover = bool(on)
         self._h.setOptionValue("run_crossover", "on" if on else "off")
 
     def set_tolerances(self, *, primal: float | None = None, dual: float | None = None,
@@ -288,6 +317,29 @@ class SparseLP:
                           f"{np.abs(A.data).max(initial=0.0):.3g})")
         self._update_sizes()
 
+    def _accept_interior(self, info) -> bool:
+        """Whether an interior solve without crossover that ended "Unknown" is a usable optimum.
+
+        HiGHS 1.16 re-checks every optimum against the feasibility tolerances and downgrades an
+        interior point (no basis) to "Unknown" when IPX stopped "imprecise", e.g. rows violated by
+        2e-8 at a requested 1e-10. Such a point is what an interior round is for: its rows are
+        checked again by the caller (separation, the final all-row check and certification) and
+        its duals give a Lagrangian bound that holds whatever they are. It is accepted only
+        without crossover, with a primal and a dual point available, relative infeasibilities and
+        residuals of at most ``INTERIOR_ACCEPT_RTOL`` and a primal-dual objective error of at
+        most the same.
+        """
+        if self._crossover or self._solver not in ("ipm", "ipx", "hipo"):
+            return False
+        if int(info.primal_solution_status) < 1 or int(info.dual_solution_status) < 1:
+            return False
+        worst = max(float(info.max_relative_primal_infeasibility),
+                    float(info.max_relative_dual_infeasibility),
+                    float(info.max_relative_primal_residual_error),
+                    float(info.max_relative_dual_residual_error),
+                    abs(float(info.primal_dual_objective_error)))
+        return bool(np.isfinite(worst) and worst <= INTERIOR_ACCEPT_RTOL)
+
     def solve(self) -> LPSolution:
         """Solve (or re-solve from the current basis) and return the optimum.
 
@@ -322,7 +374,10 @@ class SparseLP:
         if model_status == MS.kTimeLimit:
             raise LPTimeout(f"LP time limit of {self._time_limit:g} s reached after {self._spent:.1f} s "
                             f"({st['rows']} rows, {st['nnz']} non-zeros); no solution is returned")
-        if model_status != MS.kOptimal:
+        if model_status == MS.kUnknown and self._accept_interior(info):
+            st["model_status"] = "Optimal (interior point without crossover, imprecise; accepted)"
+            st["imprecise_interior_solves"] = st.get("imprecise_interior_solves", 0) + 1
+        elif model_status != MS.kOptimal:
             raise LPError(f"HiGHS did not find an optimum: model status {st['model_status']!r} "
                           f"({st['rows']} rows, {st['variables']} variables)")
         sol = h.getSolution()
