@@ -284,8 +284,7 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
                              max_coefficient: float = MAX_COEFFICIENTS[0],
                              on_round: Callable | None = None,
                              stop: Callable | None = None,
-                             gap: float | None = None,
-                             extra_rows: tuple | None = None) -> tuple[np.ndarray, dict]:
+                             gap: float | None = None) -> tuple[np.ndarray, dict]:
     r"""Worst-case-loss LP with privacy rows on the ``allowed`` pairs, by lazy row generation.
 
     Solves the primal LP (variables ``M``, ``k``) restricted to :func:`initial_triples`, then
@@ -343,10 +342,6 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
     allowed = allowed & (eps * D <= np.log(max_coefficient))
     base = primal_rows(D, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
     iu, iv, iw = initial_triples(D, allowed, knn)
-    if extra_rows is not None:
-        eu, ev, ew = (np.asarray(a, dtype=np.int64) for a in extra_rows)
-        ok = allowed[eu, ev]
-        iu, iv, iw = _unique_triples(n, np.r_[iu, eu[ok]], np.r_[iv, ev[ok]], np.r_[iw, ew[ok]])
     A = sp.vstack([base, privacy_rows(D, eps, iu, iv, iw)], format="csr")
     m = A.shape[0]
     c = np.zeros(N + 1)
