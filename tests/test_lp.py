@@ -377,21 +377,24 @@ def test_hipo_solver_or_its_fallback(monkeypatch, hipo_installed):
 class _Info:
     """A stand-in for HiGHS's solve info (the fields :meth:`SparseLP._accept_interior` reads)."""
 
-    def __init__(self, worst=1e-8, primal=1, dual=2):
+    def __init__(self, worst=1e-8, primal=1, dual=2, objective_error=1e-10):
         self.primal_solution_status, self.dual_solution_status = primal, dual
         self.max_relative_primal_infeasibility = worst
         self.max_relative_dual_infeasibility = 0.0
         self.max_relative_primal_residual_error = 0.0
         self.max_relative_dual_residual_error = worst
-        self.primal_dual_objective_error = 1e-10
+        self.primal_dual_objective_error = objective_error
 
 
 def test_imprecise_interior_point_accepted_only_without_crossover_and_within_tolerance():
+    import mdp.lp.highs as highs
     from mdp.lp.highs import INTERIOR_ACCEPT_RTOL
 
     c, A, b, _ = _box_lp(5, 40, 25, 0.3, 0.1)
-    lp = SparseLP(c, A, row_upper=b, col_upper=np.ones(25), solver="ipm", crossover=False)
+    lp = SparseLP(c, A, row_upper=b, col_upper=np.ones(25), solver="ipm", crossover=False,
+                  ipm_tolerance=1e-10)
     assert lp._accept_interior(_Info(1e-6))
+    assert not lp._accept_interior(_Info(1e-6, objective_error=1e-8))  # 10x the IPM tolerance
     assert not lp._accept_interior(_Info(10 * INTERIOR_ACCEPT_RTOL))   # residuals too large
     assert not lp._accept_interior(_Info(1e-6, primal=0))              # no primal point
     assert not lp._accept_interior(_Info(float("nan")))
@@ -400,6 +403,8 @@ def test_imprecise_interior_point_accepted_only_without_crossover_and_within_tol
     lp.set_crossover(False)
     lp.set_solver("simplex")
     assert not lp._accept_interior(_Info(1e-6))
+    lp.set_solver("hipo")                                               # HiPO's "Unknown" is a failure
+    assert not lp._accept_interior(_Info(1e-6)) or not highs.HIPO_AVAILABLE
 
 
 def test_interior_round_at_tight_tolerances_returns_its_point(shared_data):

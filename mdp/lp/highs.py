@@ -51,9 +51,8 @@ INF = highspy.kHighsInf
 #: first-order PDLP.
 SOLVERS = ("ipm", "ipx", "hipo", "simplex", "choose", "pdlp")
 
-#: Largest relative infeasibility, residual error and primal-dual objective error with which an
-#: interior solve without crossover that HiGHS ended "Unknown" is still returned
-#: (:meth:`SparseLP._accept_interior`).
+#: Largest relative infeasibility and residual error with which an IPX solve without crossover
+#: that HiGHS ended "Unknown" is still returned (:meth:`SparseLP._accept_interior`).
 INTERIOR_ACCEPT_RTOL = 1e-5
 
 
@@ -321,24 +320,30 @@ class SparseLP:
         """Whether an interior solve without crossover that ended "Unknown" is a usable optimum.
 
         HiGHS 1.16 re-checks every optimum against the feasibility tolerances and downgrades an
-        interior point (no basis) to "Unknown" when IPX stopped "imprecise", e.g. rows violated by
-        2e-8 at a requested 1e-10. Such a point is what an interior round is for: its rows are
+        IPX interior point (no basis) to "Unknown" when IPX stopped "imprecise", e.g. rows violated
+        by 2e-8 at a requested 1e-10. Such a point is what an interior round is for: its rows are
         checked again by the caller (separation, the final all-row check and certification) and
-        its duals give a Lagrangian bound that holds whatever they are. It is accepted only
-        without crossover, with a primal and a dual point available, relative infeasibilities and
-        residuals of at most ``INTERIOR_ACCEPT_RTOL`` and a primal-dual objective error of at
-        most the same.
+        its duals give a Lagrangian bound that holds whatever they are. It is accepted only from
+        IPX without crossover, with a primal and a dual point available, relative infeasibilities
+        and residuals of at most ``INTERIOR_ACCEPT_RTOL`` and a primal-dual objective error of at
+        most 10 times the IPM's optimality tolerance (HiPO's own "Unknown" is a failure and is
+        never accepted).
         """
-        if self._crossover or self._solver not in ("ipm", "ipx", "hipo"):
+        if self._crossover or _highs_solver_name(self._solver) != "ipx":
             return False
         if int(info.primal_solution_status) < 1 or int(info.dual_solution_status) < 1:
             return False
         worst = max(float(info.max_relative_primal_infeasibility),
                     float(info.max_relative_dual_infeasibility),
                     float(info.max_relative_primal_residual_error),
-                    float(info.max_relative_dual_residual_error),
-                    abs(float(info.primal_dual_objective_error)))
-        return bool(np.isfinite(worst) and worst <= INTERIOR_ACCEPT_RTOL)
+                    float(info.max_relative_dual_residual_error))
+        objective_error = abs(float(info.primal_dual_objective_error))
+        return bool(np.isfinite(worst) and worst <= INTERIOR_ACCEPT_RTOL
+                    and objective_error <= 10.0 * self._option("ipm_optimality_tolerance"))
+
+    def _option(self, name: str) -> float:
+        value = self._h.getOptionValue(name)
+        return float(value[1] if isinstance(value, tuple) else value)
 
     def solve(self) -> LPSolution:
         """Solve (or re-solve from the current basis) and return the optimum.
