@@ -183,14 +183,20 @@ def test_solver_options_between_solves():
 class _ScriptedLP:
     """A stand-in for SparseLP that records how the loop configures and solves it."""
 
-    def __init__(self, rows=100, fail_vertex=False):
+    def __init__(self, rows=100, fail_vertex=False, fail_devex=0):
         self.num_row = rows
+        self.fail_devex = fail_devex
         self.solver, self.crossover = "ipm", True
+        self.pricing = "choose"
+        self.pricings = []
         self.fail_vertex = fail_vertex
         self.log = []
 
     def set_solver(self, s):
         self.solver = s
+
+    def set_simplex_pricing(self, rule):
+        self.pricing = rule
 
     def set_crossover(self, on):
         self.crossover = on
@@ -206,6 +212,10 @@ class _ScriptedLP:
 
     def solve(self):
         self.log.append(("solve", self.solver, self.crossover))
+        self.pricings.append(self.pricing)
+        if self.fail_devex and self.solver == "simplex" and self.pricing == "devex":
+            self.fail_devex -= 1
+            raise LPError("HiGHS did not find an optimum: model status 'Unknown'")
         if self.fail_vertex and self.solver == "ipm" and self.crossover:
             self.fail_vertex = False
             raise LPError("HiGHS did not find an optimum: model status 'Unknown'")
@@ -226,7 +236,8 @@ def _scripted_run(script, *, start=Phase.INTERIOR, bounds=(), lp=None, **kw):
         return sp.csr_matrix((len(keys), 1)), np.zeros(len(keys)), np.full(len(keys), np.inf)
 
     policy = RowGenerationPolicy(start=start, tol=1e-9, interior_tol=1e-8, switch_fraction=0.05,
-                                 gap_rtol=1e-8, interior_gap_rtol=1e-7, max_rounds=kw.pop("max_rounds", 50))
+                                 gap_rtol=1e-8, interior_gap_rtol=1e-7, warm_pricing="devex",
+                                 max_rounds=kw.pop("max_rounds", 50))
     loop = RowGeneration(lp, sp.csr_matrix((0, 1)), cuts, rows, key_space=1000, initial_keys=[999],
                          bound=(lambda A, sol: bound_values.pop(0)) if bounds else None, policy=policy, **kw)
     return loop, lp, tols
@@ -248,6 +259,8 @@ def test_row_generation_walks_every_phase():
     assert solves == [("ipm", False), ("ipm", False), ("ipm", True), ("simplex", True), ("ipm", True),
                       ("simplex", True)]
     assert lp.log.count(("cold",)) == 2  # the crossover and the polish start from scratch
+    # Devex prices only the warm simplex rounds; the cold solves keep HiGHS's own choice
+    assert lp.pricings == ["choose", "choose", "choose", "devex", "choose", "devex"]
     assert lp.num_row == 116  # rows already in the LP (0, 1, 999) were not added again
 
 
@@ -268,6 +281,28 @@ def test_row_generation_falls_back_to_dual_simplex():
     assert lp.log[i + 1] == ("cold",) and lp.log[i + 2] == ("solve", "simplex", True)
 
 
+def test_row_generation_warm_pricing_falls_back_to_highs_choice():
+    # a warm Devex solve that fails is solved again with HiGHS's choice, which the run then keeps;
+    # if that fails too, a cold solve follows
+    lp = _ScriptedLP(fail_devex=1)
+    out = _scripted_run([[1], [2], [3], []], lp=lp, start=Phase.INITIAL)[0].run()
+    assert out.phases == ("initial", "simplex", "simplex", "simplex")
+    assert lp.pricings == ["choose", "devex", "choose", "choose", "choose"]
+    assert ("cold",) not in lp.log
+
+    class _FailTwice(_ScriptedLP):
+        def solve(self):
+            if self.solver == "simplex" and self.pricing == "choose" and not self.log.count(("cold",)) \
+                    and len(self.pricings) == 2:
+                self.pricings.append(self.pricing)
+                raise LPError("HiGHS did not find an optimum: model status 'Not Set'")
+            return super().solve()
+
+    lp = _FailTwice(fail_devex=1)
+    out = _scripted_run([[1], [2], []], lp=lp, start=Phase.INITIAL)[0].run()
+    assert lp.pricings[:4] == ["choose", "devex", "choose", "choose"] and lp.log.count(("cold",)) == 1
+
+
 def test_row_generation_limits():
     with pytest.raises(LPError, match="did not converge in 2 rounds"):
         _scripted_run([[1], [2], [3]], max_rounds=2)[0].run()
@@ -275,6 +310,8 @@ def test_row_generation_limits():
         _scripted_run([[1], [2]], time_limit=1.0, started=time.perf_counter() - 5.0)[0].run()
     with pytest.raises(ValueError, match="starts in"):
         RowGenerationPolicy(start=Phase.SIMPLEX)
+    with pytest.raises(ValueError, match="warm_pricing"):
+        RowGenerationPolicy(warm_pricing="fastest")
 
 
 def test_row_generation_on_a_real_lp():
@@ -384,6 +421,19 @@ class _Info:
         self.max_relative_primal_residual_error = 0.0
         self.max_relative_dual_residual_error = worst
         self.primal_dual_objective_error = objective_error
+
+
+@pytest.mark.parametrize("rule", ["choose", "dantzig", "devex", "steepest"])
+def test_simplex_pricing_rules_reach_the_optimum(rule):
+    from mdp.lp.highs import SIMPLEX_PRICING
+
+    c, A, b, ref = _box_lp(7, 60, 40, 0.2, 0.1)
+    lp = SparseLP(c, A, row_upper=b, col_upper=np.ones(40), solver="simplex", simplex_pricing=rule)
+    assert lp.solve().objective == pytest.approx(ref, abs=1e-9)
+    value = lp._h.getOptionValue("simplex_dual_edge_weight_strategy")
+    assert (value[1] if isinstance(value, tuple) else value) == SIMPLEX_PRICING[rule]
+    with pytest.raises(ParameterError, match="simplex_pricing.*'fastest'"):
+        lp.set_simplex_pricing("fastest")
 
 
 def test_imprecise_interior_point_accepted_only_without_crossover_and_within_tolerance():

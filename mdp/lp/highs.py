@@ -40,7 +40,7 @@ from ..errors import ParameterError, SolverError, SolverTimeout
 from ..validation import check_positive
 
 __all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "HIPO_AVAILABLE",
-           "IPM_CODE"]
+           "IPM_CODE", "SIMPLEX_PRICING"]
 
 #: HiGHS's infinity (bounds at or beyond it are treated as absent).
 INF = highspy.kHighsInf
@@ -83,6 +83,12 @@ HIPO_AVAILABLE = _hipo_installed()
 #: highspy-extras is installed, which would change every family's solver with the environment;
 #: on this toolkit's LPs IPX is as fast or faster (``docs/design/lp.md``, "Scaling (issue 18)").
 IPM_CODE = "ipx"
+
+
+#: Pricing rules of the dual simplex (HiGHS's ``simplex_dual_edge_weight_strategy``): HiGHS's
+#: own choice (dual steepest edge, switching to Devex when its weights cost too much), Dantzig's
+#: largest infeasibility, Devex (Harris 1973) and dual steepest edge (Forrest and Goldfarb 1992).
+SIMPLEX_PRICING = {"choose": -1, "dantzig": 0, "devex": 1, "steepest": 2}
 
 
 def _highs_solver_name(solver: str) -> str:
@@ -176,6 +182,9 @@ class SparseLP:
         :class:`LPTimeout`.
     threads : int or None
         HiGHS thread count (``None``: HiGHS default).
+    simplex_pricing : {"choose", "dantzig", "devex", "steepest"}, default "choose"
+        Pricing rule of the dual simplex (:data:`SIMPLEX_PRICING`); ``"choose"`` is HiGHS's
+        default.
     options : dict or None
         Further HiGHS options by their HiGHS names, passed verbatim (an escape hatch for
         experiments; the toolkit itself uses only the named parameters above).
@@ -199,7 +208,7 @@ class SparseLP:
                  solver: str = "ipm", crossover: bool = True, primal_tolerance: float | None = None,
                  dual_tolerance: float | None = None, ipm_tolerance: float | None = None,
                  time_limit: float | None = None, threads: int | None = None,
-                 options: dict | None = None):
+                 simplex_pricing: str = "choose", options: dict | None = None):
         _check_solver(solver)
         if time_limit is not None:
             time_limit = check_positive(time_limit, "time_limit")
@@ -218,6 +227,7 @@ class SparseLP:
         if not crossover:
             self.set_crossover(False)
         self.set_tolerances(primal=primal_tolerance, dual=dual_tolerance, ipm=ipm_tolerance)
+        self.set_simplex_pricing(simplex_pricing)
         if threads is not None:
             h.setOptionValue("threads", int(threads))
         for k, v in (options or {}).items():
@@ -267,6 +277,16 @@ class SparseLP:
         if solver == "hipo" and not HIPO_AVAILABLE:
             return "hipo unavailable (highspy-extras of this HiGHS release not installed): ipx"
         return solver
+
+    def set_simplex_pricing(self, rule: str) -> None:
+        """Pricing rule of later dual simplex solves (:data:`SIMPLEX_PRICING`).
+
+        Devex pays on warm re-solves after many rows were added: dual steepest edge computes an
+        exact weight for every new row first (``docs/design/lp.md``).
+        """
+        if rule not in SIMPLEX_PRICING:
+            raise ParameterError(f"simplex_pricing must be one of {tuple(SIMPLEX_PRICING)}, got {rule!r}")
+        self._h.setOptionValue("simplex_dual_edge_weight_strategy", SIMPLEX_PRICING[rule])
 
     def set_crossover(self, on: bool) -> None:
         """Run crossover after later interior point solves (``False``: keep the interior point)."""

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from .highs import LPError, LPSolution, LPTimeout, SparseLP
+from .highs import SIMPLEX_PRICING, LPError, LPSolution, LPTimeout, SparseLP
 
 __all__ = ["progress", "Phase", "RowGenerationPolicy", "Cuts", "RowGenerationState", "RowGenerationResult",
            "RowGeneration"]
@@ -104,6 +104,7 @@ class Phase(enum.Enum):
 
 #: Phases whose solve is a cold IPM + crossover (with the dual simplex fallback).
 _VERTEX_SOLVES = (Phase.CROSSOVER, Phase.POLISH)
+_WARM_SOLVES = (Phase.SIMPLEX, Phase.POLISHED)
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,9 @@ class RowGenerationPolicy:
         loop polishes once.
     interior_gap_rtol : float
         The same for ``INTERIOR`` rounds.
+    warm_pricing : str
+        Dual simplex pricing rule of the warm ``SIMPLEX`` and ``POLISHED`` rounds
+        (:data:`mdp.lp.highs.SIMPLEX_PRICING`); every other solve uses HiGHS's choice.
     max_rounds : int
         Rounds after which the loop gives up (:class:`~mdp.lp.LPError`).
     """
@@ -145,11 +149,15 @@ class RowGenerationPolicy:
     switch_fraction: float = 0.05
     gap_rtol: float = 1e-8
     interior_gap_rtol: float = 1e-7
+    warm_pricing: str = "choose"
     max_rounds: int = 500
 
     def __post_init__(self) -> None:
         if self.start not in (Phase.INITIAL, Phase.INTERIOR):
             raise ValueError(f"a run starts in Phase.INITIAL or Phase.INTERIOR, not {self.start}")
+        if self.warm_pricing not in SIMPLEX_PRICING:
+            raise ValueError(f"warm_pricing must be one of {tuple(SIMPLEX_PRICING)}, "
+                             f"not {self.warm_pricing!r}")
 
 
 @dataclass(frozen=True)
@@ -191,10 +199,14 @@ class RowGenerationState:
         Last Lagrangian lower bound (``-inf`` before one is computed).
     solution : LPSolution or None
         Last solution.
+    warm_pricing : str
+        Pricing rule of the warm rounds: the policy's, until a warm solve with it fails; then
+        HiGHS's own choice for the rest of the run.
     """
 
     phase: Phase
     tol: float
+    warm_pricing: str = "choose"
     rounds: int = 0
     history: list = field(default_factory=list)
     trace: list = field(default_factory=list)
@@ -316,13 +328,14 @@ class RowGeneration:
         self._t0 = time.perf_counter() if started is None else started
         self._on_round = on_round
         p = self.policy
-        self.state = RowGenerationState(phase=p.start, tol=p.tol)
+        self.state = RowGenerationState(phase=p.start, tol=p.tol, warm_pricing=p.warm_pricing)
         self._enter(p.start)
 
     # -- the machine -----------------------------------------------------------------------------
     def _enter(self, phase: Phase) -> None:
         """Configure the LP for the solves of ``phase``."""
         p, lp, st = self.policy, self.lp, self.state
+        lp.set_simplex_pricing(st.warm_pricing if phase in _WARM_SOLVES else "choose")
         if phase is Phase.INTERIOR:
             lp.set_solver("ipm")
             lp.set_crossover(False)
@@ -340,6 +353,26 @@ class RowGeneration:
         st.phase = phase
 
     def _solve(self, phase: Phase) -> LPSolution:
+        st = self.state
+        if phase in _WARM_SOLVES and st.warm_pricing != "choose":
+            try:
+                return self.lp.solve()
+            except LPTimeout:
+                raise
+            except LPError:
+                # Devex is less robust than dual steepest edge on badly scaled rows (HiGHS ended
+                # "Unknown" on Geolife cells at eps = 2-2.5 with coefficients up to 1e12): the
+                # same solve again with HiGHS's choice (warm, else cold), which the rest of the
+                # run keeps
+                st.warm_pricing = "choose"
+                self.lp.set_simplex_pricing("choose")
+                try:
+                    return self.lp.solve()
+                except LPTimeout:
+                    raise
+                except LPError:
+                    self.lp.cold_start()
+                    return self.lp.solve()
         if phase not in _VERTEX_SOLVES:
             return self.lp.solve()
         try:

@@ -65,6 +65,10 @@ IPM_SWITCH_FRACTION = 0.05
 #: IPM optimality tolerance of the full (dualised) solve without crossover
 #: (:func:`solve_worst_case_lp`, ``crossover=False``).
 FULL_IPM_TOL = 1e-10
+#: Dual simplex pricing of the warm rounds (:data:`mdp.lp.highs.SIMPLEX_PRICING`): Devex; HiGHS's
+#: default dual steepest edge first computes a weight for each of the thousands of rows a round
+#: adds (OPTMech Geolife n = 100: 189 s against 262-274 s, alternated; ``docs/design/lp.md``).
+WARM_PRICING = "devex"
 #: Methods of the lazy solve: warm dual simplex rounds, or interior rounds first.
 LAZY_SOLVERS = ("simplex", "ipm")
 
@@ -265,7 +269,8 @@ def lazy_policy(solver: str = "simplex", *, tol: float = SEPARATION_TOL,
     return RowGenerationPolicy(start=Phase.INTERIOR if solver == "ipm" else Phase.INITIAL, tol=tol,
                                interior_tol=IPM_SEPARATION_TOL, interior_ipm_tolerance=interior_ipm,
                                switch_fraction=switch, gap_rtol=POLISH_RTOL,
-                               interior_gap_rtol=IPM_POLISH_RTOL, max_rounds=max_rounds)
+                               interior_gap_rtol=IPM_POLISH_RTOL, warm_pricing=WARM_PRICING,
+                               max_rounds=max_rounds)
 
 
 def gap_ipm_tolerance(gap: float) -> float:
