@@ -352,37 +352,31 @@ class RowGeneration:
             lp.set_solver("simplex")
         st.phase = phase
 
-    def _solve(self, phase: Phase) -> LPSolution:
-        st = self.state
-        if phase in _WARM_SOLVES and st.warm_pricing != "choose":
+    def _solve_with(self, *fallbacks: Callable[[], object]) -> LPSolution:
+        """Solve; after each solver failure (not a timeout) apply the next fallback and retry."""
+        for fallback in fallbacks:
             try:
                 return self.lp.solve()
             except LPTimeout:
                 raise
             except LPError:
-                # Devex is less robust than dual steepest edge on badly scaled rows (HiGHS ended
-                # "Unknown" on Geolife cells at eps = 2-2.5 with coefficients up to 1e12): the
-                # same solve again with HiGHS's choice (warm, else cold), which the rest of the
-                # run keeps
-                st.warm_pricing = "choose"
-                self.lp.set_simplex_pricing("choose")
-                try:
-                    return self.lp.solve()
-                except LPTimeout:
-                    raise
-                except LPError:
-                    self.lp.cold_start()
-                    return self.lp.solve()
-        if phase not in _VERTEX_SOLVES:
-            return self.lp.solve()
-        try:
-            return self.lp.solve()
-        except LPTimeout:
-            raise
-        except LPError:
-            self.lp.cold_start()
-            self.lp.set_solver("simplex")
-            return self.lp.solve()
+                fallback()
+        return self.lp.solve()
+
+    def _keep_highs_pricing(self) -> None:
+        self.state.warm_pricing = "choose"
+        self.lp.set_simplex_pricing("choose")
+
+    def _solve(self, phase: Phase) -> LPSolution:
+        if phase in _WARM_SOLVES and self.state.warm_pricing != "choose":
+            # Devex is less robust than dual steepest edge on badly scaled rows (HiGHS ended
+            # "Unknown" on Geolife cells at eps = 2-2.5 with coefficients up to 1e12): the same
+            # solve again with HiGHS's choice (warm, else cold), which the rest of the run keeps
+            return self._solve_with(self._keep_highs_pricing, self.lp.cold_start)
+        if phase in _VERTEX_SOLVES:
+            # a cold IPM + crossover that ends without an optimum: a cold dual simplex
+            return self._solve_with(lambda: (self.lp.cold_start(), self.lp.set_solver("simplex")))
+        return self.lp.solve()
 
     def _when_satisfied(self, phase: Phase, sol: LPSolution) -> Phase:
         """Next phase when the separation found no new row."""
