@@ -344,10 +344,11 @@ def recover(A, y, rho: float, *, margin: float = 1e-4, compress: bool | None = N
     rho_used, policy = rho_req, "as-requested"
     if r_min >= rho_req and r_min > 0:
         rho_used, policy = (1.0 + margin) * r_min, "widened"
-    if np.linalg.norm(y) <= rho_used:
+    y_norm = float(np.linalg.norm(y))
+    if y_norm <= rho_used:
         return RecoveryResult(
             f=np.zeros(n), rho_requested=rho_req, rho=float(rho_used), policy="zero",
-            objective=0.0, dual_bound=0.0, gap=0.0, residual=float(np.linalg.norm(y)),
+            objective=0.0, dual_bound=0.0, gap=0.0, residual=y_norm,
             residual_excess=0.0, optimal=True, status="closed-form", least_residual=r_min,
             rank=rank, seconds=time.perf_counter() - start)
     rho_c = float(np.sqrt(max(rho_used**2 - outside**2, 0.0)))
@@ -361,7 +362,7 @@ def recover(A, y, rho: float, *, margin: float = 1e-4, compress: bool | None = N
     bound = max(_dual_bound(M, yy, rho_c, z), _dual_bound(M, yy, rho_c, -z))
     gap = objective - bound
     residual = float(np.linalg.norm(full @ f - y))
-    excess = max(0.0, residual - rho_used) / max(rho_used, float(np.linalg.norm(y)))
+    excess = max(0.0, residual - rho_used) / max(rho_used, y_norm)
     optimal = abs(gap) <= gap_tol * (1.0 + objective) and excess <= feas_tol
     return RecoveryResult(
         f=f, rho_requested=rho_req, rho=float(rho_used), policy=policy, objective=objective,

@@ -56,7 +56,6 @@ SOLVERS = ("ipm", "ipx", "hipo", "simplex", "choose", "pdlp")
 INTERIOR_ACCEPT_RTOL = 1e-5
 
 
-
 def _hipo_installed() -> bool:
     """Whether ``highspy-extras`` is installed for this HiGHS release (same major.minor).
 
