@@ -217,21 +217,30 @@ def test_repair_to_private_minimal_uniform_mix():
     assert np.allclose(E, M)
 
 
-@pytest.mark.parametrize("switch", [0.0, 0.5])
+@pytest.mark.parametrize("switch, round_tol", [(0.0, 1e-10), (0.0, None), (0.5, None)])
 @pytest.mark.parametrize("eps", [0.3, 1.0, 3.0])
-def test_interior_rounds_match_linprog(eps, switch, monkeypatch):
-    # solver="ipm": IPM rounds without crossover (switch 0: the interior optimum is accepted on
-    # its gap; switch 0.5: crossover after the first round that adds < 50% rows, then warm simplex)
+def test_interior_rounds_match_linprog(eps, switch, round_tol, monkeypatch):
+    # solver="ipm": IPM rounds without crossover. Switch 0 at IPM tolerance 1e-10: the interior
+    # optimum is accepted on its gap; switch 0 at the loose default IPM_ROUND_TOL: the last
+    # interior point's gap is far above IPM_POLISH_RTOL, so the row set is polished (crossover);
+    # switch 0.5: crossover after the first round that adds < 50% rows, then warm simplex
     import mdp.lp.worst_case as wc
 
     monkeypatch.setattr(wc, "IPM_SWITCH_FRACTION", switch)
+    if round_tol is not None:
+        monkeypatch.setattr(wc, "IPM_ROUND_TOL", round_tol)
     space = MetricSpace.from_points(np.random.default_rng(8).random((20, 2)) * 4)
     mech = mdp.build("optimal", space, eps, solver="ipm")
     ref = linprog_optimum(space.distances, eps)
     st = mech.stats
     assert "IPM rounds" in st["formulation"] and st["rounds"] >= 2
-    if switch == 0.0:
+    if round_tol is not None:
         assert st["crossover_iterations"] == 0 and "no crossover" in st["formulation"]
+        assert not st["polished"]
+    elif switch == 0.0:
+        first_vertex = st["phases"].index("polish")
+        assert st["polished"] and set(st["phases"][:first_vertex]) == {"interior"}
+        assert "then crossover" in st["formulation"]
     else:
         assert "then crossover" in st["formulation"]
     assert mech.loss() == pytest.approx(ref, abs=2e-7)

@@ -69,7 +69,7 @@ VIOLATION_ATOL = 1e-6
 RETRY_RTOL = 1e-6
 #: Smallest map space on which ``build_optimal`` defaults to interior rounds (below it the simplex
 #: rounds are cheaper; figures in ``docs/design/lp.md``).
-IPM_MIN_N = 80
+IPM_MIN_N = 45
 #: Ways to solve the LP: lazy row generation or every row at once (dualised).
 METHODS = ("lazy", "full")
 
