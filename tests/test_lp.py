@@ -237,6 +237,8 @@ def _scripted_run(script, *, start=Phase.INTERIOR, bounds=(), lp=None, **kw):
 
     policy = RowGenerationPolicy(start=start, tol=1e-9, interior_tol=1e-8, switch_fraction=0.05,
                                  gap_rtol=1e-8, interior_gap_rtol=1e-7, warm_pricing="devex",
+                                 interior_ipm_tolerance=1e-2, refine_ipm_tolerance=1e-9,
+                                 switch_to=kw.pop("switch_to", Phase.CROSSOVER),
                                  max_rounds=kw.pop("max_rounds", 50))
     loop = RowGeneration(lp, sp.csr_matrix((0, 1)), cuts, rows, key_space=1000, initial_keys=[999],
                          bound=(lambda A, sol: bound_values.pop(0)) if bounds else None, policy=policy, **kw)
@@ -262,6 +264,23 @@ def test_row_generation_walks_every_phase():
     # Devex prices only the warm simplex rounds; the cold solves keep HiGHS's own choice
     assert lp.pricings == ["choose", "choose", "choose", "devex", "choose", "devex"]
     assert lp.num_row == 116  # rows already in the LP (0, 1, 999) were not added again
+
+
+def test_row_generation_refines_without_crossover():
+    # switch_to=REFINE: loose interior rounds, then interior rounds at the refine tolerance to the
+    # end; never a crossover or a simplex solve, and the refine rounds keep the loose separation
+    script = [range(10), [10, 11], [12], []]
+    loop, lp, tols = _scripted_run(script, bounds=[1.0 - 1e-8], switch_to=Phase.REFINE)
+    out = loop.run()
+    assert out.phases == ("interior", "interior", "refine", "refine") and not out.polished
+    assert out.last_phase is Phase.REFINE and tols == [1e-8] * 4
+    assert [e[1:] for e in lp.log if e[0] == "solve"] == [("ipm", False)] * 4
+    assert [e[1] for e in lp.log if e[0] == "tolerances"] == [{"ipm": 1e-2}, {"ipm": 1e-9}]
+    # a refine round whose gap is too wide polishes like an interior one
+    out = _scripted_run([[1], [], []], bounds=[0.0, 0.0], switch_to=Phase.REFINE)[0].run()
+    assert out.phases == ("interior", "refine", "polish") and out.polished
+    with pytest.raises(ValueError, match="switch to"):
+        RowGenerationPolicy(switch_to=Phase.SIMPLEX)
 
 
 def test_row_generation_stops_on_gap_or_without_bound():

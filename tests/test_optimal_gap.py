@@ -49,8 +49,9 @@ def test_gap_needs_lazy():
 
 @pytest.mark.parametrize("space", ["random", "grid"])
 def test_gap_with_interior_rounds_stays_interior(space):
-    # gap mode with solver="ipm": every round is an IPM solve without crossover at a looser
-    # tolerance; the bound stays below the independent optimum and the loss within the gap
+    # gap mode with solver="ipm": every round is an IPM solve without crossover; the bound stays
+    # below the independent optimum and the loss within the gap
+    from mdp.lp import Phase
     from mdp.lp.worst_case import IPM_OPTIMALITY_TOL, IPM_ROUND_TOL, gap_ipm_tolerance, lazy_policy
 
     if space == "random":
@@ -61,15 +62,17 @@ def test_gap_with_interior_rounds_stays_interior(space):
     opt, _ = optimal_loss_linprog(sp_.distances, eps)
     mech = mdp.build("optimal", sp_, eps, gap=gap, solver="ipm")
     st = mech.stats
-    assert set(st["phases"]) == {"interior"} and st["crossover_iterations"] == 0
+    assert set(st["phases"]) <= {"interior", "refine"} and st["crossover_iterations"] == 0
     assert st["lower_bound"] <= opt * (1 + 1e-9)
     assert opt * (1 - 1e-9) <= mech.loss() <= st["lower_bound"] + gap * mech.loss() + 1e-12
-    assert lazy_policy("ipm", gap=gap).switch_fraction == 0.0
-    assert lazy_policy("ipm", gap=gap).interior_ipm_tolerance == gap_ipm_tolerance(gap) == 1e-7
-    # exact mode: loose interior rounds that only find rows (the vertex rounds finish exactly);
-    # gap mode keeps its interior points near the restricted optimum, since it repairs them
-    assert lazy_policy("ipm").interior_ipm_tolerance == IPM_ROUND_TOL == 1e-2
-    assert lazy_policy("ipm").switch_fraction > 0
+    # both modes scout with loose interior rounds that only find rows; then exact mode solves
+    # the row set exactly (crossover, warm simplex) and gap mode refines its interior points,
+    # which it repairs into the returned matrix, at the tighter gap_ipm_tolerance
+    exact, near = lazy_policy("ipm"), lazy_policy("ipm", gap=gap)
+    assert exact.interior_ipm_tolerance == near.interior_ipm_tolerance == IPM_ROUND_TOL == 1e-2
+    assert exact.switch_to is Phase.CROSSOVER and near.switch_to is Phase.REFINE
+    assert near.refine_ipm_tolerance == gap_ipm_tolerance(gap) == 1e-7
+    assert exact.switch_fraction == near.switch_fraction > 0
     assert gap_ipm_tolerance(1e-6) == IPM_OPTIMALITY_TOL < IPM_ROUND_TOL
 
 

@@ -18,9 +18,10 @@ phase          how the round solves          k > 0                  k = 0
 =============  ============================  =====================  ==================
 ``INITIAL``    the LP's own method (cold)    ``SIMPLEX``            gap ok: ``DONE``,
                                                                     else ``POLISH``
-``INTERIOR``   IPM, no crossover             ``CROSSOVER`` if       gap ok: ``DONE``,
-                                             ``k < f m``, else      else ``POLISH``
-                                             ``INTERIOR``
+``INTERIOR``   IPM, no crossover             ``S`` if ``k < f m``,  gap ok: ``DONE``,
+                                             else ``INTERIOR``      else ``POLISH``
+``REFINE``     IPM, no crossover, at the     ``REFINE``             gap ok: ``DONE``,
+               tighter refine tolerance                             else ``POLISH``
 ``CROSSOVER``  cold IPM + crossover          ``SIMPLEX``            gap ok: ``DONE``,
                                                                     else ``POLISH``
 ``SIMPLEX``    warm dual simplex             ``SIMPLEX``            gap ok: ``DONE``,
@@ -29,13 +30,17 @@ phase          how the round solves          k > 0                  k = 0
 ``POLISHED``   warm dual simplex             ``POLISHED``           ``DONE``
 =============  ============================  =====================  ==================
 
-(``f`` = :attr:`RowGenerationPolicy.switch_fraction`.) Why these phases:
+(``f`` = :attr:`RowGenerationPolicy.switch_fraction`, ``S`` =
+:attr:`RowGenerationPolicy.switch_to`: ``CROSSOVER`` or ``REFINE``.) Why these phases:
 
 * Interior rounds (IPM without crossover) return central solutions, which violate rows in fewer
   rounds than simplex vertices and cost less per round on large map spaces; their rows hold only
   to the IPM tolerances, so they are separated at a looser tolerance
   (:attr:`RowGenerationPolicy.interior_tol`). Once a round adds few rows (the tail), one cold
   IPM + crossover solve gives a vertex and a basis, and warm dual simplex rounds finish.
+* ``REFINE``: a run that must stay interior (a near-optimal stop test that repairs the round's
+  point) can scout with loose interior rounds, which only find rows, and refine the point at a
+  tighter IPM tolerance once the rounds add few rows.
 * The warm dual simplex re-solves from the previous basis: added rows keep it dual feasible.
 * A solve by IPM + crossover that ends without an optimum (HiGHS's status "Unknown" on these
   degenerate LPs) is repeated by a cold dual simplex, the dependable fallback.
@@ -90,6 +95,8 @@ class Phase(enum.Enum):
     INITIAL = "initial"
     #: Interior point rounds without crossover.
     INTERIOR = "interior"
+    #: Interior point rounds without crossover at the tighter ``refine_ipm_tolerance``.
+    REFINE = "refine"
     #: One cold interior point + crossover solve: a vertex and a basis for warm re-solves.
     CROSSOVER = "crossover"
     #: Warm-started dual simplex rounds.
@@ -105,6 +112,8 @@ class Phase(enum.Enum):
 #: Phases whose solve is a cold IPM + crossover (with the dual simplex fallback).
 _VERTEX_SOLVES = (Phase.CROSSOVER, Phase.POLISH)
 _WARM_SOLVES = (Phase.SIMPLEX, Phase.POLISHED)
+#: Phases whose solve is an IPM without crossover.
+_INTERIOR_SOLVES = (Phase.INTERIOR, Phase.REFINE)
 
 
 @dataclass(frozen=True)
@@ -127,8 +136,13 @@ class RowGenerationPolicy:
         IPM optimality tolerance of the crossover solves (HiGHS's default; with a tighter one IPX
         can end "imprecise" and HiGHS reports status Unknown).
     switch_fraction : float
-        ``INTERIOR`` moves to ``CROSSOVER`` once a round adds fewer rows than this fraction of
+        ``INTERIOR`` moves to ``switch_to`` once a round adds fewer rows than this fraction of
         the LP (0: never).
+    switch_to : Phase, default CROSSOVER
+        ``CROSSOVER`` (a vertex, then warm dual simplex rounds) or ``REFINE`` (interior rounds
+        at ``refine_ipm_tolerance`` to the end).
+    refine_ipm_tolerance : float
+        IPM optimality tolerance of ``REFINE`` rounds.
     gap_rtol : float
         Relative Lagrangian gap accepted when no row is violated (vertex phases); above it the
         loop polishes once.
@@ -147,6 +161,8 @@ class RowGenerationPolicy:
     interior_ipm_tolerance: float = 1e-10
     vertex_ipm_tolerance: float = 1e-8
     switch_fraction: float = 0.05
+    switch_to: Phase = Phase.CROSSOVER
+    refine_ipm_tolerance: float = 1e-10
     gap_rtol: float = 1e-8
     interior_gap_rtol: float = 1e-7
     warm_pricing: str = "choose"
@@ -155,6 +171,8 @@ class RowGenerationPolicy:
     def __post_init__(self) -> None:
         if self.start not in (Phase.INITIAL, Phase.INTERIOR):
             raise ValueError(f"a run starts in Phase.INITIAL or Phase.INTERIOR, not {self.start}")
+        if self.switch_to not in (Phase.CROSSOVER, Phase.REFINE):
+            raise ValueError(f"interior rounds switch to Phase.CROSSOVER or Phase.REFINE, not {self.switch_to}")
         if self.warm_pricing not in SIMPLEX_PRICING:
             raise ValueError(f"warm_pricing must be one of {tuple(SIMPLEX_PRICING)}, "
                              f"not {self.warm_pricing!r}")
@@ -336,10 +354,11 @@ class RowGeneration:
         """Configure the LP for the solves of ``phase``."""
         p, lp, st = self.policy, self.lp, self.state
         lp.set_simplex_pricing(st.warm_pricing if phase in _WARM_SOLVES else "choose")
-        if phase is Phase.INTERIOR:
+        if phase in _INTERIOR_SOLVES:
             lp.set_solver("ipm")
             lp.set_crossover(False)
-            lp.set_tolerances(ipm=p.interior_ipm_tolerance)
+            lp.set_tolerances(ipm=p.interior_ipm_tolerance if phase is Phase.INTERIOR
+                              else p.refine_ipm_tolerance)
             st.tol = max(p.tol, p.interior_tol)
         elif phase in _VERTEX_SOLVES:
             lp.set_crossover(True)
@@ -386,7 +405,7 @@ class RowGeneration:
         st.bound = max(st.bound, self._bound(self.constraint_matrix(), sol))
         if phase in (Phase.POLISH, Phase.POLISHED):
             return Phase.DONE
-        rtol = p.interior_gap_rtol if phase is Phase.INTERIOR else p.gap_rtol
+        rtol = p.interior_gap_rtol if phase in _INTERIOR_SOLVES else p.gap_rtol
         return Phase.DONE if sol.objective - st.bound <= rtol * abs(sol.objective) else Phase.POLISH
 
     def _round_bound(self, sol: LPSolution) -> float:
@@ -399,7 +418,9 @@ class RowGeneration:
         """Next phase after ``added`` rows went into the LP."""
         if phase is Phase.INTERIOR:
             small = added < self.policy.switch_fraction * self.lp.num_row
-            return Phase.CROSSOVER if small else Phase.INTERIOR
+            return self.policy.switch_to if small else Phase.INTERIOR
+        if phase is Phase.REFINE:
+            return Phase.REFINE
         if phase in (Phase.POLISH, Phase.POLISHED):
             return Phase.POLISHED
         return Phase.SIMPLEX

@@ -270,16 +270,18 @@ def lazy_policy(solver: str = "simplex", *, tol: float = SEPARATION_TOL,
     rows; the crossover and warm simplex rounds then solve the final row set exactly.
 
     With ``gap`` (certified near-optimal mode) and ``"ipm"``, every round stays interior (no
-    switch to crossover and simplex, which only buy the last digits) at the IPM optimality
-    tolerance :func:`gap_ipm_tolerance`: the returned matrix is repaired from a round's point, so
-    that point must be near the restricted optimum; the Lagrangian bound holds for any
-    multipliers, and the matrix is certified by the caller.
+    switch to crossover and simplex, which only buy the last digits): the same loose rounds
+    first, then (``Phase.REFINE``, at the same switch) rounds at the IPM optimality tolerance
+    :func:`gap_ipm_tolerance`, since the returned matrix is repaired from a round's point, which
+    must then be near the restricted optimum. The Lagrangian bound holds for any multipliers,
+    and the matrix is certified by the caller.
     """
-    interior_ipm = IPM_ROUND_TOL if gap is None else gap_ipm_tolerance(gap)
-    switch = IPM_SWITCH_FRACTION if gap is None else 0.0
     return RowGenerationPolicy(start=Phase.INTERIOR if solver == "ipm" else Phase.INITIAL, tol=tol,
-                               interior_tol=IPM_SEPARATION_TOL, interior_ipm_tolerance=interior_ipm,
-                               switch_fraction=switch, gap_rtol=POLISH_RTOL,
+                               interior_tol=IPM_SEPARATION_TOL, interior_ipm_tolerance=IPM_ROUND_TOL,
+                               switch_fraction=IPM_SWITCH_FRACTION,
+                               switch_to=Phase.CROSSOVER if gap is None else Phase.REFINE,
+                               refine_ipm_tolerance=gap_ipm_tolerance(gap if gap is not None else 0.0),
+                               gap_rtol=POLISH_RTOL,
                                interior_gap_rtol=IPM_POLISH_RTOL, warm_pricing=WARM_PRICING,
                                max_rounds=max_rounds)
 
@@ -387,7 +389,7 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
     M = np.maximum(sol.x[:N].reshape(n, n), 0.0)
     if solver != "ipm":
         how = "(warm dual simplex)"
-    elif out.last_phase is Phase.INTERIOR:
+    elif out.last_phase in (Phase.INTERIOR, Phase.REFINE):
         how = "(IPM rounds, no crossover)"
     else:
         how = "(IPM rounds, then crossover + warm dual simplex)"
