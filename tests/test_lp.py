@@ -279,6 +279,9 @@ def test_row_generation_refines_without_crossover():
     # a refine round whose gap is too wide polishes like an interior one
     out = _scripted_run([[1], [], []], bounds=[0.0, 0.0], switch_to=Phase.REFINE)[0].run()
     assert out.phases == ("interior", "refine", "polish") and out.polished
+    # a loose interior point that violates nothing but has a wide gap is refined, not polished
+    out = _scripted_run([[], []], bounds=[0.0, 1.0 - 1e-8], switch_to=Phase.REFINE)[0].run()
+    assert out.phases == ("interior", "refine") and not out.polished
     with pytest.raises(ValueError, match="switch to"):
         RowGenerationPolicy(switch_to=Phase.SIMPLEX)
 

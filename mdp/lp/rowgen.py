@@ -20,6 +20,8 @@ phase          how the round solves          k > 0                  k = 0
                                                                     else ``POLISH``
 ``INTERIOR``   IPM, no crossover             ``S`` if ``k < f m``,  gap ok: ``DONE``,
                                              else ``INTERIOR``      else ``POLISH``
+                                                                    (``REFINE`` if ``S``
+                                                                    is ``REFINE``)
 ``REFINE``     IPM, no crossover, at the     ``REFINE``             gap ok: ``DONE``,
                tighter refine tolerance                             else ``POLISH``
 ``CROSSOVER``  cold IPM + crossover          ``SIMPLEX``            gap ok: ``DONE``,
@@ -406,7 +408,10 @@ class RowGeneration:
         if phase in (Phase.POLISH, Phase.POLISHED):
             return Phase.DONE
         rtol = p.interior_gap_rtol if phase in _INTERIOR_SOLVES else p.gap_rtol
-        return Phase.DONE if sol.objective - st.bound <= rtol * abs(sol.objective) else Phase.POLISH
+        if sol.objective - st.bound <= rtol * abs(sol.objective):
+            return Phase.DONE
+        # a run that must stay interior refines a loose point before it would polish by crossover
+        return Phase.REFINE if phase is Phase.INTERIOR and p.switch_to is Phase.REFINE else Phase.POLISH
 
     def _round_bound(self, sol: LPSolution) -> float:
         """Lagrangian bound of this round's solution (kept in the state when it improves)."""

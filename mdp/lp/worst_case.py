@@ -280,7 +280,7 @@ def lazy_policy(solver: str = "simplex", *, tol: float = SEPARATION_TOL,
                                interior_tol=IPM_SEPARATION_TOL, interior_ipm_tolerance=IPM_ROUND_TOL,
                                switch_fraction=IPM_SWITCH_FRACTION,
                                switch_to=Phase.CROSSOVER if gap is None else Phase.REFINE,
-                               refine_ipm_tolerance=gap_ipm_tolerance(gap if gap is not None else 0.0),
+                               refine_ipm_tolerance=IPM_OPTIMALITY_TOL if gap is None else gap_ipm_tolerance(gap),
                                gap_rtol=POLISH_RTOL,
                                interior_gap_rtol=IPM_POLISH_RTOL, warm_pricing=WARM_PRICING,
                                max_rounds=max_rounds)
