@@ -62,8 +62,11 @@ def main() -> None:
     p.add_argument("--constopt-solver", default=None, choices=mdp.lp.SOLVERS,
                    help="ConstOPTMech's solver= (first round; default the family's)")
     p.add_argument("--csv", default=None, help="also write the table to this CSV file")
+    p.add_argument("--threads", type=int, default=None,
+                   help="HiGHS threads (mdp.lp.set_threads; default HiGHS's, half the cores)")
     p.add_argument("--trace", action="store_true", help="print every round of the lazy solves")
     args = p.parse_args()
+    mdp.lp.set_threads(args.threads)
     if args.constopt_solver is not None:
         PARAMS["constopt"] = {**PARAMS["constopt"], "solver": args.constopt_solver}
     if args.constopt_gap is not None:
@@ -103,7 +106,8 @@ def main() -> None:
                            "total_s": round(total, 2), "variables": st["variables"], "rows": st["rows"],
                            "nnz": st["nnz"], "loss": round(mech.loss(), 4), "L_0.95": round(mech.loss(0.95), 4),
                            "rounds": st.get("rounds"), "rel_gap": st.get("relative_gap"),
-                           "gap_target": st.get("gap_target"), "solver": st.get("solver"), "load": load}
+                           "gap_target": st.get("gap_target"), "solver": st.get("solver"),
+                           "threads": args.threads or "HiGHS", "load": load}
                     if args.trace and st.get("ipm_rounds"):
                         for r in st["ipm_rounds"]:
                             print(f"  round {r['round']:3d} interior  free-free rows {r['free_free_rows']:9,d} "

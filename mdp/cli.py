@@ -32,6 +32,16 @@ def _parse_param(text: str):
     return key.strip(), parsed
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def _float_list(text: str) -> list[float]:
     try:
         return [float(t) for t in text.split(",") if t.strip()]
@@ -58,6 +68,10 @@ def cmd_build(args) -> int:
 
     space = load_space(args.space, metric=args.metric)
     params = dict(args.param or [])
+    if args.threads is not None:
+        from .lp import set_threads
+
+        set_threads(args.threads)
     with _lp_progress(not args.no_progress and sys.stderr.isatty()):
         mech = build(args.mechanism, space, args.epsilon, rng=args.seed, **params)
     mech.save(args.output)
@@ -176,6 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="mechanism file to write (.npz)")
     p.add_argument("--no-progress", action="store_true",
                    help="no LP progress line (it is shown only when stderr is a terminal)")
+    p.add_argument("--threads", type=_positive_int, default=None,
+                   help="threads of the LP solver HiGHS (default: HiGHS's, half the cores)")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("privatize", help="privatize inputs (labels, indices, text or lat,lon lines)")

@@ -123,3 +123,19 @@ def test_build_progress_line_only_on_a_terminal(tmp_path, capsys, monkeypatch):
     assert code == 0 and "LP round 1:" in e and "rows" in e and "gap" in e
     code, o, e = run(args + ["--no-progress", "-o", str(tmp_path / "c.npz")], capsys)
     assert code == 0 and "LP round" not in e
+
+
+def test_build_threads(tmp_path, capsys):
+    pts = tmp_path / "pts.csv"
+    pd.DataFrame({"x": [0, 1, 2, 3, 0.5, 2.5], "y": [0, 1, 0, 1, 2, 2.0]}).to_csv(pts, index=False)
+    args = ["build", "--space", str(pts), "--mechanism", "constopt", "--epsilon", "1", "--param", "r=2",
+            "-o", str(tmp_path / "a.npz")]
+    try:
+        code, o, e = run(args + ["--threads", "2"], capsys)
+        assert code == 0 and mdp.lp.get_threads() == 2
+        assert mdp.load(tmp_path / "a.npz").stats["privacy"]["verified"]
+    finally:
+        mdp.lp.set_threads(None)
+    with pytest.raises(SystemExit):
+        run(args + ["--threads", "0"], capsys)
+    assert "expected a positive integer, got '0'" in capsys.readouterr().err

@@ -5,7 +5,12 @@ import pytest
 from scipy.optimize import linprog
 
 import mdp
-from mdp.families.constopt import constopt_lp, nn_replacement, solve_constopt_lp
+from mdp.families.constopt import (
+    constopt_lp,
+    lipschitz_log_matrix,
+    nn_replacement,
+    solve_constopt_lp,
+)
 from mdp.lp import SparseLP
 from mdp.space import MetricSpace
 
@@ -132,3 +137,66 @@ def test_every_solver_reaches_the_full_lp_optimum(space, eps, solver):
     assert mech.stats["lp_epsilon"] == eps / 2
     _, report = mdp.verification.certify(mech.matrix, space.distances, eps, repair=False)
     assert report["verified"]
+
+
+def test_failed_hipo_round_is_repeated_by_ipx(monkeypatch):
+    # a HiPO failure costs neither the coefficient limit nor the optimum: IPX solves the same LP
+    import mdp.families.constopt as co
+
+    real = co.solve_constopt_lp
+    methods = []
+
+    def flaky(*args, solver, **kw):
+        methods.append(solver)
+        if solver == "hipo":
+            raise mdp.lp.LPError("HiGHS did not find an optimum: model status 'Unknown'")
+        return real(*args, solver=solver, **kw)
+
+    monkeypatch.setattr(co, "solve_constopt_lp", flaky)
+    ref = _full_lp_optimum(GRID, 0.8, 5, 0.1)
+    mech = mdp.build("constopt", GRID, 0.8, r=5, lam=0.1)
+    assert methods == ["hipo", "ipm"]
+    assert mech.stats["max_coefficient"] == co.MAX_COEFFICIENTS[0]
+    assert mech.stats["lp_objective"] == pytest.approx(ref, rel=1e-8, abs=1e-9)
+    assert "(hipo)" in mech.stats["failed_attempts"][0]
+
+
+@pytest.mark.parametrize("space, eps", [(GRID, 0.8), (RANDOM40, 1.5)])
+def test_exact_build_needs_no_repair(space, eps):
+    # the LP's rows hold only to HiGHS's tolerance; lipschitz_log_matrix makes them hold exactly
+    # (brute force over every (u, u', v)), so the certification has nothing to repair
+    free = nn_replacement(space.distances, 5)
+    c, A, lo, hi, _ = constopt_lp(space.distances, eps / 2, free, 0.1)
+    x = SparseLP(c, A, row_lower=lo, row_upper=hi).solve().x
+    # HiGHS-sized violations of every kind of row
+    x = x * (1 + 1e-7 * np.random.default_rng(3).standard_normal(x.size))
+    L = lipschitz_log_matrix(x, space.distances, eps / 2, free)
+    with np.errstate(invalid="ignore"):
+        diff = L[:, None, :] - L[None, :, :]
+    diff[np.isneginf(L)[:, None, :] & np.isneginf(L)[None, :, :]] = 0.0   # 0 against 0
+    assert (eps / 2 * space.distances[:, :, None] - diff).min() >= -1e-12
+    assert np.max(np.abs(np.exp(L) - _matrix_of(x, space.distances, eps / 2, free))) <= 1e-6
+    mech = mdp.build("constopt", space, eps, r=5, lam=0.1)
+    assert mech.stats["privacy"]["repaired"] is False
+
+
+def test_lipschitz_log_matrix_with_zero_weights():
+    # Y_v = 0: the column's fixed entries vanish and its free entries are capped at 0, without NaN
+    # (and a column with no fixed entry has no bound to apply)
+    D = RANDOM40.distances
+    n = RANDOM40.n
+    free = nn_replacement(D, 5)
+    free[:, 0] = True                                    # column 0: no fixed entry
+    x = np.r_[np.zeros(2), np.full(n - 2, 0.01), np.full(int(free.sum()), 0.02), 1.0]
+    L = lipschitz_log_matrix(x, D, 0.5, free)
+    assert not np.isnan(L).any()
+    assert np.all(np.isneginf(L[~free[:, 1], 1])) and np.all(np.isneginf(L[free[:, 1], 1]))
+    assert np.all(np.isfinite(L[:, 0]))
+
+
+def _matrix_of(x, D, e, free):
+    n = D.shape[0]
+    fu, fv = np.nonzero(free)
+    M = np.exp(-e * D) * np.maximum(x[:n], 0)[None, :]
+    M[fu, fv] = x[n:n + len(fu)]
+    return M

@@ -497,3 +497,31 @@ def test_interior_round_at_tight_tolerances_returns_its_point(shared_data):
     bound = lagrangian_lower_bound(A, sol.row_dual, n)
     assert bound <= sol.objective + 1e-12 and sol.objective - bound <= 1e-6 * sol.objective
     assert (A[n:] @ sol.x).min() >= -1e-6       # every row of the restricted LP nearly holds
+
+
+def test_thread_counts_between_solves():
+    # HiGHS keeps one thread pool per process: a solve asking for another count than the pool
+    # was made with used to end with model status 'Not Set'; SparseLP re-creates the pool
+    m, n = 25, 15
+    c, A, b, ref = _box_lp(11, m, n, 0.4, 0.1)
+
+    def solve(**kw):
+        return SparseLP(c, A, row_upper=b, col_upper=np.ones(n), solver="hipo", **kw).solve().objective
+
+    try:
+        assert solve() == pytest.approx(ref, abs=1e-7)
+        assert solve(threads=2) == pytest.approx(ref, abs=1e-7)
+        assert solve(threads=1) == pytest.approx(ref, abs=1e-7)
+        mdp.lp.set_threads(2)
+        assert mdp.lp.get_threads() == 2
+        assert solve() == pytest.approx(ref, abs=1e-7)
+        mdp.lp.set_threads(None)
+        assert mdp.lp.get_threads() is None
+        assert solve() == pytest.approx(ref, abs=1e-7)
+    finally:
+        mdp.lp.set_threads(None)
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ParameterError, match="threads"):
+            mdp.lp.set_threads(bad)
+        with pytest.raises(ParameterError, match="threads"):
+            SparseLP(c, A, row_upper=b, threads=bad)

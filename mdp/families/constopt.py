@@ -63,10 +63,17 @@ from ..registry import register
 from ..space import MetricSpace
 from .exponential import exponential_floor
 
-__all__ = ["nn_replacement", "free_free_pairs", "constopt_lp", "solve_constopt_lp", "theorem1_counts"]
+__all__ = ["nn_replacement", "free_free_pairs", "constopt_lp", "solve_constopt_lp", "lipschitz_log_matrix",
+           "theorem1_counts"]
 
 #: Quantile used to choose among several lambdas (Imola et al. 2022, section 5.1, eq. 11).
 SELECTION_Q = 0.95
+#: Dual simplex pricing of the warm rounds that add free-free rows. With HiGHS's own choice (dual
+#: steepest edge) the first warm rounds spend far more on the edge weights, with the dense loss /
+#: row-sum rows in the basis, than on the few dozen pivots a round needs (``docs/design/lp.md``,
+#: "ConstOPTMech warm rounds"). A warm solve that fails with Devex is re-solved with HiGHS's choice
+#: (:class:`mdp.lp.RowGeneration`).
+WARM_PRICING = "devex"
 
 
 def nn_replacement(distances: np.ndarray, r: int) -> np.ndarray:
@@ -124,6 +131,54 @@ def _bound_factors(D: np.ndarray, free: np.ndarray, fu: np.ndarray, fv: np.ndarr
         b = -(D[:, v].T + D[u, :])
         log_lo[s:s + block] = e * np.where(fixed, b, -np.inf).max(axis=1)
     return log_hi, log_lo
+
+
+def lipschitz_log_matrix(x: np.ndarray, distances: np.ndarray, e: float, free: np.ndarray, *,
+                         bound_factors: tuple[np.ndarray, np.ndarray] | None = None,
+                         pairs: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    r"""Log of the LP's matrix ``M`` from a solution ``x``, with every privacy row at ``e`` holding exactly.
+
+    An LP solution meets the privacy rows only to the solver's tolerance (an interior point or a
+    relaxation's solution only approximately). Each free entry is clipped into
+    ``[lo_uv Y_v, hi_uv Y_v]`` and then lifted to its column's envelope over the free entries,
+    ``M_uv <- max_{u' in I(v)} M_u'v e^{-e D_uu'}`` (one pass suffices: ``D`` is a metric). The
+    envelope only raises entries, so the lower bounds keep holding; it keeps the upper bounds too,
+    because ``hi_u'v e^{-e D_uu'} <= hi_uv`` by the triangle inequality. The fixed entries
+    ``Y_v e^{-e D_uv}`` are unchanged, so every column is ``e``-log-Lipschitz and the
+    row-normalised matrix is ``2e``-mDP (Imola et al. 2022, Theorem 2), whatever rows the solve
+    left out or met only to its tolerance.
+
+    Parameters
+    ----------
+    x : ndarray
+        ``(Y, free entries in the row-major order of free, ...)`` as in :func:`constopt_lp`.
+    distances : ndarray (n, n)
+    e : float
+        Privacy level of the LP (``epsilon / 2``).
+    free : bool ndarray (n, n)
+    bound_factors, pairs : optional
+        ``(log hi, log lo)`` of the free entries and every free-free pair
+        (:func:`free_free_pairs`), if already at hand.
+    """
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    fu, fv = np.nonzero(free)
+    f = len(fu)
+    log_hi, log_lo = _bound_factors(D, free, fu, fv, e) if bound_factors is None else bound_factors
+    with np.errstate(divide="ignore"):
+        logY = np.log(np.maximum(x[:n], 0.0))
+        logm = np.log(np.maximum(x[n:n + f], 0.0))
+    # an infinite factor is an absent bound (a column without fixed entries), also where Y_v = 0
+    with np.errstate(invalid="ignore"):
+        lower = np.where(np.isfinite(log_lo), logY[fv] + log_lo, -np.inf)
+        upper = np.where(np.isfinite(log_hi), logY[fv] + log_hi, np.inf)
+    logm = np.minimum(np.maximum(logm, lower), upper)
+    ja, jb = free_free_pairs(fu, fv) if pairs is None else pairs
+    lifted = logm.copy()
+    np.maximum.at(lifted, jb, logm[ja] - e * D[fu[ja], fu[jb]])
+    L = logY[None, :] - e * D
+    L[fu, fv] = lifted
+    return L
 
 
 def constopt_lp(distances: np.ndarray, e: float, free: np.ndarray, lam: float, *, split: bool = False,
@@ -234,7 +289,8 @@ def solve_constopt_lp(c, A, row_lower, row_upper, n_base: int, *, lazy: bool = T
         return rest[keys], r_lo[keys], r_hi[keys]
 
     loop = RowGeneration(lp, A[base], cuts, rows, key_space=rest.shape[0], initial_keys=np.zeros(0, np.int64),
-                         policy=RowGenerationPolicy(start=Phase.INITIAL, tol=tol, max_rounds=max_rounds),
+                         policy=RowGenerationPolicy(start=Phase.INITIAL, tol=tol, max_rounds=max_rounds,
+                                                    warm_pricing=WARM_PRICING),
                          time_limit=time_limit, started=t0, on_round=on_round)
     out = loop.run()
     stats = dict(lp.stats)
@@ -283,9 +339,9 @@ PARAMS = {
                          help="'nn' (I_NN,r) or a callable (distances, r) -> free mask"),
     "time_limit": Param("float", None, low=0.0, low_open=True, allow_none=True,
                         help="seconds per LP (None: no limit)"),
-    "solver": Param("choice", "ipm", choices=SOLVERS,
+    "solver": Param("choice", "hipo", choices=SOLVERS,
                     help="HiGHS method (lazy: of the first round; 'hipo' runs 'ipm' without HiGHS's "
-                         "extension package)"),
+                         "extension package, and again when HiPO fails)"),
     "lazy": Param("bool", True, help="generate the free-free pair rows on demand"),
     "gap": Param("float", None, low=0.0, high=1.0, high_open=True, allow_none=True,
                  help="certified relative gap: solve by the row-block interior point method and "
@@ -298,7 +354,7 @@ PARAMS = {
 def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
                    lam: float | Sequence[float] = (0.001, 0.1, 1.0),
                    replacement: str | Callable = "nn", time_limit: float | None = None,
-                   solver: str = "ipm", lazy: bool = True, gap: float | None = None) -> Candidate:
+                   solver: str = "hipo", lazy: bool = True, gap: float | None = None) -> Candidate:
     """ConstOPTMech (Algorithm 1): LP at ``eps/2`` with the ``I_NN,r`` replacement, rows normalised.
 
     Parameters
@@ -317,12 +373,14 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
         return an ``(n, n)`` boolean mask of the free entries (``free[u, v]`` iff ``u in I(v)``).
     time_limit : float > 0 or None
         Seconds per LP; :class:`mdp.lp.LPTimeout` on timeout.
-    solver : str, default "ipm"
+    solver : str, default "hipo"
         HiGHS method (see :class:`mdp.lp.SparseLP`); with ``lazy`` the method of the first round.
         ``"hipo"`` (HiGHS's HiPO interior point, then crossover) needs HiGHS's extension
         package (module ``highspy_extras``) and runs IPX (``"ipm"``) without it;
-        ``stats["solver"]`` names what ran. Neither was clearly faster on the Geolife cells at
-        n = 400-1000 (``docs/design/lp.md``).
+        ``stats["solver"]`` names what ran. A HiPO solve that fails is repeated by IPX
+        (``stats["failed_attempts"]``). HiPO is the faster first round from a few hundred
+        points on (``docs/design/lp.md``); it runs on HiGHS's thread count
+        (:func:`mdp.lp.set_threads`).
     lazy : bool, default True
         Generate the free-free pair rows on demand (:func:`solve_constopt_lp`); same optimum.
     gap : float in [0, 1) or None
@@ -354,7 +412,6 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
         if free.shape != (n, n):
             raise ParameterError(f"replacement must return an ({n}, {n}) boolean mask, got shape {free.shape}")
     e = epsilon / 2.0
-    logE = -e * D
     if gap is not None:
         # constopt_ipm builds on this module's LP formulas, so it is imported here, not above
         from .constopt_ipm import solve_constopt_gap
@@ -392,10 +449,10 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
                     failures.append(f"lambda = {lam_i:g}: {exc}")
                     continue
                 lp_stats = {**lp_stats, "lp_objective": sol.objective}
-                # fixed entries Y_v e^{-e D_uv} in log-probabilities: exact at any e * D
-                with np.errstate(divide="ignore"):
-                    L = np.log(np.maximum(sol.x[:n], 0.0))[None, :] + logE
-                    L[fu, fv] = np.log(np.maximum(sol.x[n:n + len(fu)], 0.0))
+                # in log-probabilities (exact at any e * D), with the rows HiGHS met only to its
+                # feasibility tolerance made to hold exactly: the certification then has nothing
+                # to repair
+                L = lipschitz_log_matrix(sol.x, D, e, free)
                 if ipm_failure is not None:
                     lp_stats["ipm_failure"] = ipm_failure
             else:
@@ -459,19 +516,30 @@ def _solve_limited(D, e, free, lam, *, lazy, solver, time_limit):
     """
     t0 = time.perf_counter()
     errors = []
-    for max_coefficient in MAX_COEFFICIENTS:
-        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
-        if left is not None and left <= 0:
+    def time_left() -> float | None:
+        if time_limit is None:
+            return None
+        left = time_limit - (time.perf_counter() - t0)
+        if left <= 0:
             raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {len(errors)} attempts")
+        return left
+
+    for max_coefficient in MAX_COEFFICIENTS:
+        time_left()
         c, A, lo, hi, (fu, fv), n_base = constopt_lp(D, e, free, lam, split=True,
                                                      max_coefficient=max_coefficient)
-        try:
-            sol, stats = solve_constopt_lp(c, A, lo, hi, n_base, lazy=lazy, solver=solver,
-                                           time_limit=left)
-        except LPError as exc:
-            if isinstance(exc, LPTimeout):
-                raise
-            errors.append(f"rows up to {max_coefficient:g}: {exc}")
-            continue
-        return sol, stats, max_coefficient, _left_out(D, e, free, max_coefficient), (fu, fv)
+        # HiPO is the faster first round on a quiet machine, IPX the more tried one: a failed
+        # HiPO solve is repeated by IPX at the same limit before the limit is lowered
+        for method in (solver, "ipm") if solver == "hipo" else (solver,):
+            try:
+                sol, stats = solve_constopt_lp(c, A, lo, hi, n_base, lazy=lazy, solver=method,
+                                               time_limit=time_left())
+            except LPError as exc:
+                if isinstance(exc, LPTimeout):
+                    raise
+                errors.append(f"rows up to {max_coefficient:g} ({method}): {exc}")
+                continue
+            if errors:
+                stats["failed_attempts"] = list(errors)
+            return sol, stats, max_coefficient, _left_out(D, e, free, max_coefficient), (fu, fv)
     raise LPError("; ".join(errors))

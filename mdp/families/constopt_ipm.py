@@ -26,7 +26,7 @@ inverting per-column blocks lost positive definiteness near the optimum (measure
 
 **Free-free rows and the certificate.** The first solve leaves the free-free rows out. That is a
 relaxation, so a dual point of it bounds the full optimum from below. Its solution is made
-feasible for the full LP by :func:`mdp.families.constopt.feasible_log_matrix`, which makes every
+feasible for the full LP by :func:`mdp.families.constopt.lipschitz_log_matrix`, which makes every
 privacy row at ``e`` hold exactly, and by scaling the row sums up to 1. While the certified
 relative gap of the result exceeds ``gap``, the free-free rows of the columns with a violated
 row are added and the LP is solved again. When no row is violated, the solution is the full LP's
@@ -46,7 +46,7 @@ from scipy.special import logsumexp
 
 from ..errors import SolverError, SolverTimeout
 from ..lp import SparseLP
-from .constopt import _bound_factors, free_free_pairs
+from .constopt import _bound_factors, free_free_pairs, lipschitz_log_matrix
 
 __all__ = ["ConstOptLP", "RowBlockResult", "solve_row_block_ipm", "certified_lower_bound",
            "free_free_pairs", "feasible_log_matrix", "solve_constopt_gap"]
@@ -92,6 +92,7 @@ class ConstOptLP:
         f = len(fu)
         self.n, self.f, self.nv, self.kcol = n, f, n + f + 1, n + f
         self.fu, self.fv, self.D, self.e, self.lam = fu, fv, D, float(e), float(lam)
+        self.free = np.asarray(free, dtype=bool)
         with np.errstate(under="ignore"):
             E = np.exp(-e * D)
         fixed = ~np.asarray(free, dtype=bool)
@@ -445,29 +446,13 @@ def certified_lower_bound(lp: ConstOptLP, res: RowBlockResult, k_bar: float) -> 
 
 def feasible_log_matrix(x: np.ndarray, lp: ConstOptLP,
                         pairs: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-    r"""Log of the LP's matrix ``M`` from ``x``, with every privacy row at ``e`` holding exactly.
+    r"""Log of the LP's matrix from ``x`` with every privacy row at ``e`` holding exactly.
 
-    An interior point solution (and a solution of a relaxation) meets the privacy rows only
-    approximately. Each free entry is clipped into ``[lo_uv Y_v, hi_uv Y_v]`` and then lifted to
-    its column's envelope over the free entries, ``M_uv <- max_{u' in I(v)} M_u'v e^{-e D_uu'}``
-    (one pass suffices: ``D`` is a metric). The envelope only raises entries, so the lower bounds
-    keep holding; it keeps the upper bounds too, because ``hi_u'v e^{-e D_uu'} <= hi_uv`` by the
-    triangle inequality. The fixed entries ``Y_v e^{-e D_uv}`` are unchanged, so every column is
-    ``e``-log-Lipschitz (Imola et al. 2022, Theorem 2 then makes the row-normalised matrix
-    ``2e``-mDP). ``pairs``: every free-free pair (:func:`free_free_pairs`), if already at hand.
+    :func:`mdp.families.constopt.lipschitz_log_matrix` on ``lp``'s data (clip each free entry
+    into its bounds, lift it to its column's envelope over the free entries).
     """
-    n, f, e, D = lp.n, lp.f, lp.e, lp.D
-    fu, fv = lp.fu, lp.fv
-    with np.errstate(divide="ignore"):
-        logY = np.log(np.maximum(x[:n], 0.0))
-        logm = np.log(np.maximum(x[n:n + f], 0.0))
-    logm = np.minimum(np.maximum(logm, logY[fv] + lp.log_lo), logY[fv] + lp.log_hi)
-    ja, jb = free_free_pairs(fu, fv) if pairs is None else pairs
-    lifted = logm.copy()
-    np.maximum.at(lifted, jb, logm[ja] - e * D[fu[ja], fu[jb]])
-    L = logY[None, :] - e * D
-    L[fu, fv] = lifted
-    return L
+    return lipschitz_log_matrix(x, lp.D, lp.e, lp.free, bound_factors=(lp.log_hi, lp.log_lo),
+                                pairs=pairs)
 
 
 def _feasible_objective(L: np.ndarray, lp: ConstOptLP) -> tuple[np.ndarray, float]:

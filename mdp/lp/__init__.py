@@ -13,7 +13,17 @@ r"""The LP engine: sparse models on HiGHS, lazy row generation, the worst-case-l
 Design notes and measured figures: ``docs/design/lp.md``.
 """
 
-from .highs import HIPO_AVAILABLE, INF, SOLVERS, LPError, LPSolution, LPTimeout, SparseLP
+from .highs import (
+           HIPO_AVAILABLE,
+           INF,
+           SOLVERS,
+           LPError,
+           LPSolution,
+           LPTimeout,
+           SparseLP,
+           get_threads,
+           set_threads,
+)
 from .output import explain_failures, stochastic_rows
 from .rowgen import (
            Cuts,
@@ -27,4 +37,4 @@ from .rowgen import (
 
 __all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "HIPO_AVAILABLE", "Phase",
            "RowGenerationPolicy", "Cuts", "RowGenerationState", "RowGenerationResult",
-           "RowGeneration", "explain_failures", "stochastic_rows", "progress"]
+           "RowGeneration", "explain_failures", "stochastic_rows", "progress", "set_threads", "get_threads"]

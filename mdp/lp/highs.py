@@ -40,7 +40,7 @@ from ..errors import ParameterError, SolverError, SolverTimeout
 from ..validation import check_positive
 
 __all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "HIPO_AVAILABLE",
-           "IPM_CODE", "SIMPLEX_PRICING"]
+           "IPM_CODE", "SIMPLEX_PRICING", "set_threads", "get_threads"]
 
 #: HiGHS's infinity (bounds at or beyond it are treated as absent).
 INF = highspy.kHighsInf
@@ -88,6 +88,53 @@ IPM_CODE = "ipx"
 #: own choice (dual steepest edge, switching to Devex when its weights cost too much), Dantzig's
 #: largest infeasibility, Devex (Harris 1973) and dual steepest edge (Forrest and Goldfarb 1992).
 SIMPLEX_PRICING = {"choose": -1, "dantzig": 0, "devex": 1, "steepest": 2}
+
+
+#: Thread count of every solve that names none (:func:`set_threads`; ``None``: HiGHS's default).
+_DEFAULT_THREADS: int | None = None
+#: Thread count HiGHS's process-wide scheduler was last re-created with here (``None``: as HiGHS
+#: created it, with its default count).
+_SCHEDULER_THREADS: int | None = None
+
+
+def _check_threads(threads) -> int | None:
+    if threads is None:
+        return None
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
+        raise ParameterError(f"threads must be a positive integer or None, got {threads!r}")
+    if threads < 1:
+        raise ParameterError(f"threads must be >= 1, got {threads!r}")
+    return int(threads)
+
+
+def set_threads(threads: int | None) -> None:
+    """Threads of every later HiGHS solve in this process that does not name its own count.
+
+    HiGHS runs its parallel code (HiPO's factorisations, parallel presolve) on one thread pool per
+    process, created at the first solve with HiGHS's default count, half the cores (one thread on
+    a 2-core machine). A solve that asks for another count re-creates that pool first, so call
+    this between builds, not while another thread of the process is solving.
+
+    Parameters
+    ----------
+    threads : int >= 1 or None
+        ``None`` restores HiGHS's default.
+    """
+    global _DEFAULT_THREADS
+    _DEFAULT_THREADS = _check_threads(threads)
+
+
+def get_threads() -> int | None:
+    """The count set by :func:`set_threads` (``None``: HiGHS's default)."""
+    return _DEFAULT_THREADS
+
+
+def _use_scheduler(threads: int | None) -> None:
+    """Re-create HiGHS's thread pool when ``threads`` differs from the count it was made with."""
+    global _SCHEDULER_THREADS
+    if threads != _SCHEDULER_THREADS:
+        highspy.Highs.resetGlobalScheduler(True)
+        _SCHEDULER_THREADS = threads
 
 
 def _highs_solver_name(solver: str) -> str:
@@ -179,8 +226,10 @@ class SparseLP:
     time_limit : float or None
         Wall-clock limit in seconds for all :meth:`solve` calls together; exceeding it raises
         :class:`LPTimeout`.
-    threads : int or None
-        HiGHS thread count (``None``: HiGHS default).
+    threads : int >= 1 or None
+        HiGHS thread count (``None``: the count of :func:`set_threads`, else HiGHS's default,
+        half the cores). HiGHS has one thread pool per process; a solve with another count than
+        the previous one re-creates it.
     simplex_pricing : {"choose", "dantzig", "devex", "steepest"}, default "choose"
         Pricing rule of the dual simplex (:data:`SIMPLEX_PRICING`); ``"choose"`` is HiGHS's
         default.
@@ -227,8 +276,7 @@ class SparseLP:
             self.set_crossover(False)
         self.set_tolerances(primal=primal_tolerance, dual=dual_tolerance, ipm=ipm_tolerance)
         self.set_simplex_pricing(simplex_pricing)
-        if threads is not None:
-            h.setOptionValue("threads", int(threads))
+        self._threads = _check_threads(threads)
         for k, v in (options or {}).items():
             h.setOptionValue(k, v)
         A.sort_indices()
@@ -381,6 +429,9 @@ class SparseLP:
                 raise LPTimeout(f"LP time limit of {self._time_limit:g} s reached")
             # HiGHS compares time_limit with its run clock, which accumulates over run() calls
             h.setOptionValue("time_limit", float(h.getRunTime() + left))
+        threads = self._threads if self._threads is not None else _DEFAULT_THREADS
+        _use_scheduler(threads)
+        h.setOptionValue("threads", 0 if threads is None else threads)
         t0 = time.perf_counter()
         h.run()
         dt = time.perf_counter() - t0
