@@ -128,3 +128,35 @@ def test_gap_mode_falls_back_to_the_exact_solve_when_it_cannot_certify():
     mech = mdp.build("constopt", space, 400.0, r=6, lam=0.1, gap=1e-3)
     assert "ipm_failure" in mech.stats and "HiGHS" in mech.stats["solver"]
     assert mech.stats["privacy"]["measured_eps"] <= 400.0 * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("before_end, accepted", [(1, True), (None, False)])
+def test_factorisation_failure_near_the_optimum_returns_the_best_iterate(monkeypatch, before_end, accepted):
+    # past STALL_ACCEPT a failed factorisation ends the method with its best iterate (Geolife
+    # cells at n = 2000 fail at relative gap 2e-9); before it, the failure is an error
+    import mdp.families.constopt_ipm as ipm
+
+    space, eps, r = CASES[1]
+    D, e = space.distances, eps / 2
+    free = nn_replacement(D, r)
+    total = solve_row_block_ipm(ConstOptLP(D, e, free, 0.1), tol=1e-12).iterations
+    fail_from = 3 if before_end is None else total - before_end
+    real = ipm._RowBlockFactor.factor
+    calls = []
+
+    def failing(self, *args):
+        calls.append(1)
+        if len(calls) >= fail_from:
+            raise mdp.errors.SolverError("the interior point method's normal matrix lost positive definiteness")
+        return real(self, *args)
+
+    monkeypatch.setattr(ipm._RowBlockFactor, "factor", failing)
+    lp = ConstOptLP(D, e, free, 0.1)
+    if not accepted:
+        with pytest.raises(mdp.errors.SolverError, match="positive definiteness"):
+            solve_row_block_ipm(lp, tol=1e-12)
+        return
+    res = solve_row_block_ipm(lp, tol=1e-12)
+    assert res.stats["stalled"] and res.iterations == fail_from   # the attempted iteration counts
+    assert max(res.relative_gap, res.primal_infeasibility, res.dual_infeasibility) <= ipm.STALL_ACCEPT
+    assert res.objective == pytest.approx(_linprog(D, e, free, 0.1, with_free_free=False), rel=1e-6)
