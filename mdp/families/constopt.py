@@ -71,7 +71,7 @@ SELECTION_Q = 0.95
 #: Dual simplex pricing of the warm rounds that add free-free rows. With HiGHS's own choice (dual
 #: steepest edge) the first warm rounds spend far more on the edge weights, with the dense loss /
 #: row-sum rows in the basis, than on the few dozen pivots a round needs (``docs/design/lp.md``,
-#: "ConstOPTMech warm rounds"). A warm solve that fails with Devex is re-solved with HiGHS's choice
+#: "ConstOPTMech exact at n = 1000"). A warm solve that fails with Devex is re-solved with HiGHS's choice
 #: (:class:`mdp.lp.RowGeneration`).
 WARM_PRICING = "devex"
 
