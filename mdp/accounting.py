@@ -224,6 +224,11 @@ def _down(x, rel: float) -> np.ndarray:
     return np.where(np.isfinite(x), out, x)
 
 
+#: Side from which :func:`_pair_max` runs the compiled kernels of :mod:`mdp._pair_kernels`
+#: (below it NumPy takes milliseconds and loading the kernels would cost more).
+KERNEL_MIN_N = 300
+
+
 def _block(n: int) -> int:
     return max(1, int(4e6 // max(1, n * n)))
 
@@ -233,10 +238,19 @@ def _pair_max(A: np.ndarray, op, us: np.ndarray | None) -> np.ndarray:
 
     ``op(P, Q, out)`` writes the per-triple key into ``out``; NaN keys (0/0, -inf - -inf) are
     ignored (``fmax``), which only zeros in the matrix can produce, so matrices without zeros
-    take numpy's faster ``max``.
+    take numpy's faster ``max``, and from ``KERNEL_MIN_N`` rows the compiled kernels of
+    :mod:`mdp._pair_kernels` (the same floating-point operations, fused).
     """
     us = np.arange(A.shape[0]) if us is None else us
     n = A.shape[0]
+    if n >= KERNEL_MIN_N and np.all(np.isfinite(A)) and (op is _op_log or np.all(A > 0)):
+        # no triple can be NaN here: the compiled kernels give the same floats, faster
+        from ._pair_kernels import pair_max_log, pair_max_prob
+
+        out = np.empty((len(us), n))
+        kernel = pair_max_log if op is _op_log else pair_max_prob
+        kernel(np.ascontiguousarray(A, dtype=float), np.asarray(us, dtype=np.int64), out)
+        return out
     out = np.empty((len(us), n))
     b = _block(n)
     buf = np.empty((min(b, len(us)), n, n))

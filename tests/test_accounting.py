@@ -200,3 +200,71 @@ def test_libm_accuracy_assumption():
                 if t != 0:
                     worst = max(worst, float(abs((Decimal(float(y)) - t) / t)))
     assert worst <= LIBM_RTOL / 64                  # observed ~1 unit in the last place
+
+
+def _pair_max_both(A, op, us=None):
+    """``_pair_max`` by NumPy and by the compiled kernel (``KERNEL_MIN_N`` moved either way)."""
+    import mdp.accounting as acc
+
+    old = acc.KERNEL_MIN_N
+    try:
+        acc.KERNEL_MIN_N = 10 ** 9
+        ref = acc._pair_max(A, op, us)
+        acc.KERNEL_MIN_N = 1
+        fast = acc._pair_max(A, op, us)
+    finally:
+        acc.KERNEL_MIN_N = old
+    return ref, fast
+
+
+def _hard_matrices(seed):
+    rng = np.random.default_rng(seed)
+    n = 37                                           # not a multiple of the kernel's row block
+    M = rng.random((n, n)) + 1e-3
+    M /= M.sum(axis=1, keepdims=True)
+    M[3] = M[4]                                      # equal rows: maxima of exactly 0
+    M[5] = np.nextafter(M[6], 1.0)                   # rows one ulp apart (Sterbenz subtractions)
+    M[7, :5] = 5e-324                                # subnormal denominators: (P - Q) / Q overflows
+    M[8, 2] = 1e-300
+    return M, np.log(M) * rng.choice([1.0, 1e3], size=(n, 1))   # log rows of very different scale
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_compiled_pair_maxima_equal_numpy_bit_for_bit(seed):
+    from mdp._pair_kernels import pair_max_log, pair_max_prob
+    from mdp.accounting import _op_log, _op_prob
+
+    M, L = _hard_matrices(seed)
+    for A, op in ((M, _op_prob), (L, _op_log)):
+        for us in (None, np.array([5, 0, 36, 7, 7])):
+            ref, fast = _pair_max_both(A, op, us)
+            assert ref.shape == fast.shape
+            assert np.array_equal(ref, fast)          # inf where a subnormal denominator overflows
+            assert np.array_equal(np.signbit(ref) & (ref != 0), np.signbit(fast) & (fast != 0))
+            kernel = pair_max_prob if op is _op_prob else pair_max_log
+            rows = np.arange(len(A)) if us is None else us
+            direct = np.empty((len(rows), len(A)))
+            kernel(A, rows, direct)
+            assert np.array_equal(ref, direct)
+    ref, _ = _pair_max_both(M, _op_prob)
+    assert np.isinf(ref[0, 7]) and ref[3, 4] == 0.0
+
+
+def test_matrices_with_zeros_keep_the_numpy_path():
+    import mdp.accounting as acc
+    from mdp.accounting import _op_prob
+
+    M, _ = _hard_matrices(4)
+    M[2, 3] = 0.0
+    M[9, 3] = 0.0                                   # 0/0 ignored, 0 against positive gives inf
+    old = acc.KERNEL_MIN_N
+    try:
+        acc.KERNEL_MIN_N = 1
+        out = acc._pair_max(M, _op_prob, None)
+    finally:
+        acc.KERNEL_MIN_N = old
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        brute = np.array([[np.nanmax(np.where((M[u] == 0) & (M[v] == 0), np.nan, (M[u] - M[v]) / M[v]))
+                           for v in range(len(M))] for u in range(len(M))])
+    assert np.array_equal(out, brute)
+    assert np.isinf(out[0, 2]) and np.isfinite(out[2, 9])
