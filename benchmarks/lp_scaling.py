@@ -107,7 +107,8 @@ def main() -> None:
                            "nnz": st["nnz"], "loss": round(mech.loss(), 4), "L_0.95": round(mech.loss(0.95), 4),
                            "rounds": st.get("rounds"), "rel_gap": st.get("relative_gap"),
                            "gap_target": st.get("gap_target"), "solver": st.get("solver"),
-                           "threads": args.threads or "HiGHS", "load": load}
+                           "threads": args.threads or "HiGHS", "device": st.get("device", "cpu"),
+                           "load": load}
                     if args.trace and st.get("ipm_rounds"):
                         for r in st["ipm_rounds"]:
                             print(f"  round {r['round']:3d} interior  free-free rows {r['free_free_rows']:9,d} "

@@ -18,7 +18,8 @@ complement on ``T = (Y, k, free entries in free-free rows)``:
 .. math:: S_T = \tilde L^\top \operatorname{blockdiag}_u(M_u) \tilde L + (\text{sparse}),
           \qquad M_u = (D_u^{-1} + C_u^\top \Delta_u^{-1} C_u)^{-1} \ (2 \times 2),
 
-one GEMM and one dense Cholesky factorisation per iteration. Every term is assembled as a sum of
+one GEMM and one dense Cholesky factorisation per iteration (:mod:`mdp.lp.dense`: on the CPU,
+or on a GPU where CuPy finds one). Every term is assembled as a sum of
 non-negative (Gram) terms: ``det`` of ``M_u^{-1}`` and the bound rows' remainder on ``Y`` use
 Lagrange's identity. Forming the same matrix by subtraction (``N_TT - N_TS N_SS^{-1} N_ST``) or
 inverting per-column blocks lost positive definiteness near the optimum (measured in
@@ -40,12 +41,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.linalg as sl
 import scipy.sparse as sp
 from scipy.special import logsumexp
 
 from ..errors import SolverError, SolverTimeout
 from ..lp import SparseLP
+from ..lp.dense import CPUSchur, schur_factor
 from .constopt import _bound_factors, free_free_pairs, lipschitz_log_matrix
 
 __all__ = ["ConstOptLP", "RowBlockResult", "solve_row_block_ipm", "certified_lower_bound",
@@ -210,7 +211,7 @@ class _RowBlockFactor:
         jT = self.T[(self.T >= n) & (self.T < n + f)] - n
         L_T[lp.fu[jT], posT[n + jT]] = lp.a[jT]
         L_T[n + lp.fu[jT], posT[n + jT]] = 1.0
-        self.L_T = L_T
+        self.schur = schur_factor(L_T)
         # bound rows of S entries (at most two each: hi and lo), with the coefficient on M (p)
         # and on Y (q)
         rows = np.arange(lp.n_bound)
@@ -243,7 +244,6 @@ class _RowBlockFactor:
             us = np.nonzero(cnt == s)[0]
             self.groups.append((us, order[starts[us][:, None] + np.arange(s)[None, :]]))
         self.n, self.nv, self.nT, self.nS = n, nv, nT, nS
-        self.Lt = np.empty_like(L_T)
 
     def factor(self, dL: np.ndarray, dB: np.ndarray, diag: np.ndarray) -> None:
         n, uS, aS, tS = self.n, self.uS, self.aS, self.tS
@@ -257,34 +257,34 @@ class _RowBlockFactor:
         gam = (b1 * p1 * q1 + b2 * p2 * q2) / A
         # what the bound rows leave on Y_v: C - B^2 / A as a sum of non-negative terms
         rem = (b1 * b2 * (p1 * q2 - p2 * q1) ** 2 + delta * (b1 * q1 * q1 + b2 * q2 * q2)) / A
-        Lt = self.Lt
-        np.copyto(Lt, self.L_T)
-        np.add.at(Lt, (uS, tS), -aS * gam)
-        np.add.at(Lt, (n + uS, tS), -gam)
+        update = (np.r_[uS, n + uS], np.r_[tS, tS], np.r_[-aS * gam, -gam])
         ia = 1.0 / A
         sum_aa = np.bincount(uS, aS * aS * ia, minlength=n)
         sum_1 = np.bincount(uS, ia, minlength=n)
-        s11, s22 = 1.0 / d1 + sum_aa, 1.0 / d2 + sum_1
+        s22 = 1.0 / d2 + sum_1
         s12 = np.bincount(uS, aS * ia, minlength=n)
         det = 1.0 / (d1 * d2) + sum_1 / d1 + sum_aa / d2
         for us, mem in self.groups:
             av, iv = aS[mem], ia[mem]
             diff = av[:, :, None] - av[:, None, :]
             det[us] += 0.5 * np.einsum("gij,gi,gj->g", diff * diff, iv, iv)
-        m11, m12, m22 = s22 / det, -s12 / det, s11 / det
-        ML = np.empty_like(Lt)
-        ML[:n] = m11[:, None] * Lt[:n] + m12[:, None] * Lt[n:]
-        ML[n:] = m12[:, None] * Lt[:n] + m22[:, None] * Lt[n:]
-        St = Lt.T @ ML
-        St[np.diag_indices(self.nT)] += diag[self.T]
-        np.add.at(St, (tS, tS), rem)
         dd = dB[self.tonly]
         ti, tj, ta, tb = self.ti, self.tj, self.ta, self.tb
-        St += sp.coo_matrix((np.r_[dd * ta * ta, dd * tb * tb, dd * ta * tb, dd * ta * tb],
-                             (np.r_[ti, tj, ti, tj], np.r_[ti, tj, tj, ti])),
-                            shape=(self.nT, self.nT)).toarray()
+        diagT = np.arange(self.nT)
+        extra = (np.r_[diagT, tS, ti, tj, ti, tj], np.r_[diagT, tS, tj, ti, ti, tj],
+                 np.r_[diag[self.T], rem, dd * ta * tb, dd * ta * tb, dd * ta * ta, dd * tb * tb])
+        # M_u = [[s22, -s12], [-s12, s11]] / det, det = s11 s22 - s12^2 (as the sum above), has
+        # the Cholesky factor [[a, b], [0, c]] below: no subtraction, so S stays a Gram matrix
+        chol = (np.sqrt(s22 / det), -s12 / np.sqrt(det * s22), 1.0 / np.sqrt(s22))
         try:
-            self.cho = sl.cho_factor(St, lower=True, check_finite=False)
+            self.schur.factor(update, *chol, extra)
+        except MemoryError:
+            if self.schur.device != "gpu":
+                raise
+            # the GPU ran out of memory (a larger dense part in a later round): the CPU goes on
+            self.schur = CPUSchur(self.schur.host)
+            self.schur.factor(update, *chol, extra)
+        try:
             facs = []
             for us, mem in self.groups:
                 s = mem.shape[1]
@@ -312,8 +312,7 @@ class _RowBlockFactor:
         np.add.at(rT, tS, -gam * rS)
         yS = self._nss_inv(rS)
         cy = np.r_[d1 * np.bincount(uS, aS * yS, minlength=n), d2 * np.bincount(uS, yS, minlength=n)]
-        dT = sl.cho_solve(self.cho, rT - self.Lt.T @ cy, check_finite=False)
-        lam = self.Lt @ dT
+        dT, lam = self.schur.solve(rT, cy)
         zS = yS - self._nss_inv(aS * d1[uS] * lam[uS] + d2[uS] * lam[n + uS])
         out = np.empty(self.nv)
         out[self.T] = dT
@@ -427,7 +426,7 @@ def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 20
     return RowBlockResult(x=x, y_link=zL, y_local=zB, w=w, objective=pobj, dual_objective=dobj,
                           iterations=it, relative_gap=gap, primal_infeasibility=pinf,
                           dual_infeasibility=dinf, seconds=time.perf_counter() - t0,
-                          dense_size=fac.nT, stats={"stalled": stalled})
+                          dense_size=fac.nT, stats={"stalled": stalled, "device": fac.schur.device})
 
 
 def certified_lower_bound(lp: ConstOptLP, res: RowBlockResult, k_bar: float) -> float:
@@ -573,4 +572,5 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
                "variables": lp.nv, "rows": 2 * lp.n + lp.mB, "nnz": nnz,
                "dense_size": res.dense_size, "ipm_rounds": trace,
                "seconds": time.perf_counter() - t0,
-               "solver": "row-block interior point method (mdp.families.constopt_ipm)"}
+               "solver": "row-block interior point method (mdp.families.constopt_ipm)",
+               "device": res.stats["device"]}

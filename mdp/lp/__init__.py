@@ -9,6 +9,8 @@ r"""The LP engine: sparse models on HiGHS, lazy row generation, the worst-case-l
 * :mod:`mdp.lp.worst_case` -- the worst-case-loss LP of OPTMech and SpannerMech (row assembly,
   separation, Lagrangian bound, full and lazy solves).
 * :mod:`mdp.lp.output` -- stochastic rows and failure messages for LP builders.
+* :mod:`mdp.lp.dense` -- the dense Schur step of the structured interior point methods, on the
+  CPU or, where CuPy finds a CUDA device, on a GPU (``MDP_DEVICE``).
 
 Design notes and measured figures: ``docs/design/lp.md``.
 """

@@ -1,0 +1,158 @@
+"""The dense Schur step of the row-block interior point method on CPU and GPU (mdp.lp.dense).
+
+The CPU step is checked against an explicitly formed matrix and numpy's dense solve; the GPU step
+(CuPy, only where a CUDA device is present: CI has none) against the CPU step and, through the
+whole interior point method, against linprog.
+"""
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from mdp.errors import ParameterError, SolverError
+from mdp.families.constopt import constopt_lp, nn_replacement
+from mdp.families.constopt_ipm import ConstOptLP, free_free_pairs, solve_row_block_ipm
+from mdp.lp import dense
+from mdp.lp.dense import CPUSchur, GPUSchur, gpu_available, schur_device
+from mdp.space import MetricSpace
+
+needs_gpu = pytest.mark.skipif(not gpu_available(), reason="no CUDA device for CuPy")
+
+
+def _instance(seed: int, n: int = 6, t: int = 9):
+    rng = np.random.default_rng(seed)
+    L0 = rng.normal(size=(2 * n, t))
+    upd = (rng.integers(0, 2 * n, 15), rng.integers(0, t, 15), rng.normal(size=15))
+    a, c = rng.random(n) + 0.5, rng.random(n) + 0.5          # Cholesky factors [[a, b], [0, c]]
+    b = rng.normal(size=n)
+    pi, pj, pv = rng.integers(0, t, 5), rng.integers(0, t, 5), rng.random(5) * 0.05
+    # a diagonally dominant symmetric sparse part, so that S is positive definite
+    ext = (np.r_[np.arange(t), pi, pj], np.r_[np.arange(t), pj, pi], np.r_[rng.random(t) + 1.0, pv, pv])
+    return L0, upd, a, b, c, ext
+
+
+def _dense(L0, upd, a, b, c, ext):
+    """``L`` and ``S = L^T M L + E`` with the 2 x 2 blocks ``M_u = R_u^T R_u`` formed explicitly."""
+    L = L0.copy()
+    np.add.at(L, upd[:2], upd[2])
+    M = np.block([[np.diag(a * a), np.diag(a * b)], [np.diag(a * b), np.diag(b * b + c * c)]])
+    S = L.T @ M @ L
+    np.add.at(S, ext[:2], ext[2])
+    return L, S
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cpu_step_solves_the_formed_matrix(seed):
+    L0, upd, a, b, c, ext = _instance(seed)
+    L, S = _dense(L0, upd, a, b, c, ext)
+    rng = np.random.default_rng(seed + 10)
+    r, y = rng.normal(size=L.shape[1]), rng.normal(size=L.shape[0])
+    step = CPUSchur(L0)
+    step.factor(upd, a, b, c, ext)
+    d, Ld = step.solve(r, y)
+    ref = np.linalg.solve(S, r - L.T @ y)
+    np.testing.assert_allclose(d, ref, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(Ld, L @ ref, rtol=1e-9, atol=1e-12)
+    # L0 is kept: a second factorisation with no update gives the un-updated matrix's solve
+    step.factor((np.zeros(0, int), np.zeros(0, int), np.zeros(0)), a, b, c, ext)
+    _, S0 = _dense(L0, (np.zeros(0, int), np.zeros(0, int), np.zeros(0)), a, b, c, ext)
+    np.testing.assert_allclose(step.solve(r, y)[0], np.linalg.solve(S0, r - L0.T @ y), rtol=1e-9)
+
+
+def test_indefinite_matrix_is_a_solver_error():
+    L0, upd, a, b, c, ext = _instance(3)
+    t = L0.shape[1]
+    bad = (np.arange(t), np.arange(t), np.full(t, -1e6))
+    with pytest.raises(SolverError, match="positive definiteness"):
+        CPUSchur(L0).factor(upd, a, b, c, bad)
+
+
+def test_device_choice_reads_the_environment(monkeypatch):
+    monkeypatch.setenv("MDP_DEVICE", "cpu")
+    assert schur_device(10 ** 6) == "cpu"
+    monkeypatch.setenv("MDP_DEVICE", "tpu")
+    with pytest.raises(ParameterError, match="MDP_DEVICE.*'tpu'"):
+        schur_device(10)
+    monkeypatch.setenv("MDP_DEVICE", "auto")
+    assert schur_device(dense.GPU_MIN_SIZE - 1) == "cpu"
+    assert schur_device(dense.GPU_MIN_SIZE) == ("gpu" if gpu_available() else "cpu")
+    monkeypatch.delenv("MDP_DEVICE")
+    assert schur_device(dense.GPU_MIN_SIZE) == ("gpu" if gpu_available() else "cpu")
+
+
+def test_forced_gpu_without_one_is_a_parameter_error(monkeypatch):
+    monkeypatch.setattr(dense, "_cupy", lambda: None)
+    monkeypatch.setenv("MDP_DEVICE", "gpu")
+    with pytest.raises(ParameterError, match="MDP_DEVICE=gpu"):
+        schur_device(5000)
+    with pytest.raises(ParameterError, match="no usable CUDA device"):
+        GPUSchur(np.zeros((4, 2)))
+    monkeypatch.setenv("MDP_DEVICE", "auto")
+    assert schur_device(5000) == "cpu"
+
+
+def test_interior_point_method_reports_its_device(monkeypatch):
+    monkeypatch.setenv("MDP_DEVICE", "cpu")
+    space = MetricSpace.from_points(np.random.default_rng(4).random((20, 2)) * 5)
+    res = solve_row_block_ipm(ConstOptLP(space.distances, 0.5, nn_replacement(space.distances, 4), 0.1))
+    assert res.stats["device"] == "cpu"
+
+
+@needs_gpu
+@pytest.mark.parametrize("seed", [0, 1])
+def test_gpu_step_equals_cpu_step(seed):
+    L0, upd, a, b, c, ext = _instance(seed, n=300, t=450)
+    rng = np.random.default_rng(seed)
+    r, y = rng.normal(size=450), rng.normal(size=600)
+    cpu, gpu = CPUSchur(L0), GPUSchur(L0)
+    for step in (cpu, gpu):
+        step.factor(upd, a, b, c, ext)
+    (d1, l1), (d2, l2) = cpu.solve(r, y), gpu.solve(r, y)
+    np.testing.assert_allclose(d2, d1, rtol=1e-8, atol=1e-10 * np.abs(d1).max())
+    np.testing.assert_allclose(l2, l1, rtol=1e-8, atol=1e-10 * np.abs(l1).max())
+
+
+@needs_gpu
+def test_gpu_interior_point_method_matches_linprog(monkeypatch):
+    monkeypatch.setenv("MDP_DEVICE", "gpu")
+    space = MetricSpace.from_points(np.random.default_rng(8).random((40, 2)) * 5)
+    D, e = space.distances, 0.75
+    free = nn_replacement(D, 5)
+    fu, fv = np.nonzero(free)
+    res = solve_row_block_ipm(ConstOptLP(D, e, free, 0.1, free_free_pairs(fu, fv)))
+    assert res.stats["device"] == "gpu"
+    c, A, lo, hi, _, _ = constopt_lp(D, e, free, 0.1, split=True)
+    up = np.isfinite(hi)
+    ref = linprog(c, A_ub=np.vstack([A[up].toarray(), -A[~up].toarray()]), b_ub=np.r_[hi[up], -lo[~up]],
+                  bounds=[(0, None)] * A.shape[1], method="highs")
+    assert res.objective == pytest.approx(ref.fun, rel=1e-7)
+
+
+class _GPUOutOfMemory(CPUSchur):
+    """A stand-in GPU step whose memory runs out at the first factorisation."""
+
+    device = "gpu"
+
+    def __init__(self, L):
+        super().__init__(L)
+        self.host = L
+
+    def factor(self, *args):
+        raise MemoryError("GPU memory: out of memory allocating 1 GB")
+
+
+def test_gpu_out_of_memory_falls_back_to_the_cpu(monkeypatch):
+    from mdp.families import constopt_ipm
+
+    monkeypatch.setattr(constopt_ipm, "schur_factor", _GPUOutOfMemory)
+    space = MetricSpace.from_points(np.random.default_rng(5).random((25, 2)) * 5)
+    D, e = space.distances, 0.5
+    free = nn_replacement(D, 4)
+    res = solve_row_block_ipm(ConstOptLP(D, e, free, 0.1))
+    assert res.stats["device"] == "cpu"
+    c, A, lo, hi, _, n_base = constopt_lp(D, e, free, 0.1, split=True)
+    A, lo, hi = A[:n_base], lo[:n_base], hi[:n_base]
+    up = np.isfinite(hi)
+    ref = linprog(c, A_ub=np.vstack([A[up].toarray(), -A[~up].toarray()]), b_ub=np.r_[hi[up], -lo[~up]],
+                  bounds=[(0, None)] * A.shape[1], method="highs")
+    assert res.objective == pytest.approx(ref.fun, rel=1e-7)
