@@ -248,8 +248,13 @@ def _pair_max(A: np.ndarray, op, us: np.ndarray | None) -> np.ndarray:
         from ._pair_kernels import pair_max_log, pair_max_prob
 
         out = np.empty((len(us), n))
-        kernel = pair_max_log if op is _op_log else pair_max_prob
-        kernel(np.ascontiguousarray(A, dtype=float), np.asarray(us, dtype=np.int64), out)
+        A = np.ascontiguousarray(A, dtype=float)
+        rows = np.asarray(us, dtype=np.int64)
+        if op is _op_log:
+            pair_max_log(A, rows, out)
+        else:
+            with np.errstate(over="ignore"):        # 1 / subnormal: inf, handled by the kernel
+                pair_max_prob(A, np.divide(1.0, A), rows, out)
         return out
     out = np.empty((len(us), n))
     b = _block(n)

@@ -241,10 +241,13 @@ def test_compiled_pair_maxima_equal_numpy_bit_for_bit(seed):
             assert ref.shape == fast.shape
             assert np.array_equal(ref, fast)          # inf where a subnormal denominator overflows
             assert np.array_equal(np.signbit(ref) & (ref != 0), np.signbit(fast) & (fast != 0))
-            kernel = pair_max_prob if op is _op_prob else pair_max_log
             rows = np.arange(len(A)) if us is None else us
             direct = np.empty((len(rows), len(A)))
-            kernel(A, rows, direct)
+            if op is _op_prob:
+                with np.errstate(over="ignore"):
+                    pair_max_prob(A, 1.0 / A, rows, direct)
+            else:
+                pair_max_log(A, rows, direct)
             assert np.array_equal(ref, direct)
     ref, _ = _pair_max_both(M, _op_prob)
     assert np.isinf(ref[0, 7]) and ref[3, 4] == 0.0
@@ -268,3 +271,33 @@ def test_matrices_with_zeros_keep_the_numpy_path():
                            for v in range(len(M))] for u in range(len(M))])
     assert np.array_equal(out, brute)
     assert np.isinf(out[0, 2]) and np.isfinite(out[2, 9])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_pruned_probability_kernel_equals_numpy_on_adversarial_rows(seed):
+    """The pruning of ``pair_max_prob`` (mdp/_pair_kernels.py) loses no maximiser."""
+    from mdp._pair_kernels import PRUNE_MIN, PRUNE_REL
+    from mdp.accounting import _op_prob
+
+    rng = np.random.default_rng(seed)
+    n = 41
+    base = rng.random(n) + 0.5
+    rows = [base]
+    # ratios tied to a few ulps, and spread across the pruning band around the maximum
+    for k in (1, 3, 50):
+        rows.append(base * (1 + k * 2.0 ** -52 * rng.integers(0, 3, n)))
+    for band in (0.3, 1.0, 3.0):
+        rows.append(base * (1 + band * PRUNE_REL * rng.random(n)))
+    i = np.arange(n)
+    rows.append(np.exp(5 * i / n))                   # ratios increasing along w: every w a record
+    rows.append(np.exp(-5 * i / n))
+    rows.append(base * (0.1 * PRUNE_MIN))            # every ratio below PRUNE_MIN against `base`
+    rows.append(base * PRUNE_MIN)                    # the maximum ratio exactly at PRUNE_MIN
+    rows.append(base * 1e300)                        # products that overflow against small rows
+    rows.append(np.full(n, 1e-300))
+    rows.append(rng.random(n) * 10.0 ** rng.integers(-8, 9, n))   # scales 1e-8 .. 1e8
+    while len(rows) < n:
+        rows.append(rng.random(n) + 1e-3)
+    A = np.array(rows)
+    ref, fast = _pair_max_both(A, _op_prob)
+    assert np.array_equal(ref, fast)
