@@ -243,11 +243,11 @@ def _pair_max(A: np.ndarray, op, us: np.ndarray | None) -> np.ndarray:
     """
     us = np.arange(A.shape[0]) if us is None else us
     n = A.shape[0]
+    out = np.empty((len(us), n))
     if n >= KERNEL_MIN_N and np.all(np.isfinite(A)) and (op is _op_log or np.all(A > 0)):
         # no triple can be NaN here: the compiled kernels give the same floats, faster
         from ._pair_kernels import pair_max_log, pair_max_prob
 
-        out = np.empty((len(us), n))
         A = np.ascontiguousarray(A, dtype=float)
         rows = np.asarray(us, dtype=np.int64)
         if op is _op_log:
@@ -256,7 +256,6 @@ def _pair_max(A: np.ndarray, op, us: np.ndarray | None) -> np.ndarray:
             with np.errstate(over="ignore"):        # 1 / subnormal: inf, handled by the kernel
                 pair_max_prob(A, np.divide(1.0, A), rows, out)
         return out
-    out = np.empty((len(us), n))
     b = _block(n)
     buf = np.empty((min(b, len(us)), n, n))
     has_nan = not np.all(A > (-np.inf if op is _op_log else 0.0))

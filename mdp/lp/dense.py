@@ -38,7 +38,7 @@ import scipy.linalg as sl
 
 from ..errors import ParameterError, SolverError
 
-__all__ = ["DEVICE_ENV", "GPU_MIN_SIZE", "gpu_available", "gpu_name", "schur_device", "schur_factor",
+__all__ = ["DEVICE_ENV", "GPU_MIN_SIZE", "gpu_available", "schur_device", "schur_factor",
            "CPUSchur", "GPUSchur"]
 
 #: Environment variable that picks the device of the dense step: ``auto`` (default), ``cpu``, ``gpu``.
@@ -64,15 +64,6 @@ def _cupy():
 def gpu_available() -> bool:
     """Whether CuPy is installed and sees a usable CUDA device."""
     return _cupy() is not None
-
-
-def gpu_name() -> str | None:
-    """The CUDA device's name (``None`` without one)."""
-    cp = _cupy()
-    if cp is None:
-        return None
-    name = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"]
-    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def schur_device(size: int) -> str:
@@ -103,7 +94,7 @@ def schur_device(size: int) -> str:
 
 
 class CPUSchur:
-    """The dense step on the CPU (NumPy GEMM, LAPACK Cholesky).
+    """The dense step on the CPU (NumPy ``G.T @ G``, i.e. BLAS ``syrk``; LAPACK Cholesky).
 
     Parameters
     ----------
@@ -187,8 +178,6 @@ class GPUSchur:
             raise MemoryError(f"GPU memory: {exc}") from exc
 
     def _factor(self, update, a, b, c, extra) -> None:
-        import cupyx.scipy.linalg as csl
-
         cp, n, L = self.cp, self.n, self.L
         cp.copyto(L, self.L0)
         cp.add.at(L, (cp.asarray(update[0]), cp.asarray(update[1])), cp.asarray(update[2]))
@@ -212,14 +201,15 @@ class GPUSchur:
         if not bool(cp.all(cp.isfinite(diag) & (diag > 0))):
             raise SolverError("the interior point method's normal matrix lost positive definiteness")
         self.C = C
-        self._solve_triangular = csl.solve_triangular
 
     def solve(self, r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """As :meth:`CPUSchur.solve`."""
+        from cupyx.scipy.linalg import solve_triangular
+
         cp = self.cp
         rhs = cp.asarray(r) - self.L.T @ cp.asarray(c)
-        y = self._solve_triangular(self.C, rhs, lower=True)
-        d = self._solve_triangular(self.C, y, lower=True, trans="T")
+        y = solve_triangular(self.C, rhs, lower=True)
+        d = solve_triangular(self.C, y, lower=True, trans="T")
         return cp.asnumpy(d), cp.asnumpy(self.L @ d)
 
 
