@@ -13,7 +13,7 @@ from mdp.errors import ParameterError, SolverError
 from mdp.families.constopt import constopt_lp, nn_replacement
 from mdp.families.constopt_ipm import ConstOptLP, free_free_pairs, solve_row_block_ipm
 from mdp.lp import dense
-from mdp.lp.dense import CPUSchur, GPUSchur, gpu_available, schur_device
+from mdp.lp.dense import CPUSchur, GPUSchur, SparseColumns, gpu_available, schur_device
 from mdp.space import MetricSpace
 
 needs_gpu = pytest.mark.skipif(not gpu_available(), reason="no CUDA device for CuPy")
@@ -57,6 +57,94 @@ def test_cpu_step_solves_the_formed_matrix(seed):
     step.factor((np.zeros(0, int), np.zeros(0, int), np.zeros(0)), a, b, c, ext)
     _, S0 = _dense(L0, (np.zeros(0, int), np.zeros(0, int), np.zeros(0)), a, b, c, ext)
     np.testing.assert_allclose(step.solve(r, y)[0], np.linalg.solve(S0, r - L0.T @ y), rtol=1e-9)
+
+
+def _two_level_instance(seed: int):
+    """A linking matrix whose columns ``sparse.cols`` hold non-zeros in rows u and n + u only.
+
+    Components of the sparse columns (joined by a matrix row or a coupled pair): rows 0 and 1 give
+    two of size 2 (the batched path), rows 2-5 joined by pairs one of size 6, row 6 one of size 1;
+    the 5 dense columns are interleaved with them.
+    """
+    rng = np.random.default_rng(seed)
+    n, nd = 8, 5
+    rows = np.array([0, 0, 1, 1, 2, 3, 3, 4, 5, 5, 6])
+    t = nd + len(rows)
+    perm = rng.permutation(t)
+    dcols, fcols = perm[:nd], perm[nd:]
+    L0 = np.zeros((2 * n, t))
+    L0[:, dcols] = rng.normal(size=(2 * n, nd))
+    L0[rows, fcols] = rng.normal(size=len(rows))
+    L0[n + rows, fcols] = rng.random(len(rows)) + 0.5
+    pairs = (fcols[[4, 6, 8]], fcols[[5, 7, 9]])                # rows 2-3, 3-4, 5-5 ... joined
+    pairs = (np.r_[pairs[0], fcols[7]], np.r_[pairs[1], fcols[8]])   # and 4-5
+    upd = (rng.integers(0, 2 * n, 12), rng.choice(dcols, 12), rng.normal(size=12))
+    a, c = rng.random(n) + 0.5, rng.random(n) + 0.5
+    b = rng.normal(size=n)
+    fd = (rng.choice(fcols, 4), rng.choice(dcols, 4))
+    pv, fdv = rng.random(len(pairs[0])) * 0.05, rng.random(4) * 0.05
+    ext = (np.r_[np.arange(t), pairs[0], pairs[1], fd[0], fd[1]],
+           np.r_[np.arange(t), pairs[1], pairs[0], fd[1], fd[0]],
+           np.r_[rng.random(t) + 1.0, pv, pv, fdv, fdv])
+    return L0, upd, a, b, c, ext, SparseColumns(fcols, rows, pairs)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_two_level_step_solves_the_formed_matrix(seed):
+    L0, upd, a, b, c, ext, sparse = _two_level_instance(seed)
+    L, S = _dense(L0, upd, a, b, c, ext)
+    step = CPUSchur(L0, sparse)
+    sizes = sorted((s, count) for s, _, count in step._two.groups)
+    assert sizes == [(1, 1), (2, 2), (6, 1)]                   # every path of the elimination
+    rng = np.random.default_rng(seed + 20)
+    r, y = rng.normal(size=L.shape[1]), rng.normal(size=L.shape[0])
+    step.factor(upd, a, b, c, ext)
+    d, Ld = step.solve(r, y)
+    ref = np.linalg.solve(S, r - L.T @ y)
+    np.testing.assert_allclose(d, ref, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(Ld, L @ ref, rtol=1e-9, atol=1e-12)
+    flat = CPUSchur(L0)
+    flat.factor(upd, a, b, c, ext)
+    np.testing.assert_allclose(flat.solve(r, y)[0], d, rtol=1e-9, atol=1e-12)
+
+
+def test_two_level_step_refuses_a_wrong_structure():
+    L0, upd, a, b, c, ext, sparse = _two_level_instance(4)
+    n, (fcols, rows) = L0.shape[0] // 2, (sparse.cols, sparse.rows)
+    bad = L0.copy()
+    bad[(rows[0] + 1) % n, fcols[0]] = 1.0
+    with pytest.raises(ValueError, match="outside rows u and n"):
+        CPUSchur(bad, sparse)
+    dense_col = np.setdiff1d(np.arange(L0.shape[1]), fcols)[0]
+    with pytest.raises(ValueError, match="pairs must join"):
+        CPUSchur(L0, SparseColumns(fcols, rows, (fcols[:1], np.array([dense_col]))))
+    step = CPUSchur(L0, sparse)
+    with pytest.raises(ValueError, match="update touches"):
+        step.factor((np.array([rows[0]]), fcols[:1], np.ones(1)), a, b, c, ext)
+    # the sparse part couples two components (rows 0 and 6) that no pair joins
+    cross = (np.r_[ext[0], fcols[0], fcols[-1]], np.r_[ext[1], fcols[-1], fcols[0]],
+             np.r_[ext[2], 0.01, 0.01])
+    with pytest.raises(ValueError, match="SparseColumns.pairs leaves out"):
+        step.factor(upd, a, b, c, cross)
+    t = L0.shape[1]
+    with pytest.raises(SolverError, match="positive definiteness"):
+        step.factor(upd, a, b, c, (np.arange(t), np.arange(t), np.full(t, -1e6)))
+
+
+def test_interior_point_method_two_level_equals_one_dense_factorisation(monkeypatch):
+    from mdp.families import constopt_ipm
+
+    space = MetricSpace.from_points(np.random.default_rng(9).random((30, 2)) * 5)
+    D, e = space.distances, 0.6
+    free = nn_replacement(D, 5)
+    fu, fv = np.nonzero(free)
+    lp = ConstOptLP(D, e, free, 0.1, free_free_pairs(fu, fv))
+    two = solve_row_block_ipm(lp)
+    monkeypatch.setattr(constopt_ipm, "schur_factor", lambda L, sparse=None: CPUSchur(L))
+    flat = solve_row_block_ipm(lp)
+    assert two.iterations == flat.iterations
+    assert two.objective == pytest.approx(flat.objective, rel=1e-9)
+    np.testing.assert_allclose(two.x, flat.x, rtol=1e-6, atol=1e-9)
 
 
 def test_indefinite_matrix_is_a_solver_error():
@@ -133,8 +221,8 @@ class _GPUOutOfMemory(CPUSchur):
 
     device = "gpu"
 
-    def __init__(self, L):
-        super().__init__(L)
+    def __init__(self, L, sparse=None):
+        super().__init__(L, sparse)
         self.host = L
 
     def factor(self, *args):

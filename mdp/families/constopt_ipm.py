@@ -46,7 +46,7 @@ from scipy.special import logsumexp
 
 from ..errors import SolverError, SolverTimeout
 from ..lp import SparseLP
-from ..lp.dense import CPUSchur, schur_factor
+from ..lp.dense import CPUSchur, SparseColumns, schur_factor
 from .constopt import _bound_factors, free_free_pairs, lipschitz_log_matrix
 
 __all__ = ["ConstOptLP", "RowBlockResult", "solve_row_block_ipm", "certified_lower_bound",
@@ -211,7 +211,11 @@ class _RowBlockFactor:
         jT = self.T[(self.T >= n) & (self.T < n + f)] - n
         L_T[lp.fu[jT], posT[n + jT]] = lp.a[jT]
         L_T[n + lp.fu[jT], posT[n + jT]] = 1.0
-        self.schur = schur_factor(L_T)
+        # the free entries of T touch two linking rows each and, through the free-free rows,
+        # entries of their own column: eliminated first, in small blocks (mdp.lp.dense)
+        pa, pb = lp.pairs
+        self.sparse = SparseColumns(posT[n + jT], lp.fu[jT], (posT[n + pa], posT[n + pb]))
+        self.schur = schur_factor(L_T, self.sparse)
         # bound rows of S entries (at most two each: hi and lo), with the coefficient on M (p)
         # and on Y (q)
         rows = np.arange(lp.n_bound)
@@ -282,7 +286,7 @@ class _RowBlockFactor:
             if self.schur.device != "gpu":
                 raise
             # the GPU ran out of memory (a larger dense part in a later round): the CPU goes on
-            self.schur = CPUSchur(self.schur.host)
+            self.schur = CPUSchur(self.schur.host, self.schur.sparse)
             self.schur.factor(update, *chol, extra)
         try:
             facs = []

@@ -23,6 +23,20 @@ matrix is large enough to gain (``GPU_MIN_SIZE``), else the CPU. The environment
 float64; results agree to rounding (``tests/test_dense_schur.py``), and nothing downstream
 trusts them: every matrix built from them is certified on the CPU.
 
+**Two-level elimination (CPU).** Columns of ``L`` with non-zeros in rows ``u`` and ``n + u`` only
+(ConstOPTMech's free entries in free-free rows, :class:`SparseColumns`) need not be dense. With
+``F`` those columns and ``D`` the others, ``S_FF = G_F^T G_F + E_FF`` is block diagonal over the
+connected components of the graph that joins the columns of one matrix row and the pairs ``E``
+couples, so :class:`CPUSchur` factorises
+
+.. math:: S_{FF} = L_F L_F^\top \ (\text{one dense Cholesky per component}), \qquad
+          W = L_F^{-1} S_{FD}, \qquad S_{DD} - W^\top W = C_D C_D^\top,
+
+the blocked Cholesky factorisation of ``S`` with ``F`` ordered first (Cholesky is backward
+stable in any symmetric order), in ``2n d^2 + f d^2 + sum_c f_c^2 d + sum_c f_c^3 / 3 + d^3 / 3``
+flops (``d = |D|``, ``f = |F|``, ``f_c`` a component's size) instead of
+``2n t^2 + t^3 / 3``.
+
 The GPU path is optional: the ``gpu`` extra of this package (``pip install -e ".[gpu]"``,
 CuPy for CUDA 12, which CUDA 13 drivers also run) or ``pip install cupy-cuda13x``. Measured
 figures: ``docs/design/lp.md``, "A GPU for the row-block interior point method".
@@ -32,14 +46,17 @@ from __future__ import annotations
 
 import functools
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sl
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from ..errors import ParameterError, SolverError
 
 __all__ = ["DEVICE_ENV", "GPU_MIN_SIZE", "gpu_available", "schur_device", "schur_factor",
-           "CPUSchur", "GPUSchur"]
+           "SparseColumns", "CPUSchur", "GPUSchur"]
 
 #: Environment variable that picks the device of the dense step: ``auto`` (default), ``cpu``, ``gpu``.
 DEVICE_ENV = "MDP_DEVICE"
@@ -93,6 +110,167 @@ def schur_device(size: int) -> str:
     return "gpu" if size >= GPU_MIN_SIZE and gpu_available() else "cpu"
 
 
+@dataclass(frozen=True)
+class SparseColumns:
+    """Columns of the linking matrix that :class:`CPUSchur` eliminates first, in small blocks.
+
+    Attributes
+    ----------
+    cols : int ndarray
+        Positions of the columns (distinct, in ``0..t-1``).
+    rows : int ndarray
+        Per column, the matrix row ``u`` whose loss and row-sum rows (``u`` and ``n + u``) hold its
+        only non-zeros, before and after every update.
+    pairs : (int ndarray, int ndarray)
+        Every pair of these columns (positions) that the sparse part ``E`` of ``S`` couples.
+    """
+
+    cols: np.ndarray
+    rows: np.ndarray
+    pairs: tuple[np.ndarray, np.ndarray]
+
+
+class _TwoLevel:
+    """The components of :class:`SparseColumns` and one iteration's blocked factorisation."""
+
+    def __init__(self, L0: np.ndarray, spec: SparseColumns):
+        n2, t = L0.shape
+        n = n2 // 2
+        cols = np.asarray(spec.cols, dtype=np.int64)
+        rows = np.asarray(spec.rows, dtype=np.int64)
+        pa, pb = (np.asarray(v, dtype=np.int64) for v in spec.pairs)
+        nf = len(cols)
+        if (rows.shape != cols.shape or len(np.unique(cols)) != nf or cols.min() < 0
+                or cols.max() >= t or rows.min() < 0 or rows.max() >= n):
+            raise ValueError("SparseColumns: cols must be distinct column positions and rows "
+                             "matrix rows, one per column")
+        off = np.ones((n2, nf), dtype=bool)
+        off[rows, np.arange(nf)] = False
+        off[n + rows, np.arange(nf)] = False
+        if np.any(L0[:, cols][off] != 0.0):
+            raise ValueError("SparseColumns: a column has a non-zero outside rows u and n + u")
+        pos = np.full(t, -1, dtype=np.int64)
+        pos[cols] = np.arange(nf)
+        qa, qb = pos[pa], pos[pb]
+        if np.any(qa < 0) or np.any(qb < 0):
+            raise ValueError("SparseColumns: pairs must join two of its columns")
+        # components of the graph on columns and matrix rows (a column joins its row)
+        g = sp.coo_matrix((np.ones(nf + len(qa)), (np.r_[np.arange(nf), qa], np.r_[nf + rows, qb])),
+                          shape=(nf + n, nf + n))
+        _, lab = connected_components(g, directed=False)
+        lab = lab[:nf]
+        size = np.bincount(lab)
+        order = np.lexsort((lab, size[lab]))          # components contiguous, equal sizes together
+        self.F = cols[order]
+        self.uF = rows[order]
+        self.D = np.setdiff1d(np.arange(t), cols)
+        self.posF = np.full(t, -1, dtype=np.int64)
+        self.posF[self.F] = np.arange(nf)
+        self.posD = np.full(t, -1, dtype=np.int64)
+        self.posD[self.D] = np.arange(len(self.D))
+        lab_o, size_o = lab[order], size[lab[order]]
+        start = np.r_[0, np.nonzero(np.diff(lab_o))[0] + 1]    # first position of each component
+        comp_start = np.repeat(start, np.diff(np.r_[start, nf]))
+        self.local = np.arange(nf) - comp_start                 # index inside the component
+        # groups of equal-size components: (size, first position, number of components)
+        self.groups = []
+        for s_ in np.unique(size_o):
+            at = np.nonzero(size_o == s_)[0]
+            self.groups.append((int(s_), int(at[0]), len(at) // int(s_)))
+        self.comp_in_group = np.empty(nf, dtype=np.int64)
+        self.group_of = np.empty(nf, dtype=np.int64)
+        for k, (s_, first, count) in enumerate(self.groups):
+            self.comp_in_group[first:first + s_ * count] = np.arange(s_ * count) // s_
+            self.group_of[first:first + s_ * count] = k
+        # pairs of columns of one matrix row (both orders and the diagonal): G_F^T G_F's entries
+        by_row = np.argsort(self.uF, kind="stable")
+        cnt = np.bincount(self.uF, minlength=n)
+        starts = np.r_[0, np.cumsum(cnt)]
+        ii, jj = [], []
+        for c in np.unique(cnt[cnt > 0]):
+            us = np.nonzero(cnt == c)[0]
+            mem = by_row[starts[us][:, None] + np.arange(c)[None, :]]
+            ii.append(np.repeat(mem, c, axis=1).ravel())
+            jj.append(np.tile(mem, (1, c)).ravel())
+        self.gi, self.gj = np.concatenate(ii), np.concatenate(jj)
+        self.n = n
+
+    def _scatter(self, p: np.ndarray, q: np.ndarray, v: np.ndarray) -> list[np.ndarray]:
+        """The components' dense blocks from the entries ``(p, q, v)`` (positions in F)."""
+        if np.any(self.group_of[p] != self.group_of[q]) or np.any(
+                self.comp_in_group[p] != self.comp_in_group[q]):
+            raise ValueError("the sparse part couples columns that SparseColumns.pairs leaves out")
+        blocks = []
+        for k, (s_, _, count) in enumerate(self.groups):
+            m = self.group_of[p] == k
+            B = np.zeros((count, s_, s_))
+            np.add.at(B, (self.comp_in_group[p[m]], self.local[p[m]], self.local[q[m]]), v[m])
+            blocks.append(B)
+        return blocks
+
+    def _tri(self, x: np.ndarray, trans: bool) -> np.ndarray:
+        """``L_F^{-1} x`` or ``L_F^{-T} x`` (x of shape (f,) or (f, k)), component by component."""
+        out = np.empty_like(x)
+        for (s_, first, count), Lg in zip(self.groups, self.factors, strict=True):
+            seg = x[first:first + s_ * count]
+            if count == 1:
+                out[first:first + s_] = sl.solve_triangular(Lg[0], seg, lower=True,
+                                                            trans=1 if trans else 0,
+                                                            check_finite=False)
+                continue
+            Lb = np.swapaxes(Lg, 1, 2) if trans else Lg
+            rhs = seg.reshape(count, s_, -1)
+            out[first:first + s_ * count] = np.linalg.solve(Lb, rhs).reshape(seg.shape)
+        return out
+
+    def factor(self, L: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+               extra: tuple) -> None:
+        n, F, uF, D = self.n, self.F, self.uF, self.D
+        LD = L[:, D]
+        GD = np.empty_like(LD)
+        np.multiply(a[:, None], LD[:n], out=GD[:n])
+        GD[:n] += b[:, None] * LD[n:]
+        np.multiply(c[:, None], LD[n:], out=GD[n:])
+        del LD
+        S_DD = GD.T @ GD
+        g1 = a[uF] * L[uF, F] + b[uF] * L[n + uF, F]
+        g2 = c[uF] * L[n + uF, F]
+        nf = len(F)
+        G_F = sp.csr_matrix((np.r_[g1, g2], (np.r_[np.arange(nf), np.arange(nf)], np.r_[uF, n + uF])),
+                            shape=(nf, 2 * n))
+        S_FD = np.ascontiguousarray(G_F @ GD)
+        del GD
+        er, ec, ev = (np.asarray(v) for v in extra)
+        fr, fc = self.posF[er], self.posF[ec]
+        m = (fr < 0) & (fc < 0)
+        np.add.at(S_DD, (self.posD[er[m]], self.posD[ec[m]]), ev[m])
+        m = (fr >= 0) & (fc < 0)                      # E is symmetric: its (F, D) entries suffice
+        np.add.at(S_FD, (fr[m], self.posD[ec[m]]), ev[m])
+        m = (fr >= 0) & (fc >= 0)
+        gi, gj = self.gi, self.gj
+        blocks = self._scatter(np.r_[gi, fr[m]], np.r_[gj, fc[m]],
+                               np.r_[g1[gi] * g1[gj] + g2[gi] * g2[gj], ev[m]])
+        try:
+            self.factors = [np.linalg.cholesky(B) for B in blocks]
+        except np.linalg.LinAlgError as exc:
+            raise SolverError("the interior point method's normal matrix lost positive "
+                              "definiteness") from exc
+        self.W = self._tri(S_FD, trans=False)
+        S_DD -= self.W.T @ self.W
+        self.cho = sl.cho_factor(S_DD, lower=True, check_finite=False)
+        if not (all(np.all(np.isfinite(Lg)) for Lg in self.factors)
+                and np.all(np.isfinite(np.diagonal(self.cho[0])))):
+            raise SolverError("the interior point method's normal matrix lost positive definiteness")
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        y = self._tri(rhs[self.F], trans=False)
+        dD = sl.cho_solve(self.cho, rhs[self.D] - self.W.T @ y, check_finite=False)
+        d = np.empty_like(rhs)
+        d[self.D] = dD
+        d[self.F] = self._tri(y - self.W @ dD, trans=True)
+        return d
+
+
 class CPUSchur:
     """The dense step on the CPU (NumPy ``G.T @ G``, i.e. BLAS ``syrk``; LAPACK Cholesky).
 
@@ -101,14 +279,19 @@ class CPUSchur:
     L : ndarray (2n, t)
         The linking matrix before the per-iteration updates (rows ``0..n-1``: loss rows,
         ``n..2n-1``: row-sum rows).
+    sparse : SparseColumns, optional
+        Columns eliminated first by the two-level elimination of the module docstring (the
+        updates must leave them alone). ``None`` or no columns: one dense factorisation.
     """
 
     device = "cpu"
 
-    def __init__(self, L: np.ndarray):
+    def __init__(self, L: np.ndarray, sparse: SparseColumns | None = None):
         self.L0 = np.asarray(L, dtype=float)
         self.n = self.L0.shape[0] // 2
         self.L = np.empty_like(self.L0)
+        self.sparse = sparse
+        self._two = None if sparse is None or len(sparse.cols) == 0 else _TwoLevel(self.L0, sparse)
 
     def factor(self, update: tuple, a: np.ndarray, b: np.ndarray, c: np.ndarray,
                extra: tuple) -> None:
@@ -126,6 +309,17 @@ class CPUSchur:
         n, L = self.n, self.L
         np.copyto(L, self.L0)
         np.add.at(L, update[:2], update[2])
+        if self._two is not None:
+            if np.any(self._two.posF[np.asarray(update[1], dtype=np.int64)] >= 0):
+                raise ValueError("an update touches a column of SparseColumns")
+            try:
+                self._two.factor(L, a, b, c, extra)
+            except (np.linalg.LinAlgError, ValueError) as exc:
+                if "SparseColumns" in str(exc):
+                    raise
+                raise SolverError("the interior point method's normal matrix lost positive "
+                                  "definiteness") from exc
+            return
         G = np.empty_like(L)
         np.multiply(a[:, None], L[:n], out=G[:n])
         G[:n] += b[:, None] * L[n:]
@@ -143,7 +337,9 @@ class CPUSchur:
 
     def solve(self, r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``d = S^{-1} (r - L^T c)`` and ``L d``."""
-        d = sl.cho_solve(self.cho, r - self.L.T @ c, check_finite=False)
+        rhs = r - self.L.T @ c
+        d = (self._two.solve(rhs) if self._two is not None
+             else sl.cho_solve(self.cho, rhs, check_finite=False))
         return d, self.L @ d
 
 
@@ -156,12 +352,13 @@ class GPUSchur:
 
     device = "gpu"
 
-    def __init__(self, L: np.ndarray):
+    def __init__(self, L: np.ndarray, sparse: SparseColumns | None = None):
         cp = _cupy()
         if cp is None:
             raise ParameterError("no usable CUDA device for GPUSchur (CuPy missing or no GPU)")
         self.cp = cp
         self.host = np.asarray(L, dtype=float)           # for a fall-back to the CPU
+        self.sparse = sparse                              # the CPU's two-level elimination
         try:
             self.L0 = cp.asarray(self.host)
             self.L = cp.empty_like(self.L0)
@@ -213,14 +410,15 @@ class GPUSchur:
         return cp.asnumpy(d), cp.asnumpy(self.L @ d)
 
 
-def schur_factor(L: np.ndarray) -> CPUSchur | GPUSchur:
+def schur_factor(L: np.ndarray, sparse: SparseColumns | None = None) -> CPUSchur | GPUSchur:
     """The dense step for linking matrix ``L`` on the device :func:`schur_device` picks.
 
-    A GPU without the memory for ``L`` gives the CPU step.
+    A GPU without the memory for ``L`` gives the CPU step. ``sparse`` selects the CPU's
+    two-level elimination (:class:`CPUSchur`); the GPU factorises the whole matrix densely.
     """
     if schur_device(L.shape[1]) == "gpu":
         try:
-            return GPUSchur(L)
+            return GPUSchur(L, sparse)
         except MemoryError:
             pass
-    return CPUSchur(L)
+    return CPUSchur(L, sparse)
