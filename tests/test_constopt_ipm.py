@@ -8,14 +8,17 @@ import pytest
 from scipy.optimize import linprog
 
 import mdp
+from mdp.errors import SolverError
 from mdp.families.constopt import constopt_lp, nn_replacement
 from mdp.families.constopt_ipm import (
+    KEEP_GAP,
     ConstOptLP,
     certified_lower_bound,
     feasible_log_matrix,
     free_free_pairs,
     solve_constopt_gap,
     solve_row_block_ipm,
+    warm_start,
 )
 from mdp.space import MetricSpace
 
@@ -160,3 +163,85 @@ def test_factorisation_failure_near_the_optimum_returns_the_best_iterate(monkeyp
     assert res.stats["stalled"] and res.iterations == fail_from   # the attempted iteration counts
     assert max(res.relative_gap, res.primal_infeasibility, res.dual_infeasibility) <= ipm.STALL_ACCEPT
     assert res.objective == pytest.approx(_linprog(D, e, free, 0.1, with_free_free=False), rel=1e-6)
+
+
+def _two_rounds(seed=100, n=100, eps=1.5, r=5):
+    """Round 0 (no free-free rows) and round 1 (its violated rows) of ``solve_constopt_gap``."""
+    D, e = _random(seed, n).distances, eps / 2
+    free = nn_replacement(D, r)
+    fu, fv = np.nonzero(free)
+    a, b = free_free_pairs(fu, fv)
+    lp0 = ConstOptLP(D, e, free, 0.1)
+    res0 = solve_row_block_ipm(lp0)
+    m = res0.x[lp0.n:lp0.n + lp0.f]
+    viol = np.exp(-e * D[fu[a], fu[b]]) * m[a] - m[b] > 1e-6 * m[b]
+    return D, e, free, lp0, res0, ConstOptLP(D, e, free, 0.1, (a[viol], b[viol]))
+
+
+def test_warm_start_keeps_shared_rows_and_centres_new_ones():
+    D, e, free, _, _, lp1 = _two_rounds()
+    # from half of round 1's rows to all of them: shared rows and new rows
+    lp0 = ConstOptLP(D, e, free, 0.1, (lp1.pairs[0][::2], lp1.pairs[1][::2]))
+    res0 = solve_row_block_ipm(lp0)
+    x, w, sL, zL, sB, zB = res0.warm_point
+    assert res0.relative_gap < KEEP_GAP
+    st = warm_start(lp0, res0.warm_point, lp1)
+    for got, want in zip(st[:4], (x, w, sL, zL), strict=True):
+        np.testing.assert_array_equal(got, want)
+    nb, f = lp1.n_bound, lp1.f
+    np.testing.assert_array_equal(st[4][:nb], sB[:nb])
+    old = dict(zip(lp0.pairs[0] * f + lp0.pairs[1], range(len(lp0.pairs[0])), strict=True))
+    key = lp1.pairs[0] * f + lp1.pairs[1]
+    shared = np.array([k in old for k in key])
+    idx = np.array([old[k] for k in key[shared]])
+    np.testing.assert_array_equal(st[4][nb:][shared], sB[nb + idx])
+    np.testing.assert_array_equal(st[5][nb:][shared], zB[nb + idx])
+    mu = (sL @ zL + sB @ zB + x @ w) / (len(sL) + len(sB) + len(x))
+    new_s, new_z = st[4][nb:][~shared], st[5][nb:][~shared]
+    assert (~shared).sum() > 0 and np.all(new_s >= np.sqrt(mu) * (1 - 1e-15))
+    np.testing.assert_allclose(new_s * new_z, mu, rtol=1e-12)
+    np.testing.assert_array_equal(new_s, np.maximum(lp1.local(x)[nb:][~shared], np.sqrt(mu)))
+    with pytest.raises(ValueError, match="start"):
+        solve_row_block_ipm(lp1, start=(x, w, sL, zL, sB, zB))          # sized for lp0
+
+
+def test_warm_round_reaches_the_cold_optimum_in_fewer_iterations():
+    D, e, free, lp0, res0, lp1 = _two_rounds()
+    cold = solve_row_block_ipm(lp1)
+    warm = solve_row_block_ipm(lp1, start=warm_start(lp0, res0.warm_point, lp1))
+    assert warm.objective == pytest.approx(cold.objective, rel=1e-8)
+    assert warm.iterations <= cold.iterations / 2                  # 10 against 30
+
+
+def test_failed_warm_round_is_solved_again_cold(monkeypatch):
+    from mdp.families import constopt_ipm
+
+    D, e = _random(8, 40).distances, 0.75
+    free = nn_replacement(D, 5)
+    opt = _linprog(D, e, free, 0.1, with_free_free=True)
+    _, st = solve_constopt_gap(D, e, free, 0.1, 0.0)
+    assert len(st["ipm_rounds"]) >= 2
+    assert [r["warm"] for r in st["ipm_rounds"]] == [False] + [True] * (len(st["ipm_rounds"]) - 1)
+    real = constopt_ipm.solve_row_block_ipm
+
+    def no_warm(lp, **kw):
+        if kw.get("start") is not None:
+            raise SolverError("the interior point method's normal matrix lost positive definiteness")
+        return real(lp, **kw)
+
+    monkeypatch.setattr(constopt_ipm, "solve_row_block_ipm", no_warm)
+    _, st = solve_constopt_gap(D, e, free, 0.1, 0.0)
+    assert [r["warm"] for r in st["ipm_rounds"]] == [False] * len(st["ipm_rounds"])
+    assert st["lower_bound"] <= opt * (1 + 1e-6) and st["lp_objective"] >= opt * (1 - 1e-6)
+    assert st["relative_gap"] <= 1e-6
+
+
+def test_rounds_end_when_no_row_outside_the_lp_is_violated():
+    # rows already in the LP may stay violated by the method's tolerance (relative 1e-6 of a tiny
+    # entry); counting them made the warm rounds repeat until max_rounds on this space
+    D, e = _random(100, 100).distances, 0.75
+    free = nn_replacement(D, 5)
+    _, st = solve_constopt_gap(D, e, free, 0.1, 0.0)
+    rounds = st["ipm_rounds"]
+    assert len(rounds) <= 6 and rounds[-1]["violated"] == 0
+    assert st["relative_gap"] <= 1e-6

@@ -49,7 +49,7 @@ from ..lp import SparseLP
 from ..lp.dense import CPUSchur, SparseColumns, schur_factor
 from .constopt import _bound_factors, free_free_pairs, lipschitz_log_matrix
 
-__all__ = ["ConstOptLP", "RowBlockResult", "solve_row_block_ipm", "certified_lower_bound",
+__all__ = ["ConstOptLP", "RowBlockResult", "solve_row_block_ipm", "warm_start", "certified_lower_bound",
            "free_free_pairs", "feasible_log_matrix", "solve_constopt_gap"]
 
 
@@ -63,6 +63,10 @@ VIOLATION_RTOL = 1e-6
 #: rigorous whatever they are).
 STALL_ITERATIONS = 15
 STALL_ACCEPT = 1e-6
+#: A round of :func:`solve_constopt_gap` keeps its first iterate within this relative gap and
+#: these infeasibilities to start the next round from (1e-2 did as well, 1e-4 and 1e-5 worse:
+#: ``docs/design/lp.md``).
+KEEP_GAP = 1e-3
 
 
 class ConstOptLP:
@@ -178,6 +182,9 @@ class RowBlockResult:
     seconds: float
     dense_size: int
     stats: dict = field(default_factory=dict)
+    #: ``(x, w, s_link, z_link, s_local, z_local)`` of the first iterate whose relative gap and
+    #: infeasibilities were all below ``keep_gap`` (a start for the next round), or ``None``
+    warm_point: tuple | None = None
 
 
 def _max_step(v: np.ndarray, dv: np.ndarray) -> float:
@@ -340,12 +347,17 @@ def _newton_step(lp: ConstOptLP, fac: _RowBlockFactor, point: tuple, rsL: np.nda
 
 def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 200,
                         deadline: float | None = None,
-                        on_iteration: Callable[[dict], None] | None = None) -> RowBlockResult:
+                        on_iteration: Callable[[dict], None] | None = None,
+                        start: tuple | None = None, keep_gap: float = KEEP_GAP) -> RowBlockResult:
     """Mehrotra predictor-corrector on :class:`ConstOptLP` with the row-block elimination.
 
     Stops when the relative gap ``|c^T x - h^T y| / (1 + |c^T x|)`` and the relative primal and
     dual infeasibilities are all at most ``tol``, or returns the best iterate when it stalls, or
     its factorisation fails, below ``STALL_ACCEPT`` (``stats["stalled"]``).
+
+    ``start`` (``x, w, s_link, z_link, s_local, z_local``, all positive, sized for ``lp``) replaces
+    the default starting point; the result's ``warm_point`` is the first iterate within
+    ``keep_gap`` (see :func:`warm_start`).
 
     Raises
     ------
@@ -358,10 +370,17 @@ def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 20
     t0 = time.perf_counter()
     fac = _RowBlockFactor(lp)
     n, nv, mB = lp.n, lp.nv, lp.mB
-    x = np.ones(nv)
-    sL = np.maximum(np.abs(lp.linking(x) - lp.h), 1.0)
-    sB = np.maximum(np.abs(lp.local(x)), 1.0)
-    zL, zB, w = np.ones(2 * n), np.ones(mB), np.ones(nv)
+    if start is None:
+        x = np.ones(nv)
+        sL = np.maximum(np.abs(lp.linking(x) - lp.h), 1.0)
+        sB = np.maximum(np.abs(lp.local(x)), 1.0)
+        zL, zB, w = np.ones(2 * n), np.ones(mB), np.ones(nv)
+    else:
+        x, w, sL, zL, sB, zB = (np.array(v, dtype=float) for v in start)
+        if ([len(v) for v in (x, w, sL, zL, sB, zB)] != [nv, nv, 2 * n, 2 * n, mB, mB]
+                or not all(np.all(v > 0) and np.all(np.isfinite(v)) for v in (x, w, sL, zL, sB, zB))):
+            raise ValueError("start must be positive, finite vectors sized for the LP")
+    kept = None
     nh, nc = 1.0 + np.linalg.norm(lp.h), 1.0 + np.linalg.norm(lp.c)
     m_all = 2 * n + mB + nv
     it = 0
@@ -383,6 +402,8 @@ def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 20
         score = max(gap, pinf, dinf)
         if best is None or score < best[0]:
             best = (score, it, x, zL, zB, w, pobj, dobj, gap, pinf, dinf)
+        if kept is None and gap <= keep_gap and max(pinf, dinf) <= keep_gap:
+            kept = (x, w, sL, zL, sB, zB)
         if best[0] <= STALL_ACCEPT and (it - best[1] >= STALL_ITERATIONS or it >= max_iter
                                         or not np.isfinite(score)):
             # stalled near the optimum (the last digits of the dual residual stop improving
@@ -430,7 +451,40 @@ def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 20
     return RowBlockResult(x=x, y_link=zL, y_local=zB, w=w, objective=pobj, dual_objective=dobj,
                           iterations=it, relative_gap=gap, primal_infeasibility=pinf,
                           dual_infeasibility=dinf, seconds=time.perf_counter() - t0,
-                          dense_size=fac.nT, stats={"stalled": stalled, "device": fac.schur.device})
+                          dense_size=fac.nT, stats={"stalled": stalled, "device": fac.schur.device},
+                          warm_point=kept)
+
+
+def warm_start(prev: ConstOptLP, point: tuple, lp: ConstOptLP) -> tuple:
+    r"""A starting point for ``lp`` from an iterate ``point`` of ``prev``, the same LP with other
+    free-free rows.
+
+    The variables, the linking rows and the rows both LPs have keep their values. A new row gets
+    the slack ``max(b^T x, sqrt(mu))`` and the multiplier ``mu / slack`` (``mu`` the iterate's mean
+    complementarity product), so it starts centred; its primal residual (negative ``b^T x`` for
+    a violated row) is what the infeasible method then removes. As in Gondzio's warm start for
+    cutting-plane schemes (Math. Programming 83, 1998), the iterate is an earlier, well-centred
+    one (relative gap ``KEEP_GAP``), not the optimum, whose products are too small to move.
+    """
+    if prev.nv != lp.nv or prev.n_bound != lp.n_bound:
+        raise ValueError("warm_start needs two LPs on the same space, epsilon and free entries")
+    x, w, sL, zL, sB, zB = point
+    nb, f = lp.n_bound, lp.f
+    old_key = prev.pairs[0] * f + prev.pairs[1]
+    key = lp.pairs[0] * f + lp.pairs[1]
+    order = np.argsort(old_key, kind="stable")
+    at = np.searchsorted(old_key[order], key)
+    found = np.zeros(len(key), dtype=bool)
+    if len(old_key):
+        at = np.minimum(at, len(old_key) - 1)
+        found = old_key[order[at]] == key
+    mu = float(sL @ zL + sB @ zB + x @ w) / (len(sL) + len(sB) + len(x))
+    slack = np.maximum(lp.local(x)[nb:], np.sqrt(mu))
+    sBn = np.r_[sB[:nb], slack]
+    zBn = np.r_[zB[:nb], mu / slack]
+    sBn[nb:][found] = sB[nb + order[at[found]]]
+    zBn[nb:][found] = zB[nb + order[at[found]]]
+    return x, w, sL, zL, sBn, zBn
 
 
 def certified_lower_bound(lp: ConstOptLP, res: RowBlockResult, k_bar: float) -> float:
@@ -523,31 +577,44 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
     feasible for the full LP (:func:`feasible_log_matrix`, row sums scaled up to 1), giving
     ``k_feas``, and the round's duals give a rigorous lower bound ``k_low``
     (:func:`certified_lower_bound`). The loop stops when ``k_feas - k_low <= gap * k_feas`` or
-    when the round's solution violates no free-free row (then it is the full LP's optimum to the
-    method's tolerance). Otherwise the violated free-free rows are added (adding every row of
-    their columns instead took fewer rounds but tripled the dense part: slower).
+    when the round's solution violates no free-free row left out of its LP (then it is the full
+    LP's optimum to the method's tolerance). Otherwise the violated free-free rows are added (adding every row of
+    their columns instead took fewer rounds but tripled the dense part: slower), and the next
+    round starts from this round's iterate at relative gap ``KEEP_GAP`` (:func:`warm_start`; a
+    warm round that fails is solved again from the default start).
 
     Returns
     -------
     L, stats : the log of the feasible (unnormalised) matrix, and ``lp_objective`` (``k_feas``),
     ``lower_bound``, ``relative_gap``, ``gap_target``, ``rounds``, ``iterations``,
     ``free_free_rows`` (of the last round), ``variables``, ``rows``, ``nnz``, ``dense_size``
-    (side of the dense Schur complement), ``ipm_rounds`` (one dict per round), ``seconds``,
-    ``solver``.
+    (side of the dense Schur complement), ``ipm_rounds`` (one dict per round, with ``warm``:
+    whether it started from the previous round), ``seconds``, ``solver``.
     """
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + time_limit
     D = np.asarray(distances, dtype=float)
     fu, fv = np.nonzero(free)
     all_a, all_b = free_free_pairs(fu, fv)
+    all_key = all_a * len(fu) + all_b
     with np.errstate(under="ignore"):
         shrink = np.exp(-e * D[fu[all_a], fu[all_b]])
     pairs = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     iterations = 0
     trace = []
+    start, lp = None, None
     for rnd in range(max_rounds):
-        lp = ConstOptLP(D, e, free, lam, pairs)
-        res = solve_row_block_ipm(lp, deadline=deadline)
+        prev, lp = lp, ConstOptLP(D, e, free, lam, pairs)
+        warm = start is not None
+        try:
+            res = solve_row_block_ipm(lp, deadline=deadline,
+                                      start=None if start is None else warm_start(prev, start, lp))
+        except SolverError:
+            if not warm:
+                raise
+            warm = False                              # the cold start is the tested fall-back
+            res = solve_row_block_ipm(lp, deadline=deadline)
+        start = res.warm_point
         iterations += res.iterations
         L, k_feas = _feasible_objective(feasible_log_matrix(res.x, lp, (all_a, all_b)), lp)
         left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
@@ -559,7 +626,11 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
         rel = (k_feas - bound) / k_feas
         m = res.x[lp.n:lp.n + lp.f]
         viol = shrink * m[all_a] - m[all_b] > VIOLATION_RTOL * np.maximum(m[all_b], 1e-300)
-        info = {"round": rnd, "iterations": res.iterations, "free_free_rows": len(pairs[0]),
+        # rows already in the LP hold to the method's tolerance (the repair removes the rest):
+        # adding them again would repeat the round
+        viol &= ~np.isin(all_key, pairs[0] * len(fu) + pairs[1])
+        info = {"round": rnd, "iterations": res.iterations, "warm": warm,
+                "free_free_rows": len(pairs[0]),
                 "dense_size": res.dense_size, "lp_objective": k_feas, "lower_bound": bound,
                 "relative_gap": rel, "violated": int(viol.sum()),
                 "seconds": time.perf_counter() - t0}
@@ -568,7 +639,7 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
             on_round(info)
         if rel <= gap or not viol.any():
             break
-        key = np.unique(np.r_[pairs[0] * len(fu) + pairs[1], all_a[viol] * len(fu) + all_b[viol]])
+        key = np.unique(np.r_[pairs[0] * len(fu) + pairs[1], all_key[viol]])
         pairs = (key // len(fu), key % len(fu))
     nnz = 2 * int(np.count_nonzero(lp.L_Y[lp.n:])) + 2 * lp.f + lp.n + 2 * lp.mB
     return L, {"lp_objective": k_feas, "lower_bound": bound, "relative_gap": rel, "gap_target": gap,
