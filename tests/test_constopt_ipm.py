@@ -245,3 +245,32 @@ def test_rounds_end_when_no_row_outside_the_lp_is_violated():
     rounds = st["ipm_rounds"]
     assert len(rounds) <= 6 and rounds[-1]["violated"] == 0
     assert st["relative_gap"] <= 1e-6
+
+
+def test_auto_solver_uses_the_row_block_method_from_row_block_min_n(monkeypatch):
+    from mdp.families import constopt
+
+    space, eps = _random(8, 40), 1.5
+    highs = mdp.build("constopt", space, eps, r=5, lam=0.1)              # 40 < ROW_BLOCK_MIN_N
+    assert "HiGHS" in highs.stats["solver"] and "relative_gap" not in highs.stats
+    monkeypatch.setattr(constopt, "ROW_BLOCK_MIN_N", 40)
+    auto = mdp.build("constopt", space, eps, r=5, lam=0.1)
+    st = auto.stats
+    assert "row-block" in st["solver"] and st["gap_target"] == constopt.EXACT_GAP == 1e-6
+    assert st["relative_gap"] <= 1e-6
+    opt = highs.stats["lp_objective"]
+    assert st["lower_bound"] <= opt * (1 + 1e-9) and st["lp_objective"] <= opt * (1 + 1e-6)
+    _, report = mdp.verification.certify(auto.matrix, space.distances, eps, repair=False)
+    assert report["verified"]
+    # a named HiGHS method is HiGHS at every size
+    assert "HiGHS" in mdp.build("constopt", space, eps, r=5, lam=0.1, solver="hipo").stats["solver"]
+
+
+def test_auto_solver_falls_back_to_highs_when_the_gap_cannot_be_certified(monkeypatch):
+    from mdp.families import constopt
+
+    monkeypatch.setattr(constopt, "ROW_BLOCK_MIN_N", 35)
+    space = MetricSpace.from_points(np.random.default_rng(42).random((35, 2)) * 3)
+    mech = mdp.build("constopt", space, 400.0, r=6, lam=0.1)
+    assert "ipm_failure" in mech.stats and "HiGHS" in mech.stats["solver"]
+    assert mech.stats["privacy"]["measured_eps"] <= 400.0 * (1 + 1e-9)

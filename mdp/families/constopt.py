@@ -64,7 +64,7 @@ from ..space import MetricSpace
 from .exponential import exponential_floor
 
 __all__ = ["nn_replacement", "free_free_pairs", "constopt_lp", "solve_constopt_lp", "lipschitz_log_matrix",
-           "theorem1_counts"]
+           "theorem1_counts", "ROW_BLOCK_MIN_N", "EXACT_GAP"]
 
 #: Quantile used to choose among several lambdas (Imola et al. 2022, section 5.1, eq. 11).
 SELECTION_Q = 0.95
@@ -74,6 +74,15 @@ SELECTION_Q = 0.95
 #: "ConstOPTMech exact at n = 1000"). A warm solve that fails with Devex is re-solved with HiGHS's choice
 #: (:class:`mdp.lp.RowGeneration`).
 WARM_PRICING = "devex"
+#: With ``solver="auto"`` and no ``gap``, spaces of at least this many points are solved by the
+#: row-block interior point method of :mod:`mdp.families.constopt_ipm` to the certified relative
+#: gap ``EXACT_GAP`` instead of by HiGHS (Geolife cells on a 2-core machine: HiGHS 5.2 s against
+#: 11.9 s at n = 400, 28.4 s against 14.1 s at n = 700, 62.9 s against 39.6 s at n = 1000;
+#: ``docs/design/lp.md``, "Warm rounds").
+ROW_BLOCK_MIN_N = 600
+#: What "exact" means for the row-block method: the certified relative gap of the returned LP
+#: point (the registry's exactness for every LP mechanism).
+EXACT_GAP = 1e-6
 
 
 def nn_replacement(distances: np.ndarray, r: int) -> np.ndarray:
@@ -339,13 +348,15 @@ PARAMS = {
                          help="'nn' (I_NN,r) or a callable (distances, r) -> free mask"),
     "time_limit": Param("float", None, low=0.0, low_open=True, allow_none=True,
                         help="seconds per LP (None: no limit)"),
-    "solver": Param("choice", "hipo", choices=SOLVERS,
-                    help="HiGHS method (lazy: of the first round; 'hipo' runs 'ipm' without HiGHS's "
-                         "extension package, and again when HiPO fails)"),
+    "solver": Param("choice", "auto", choices=("auto",) + tuple(SOLVERS),
+                    help="'auto': HiGHS's HiPO below ROW_BLOCK_MIN_N points, the row-block interior "
+                         "point method to a certified gap of 1e-6 from there; else the HiGHS method "
+                         "(lazy: of the first round; 'hipo' runs 'ipm' without HiGHS's extension "
+                         "package, and again when HiPO fails)"),
     "lazy": Param("bool", True, help="generate the free-free pair rows on demand"),
     "gap": Param("float", None, low=0.0, high=1.0, high_open=True, allow_none=True,
                  help="certified relative gap: solve by the row-block interior point method and "
-                      "stop within gap of a rigorous lower bound (None: exact, by HiGHS)"),
+                      "stop within gap of a rigorous lower bound (None: exact, see solver)"),
 }
 
 
@@ -354,7 +365,7 @@ PARAMS = {
 def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
                    lam: float | Sequence[float] = (0.001, 0.1, 1.0),
                    replacement: str | Callable = "nn", time_limit: float | None = None,
-                   solver: str = "hipo", lazy: bool = True, gap: float | None = None) -> Candidate:
+                   solver: str = "auto", lazy: bool = True, gap: float | None = None) -> Candidate:
     """ConstOPTMech (Algorithm 1): LP at ``eps/2`` with the ``I_NN,r`` replacement, rows normalised.
 
     Parameters
@@ -373,18 +384,21 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
         return an ``(n, n)`` boolean mask of the free entries (``free[u, v]`` iff ``u in I(v)``).
     time_limit : float > 0 or None
         Seconds per LP; :class:`mdp.lp.LPTimeout` on timeout.
-    solver : str, default "hipo"
-        HiGHS method (see :class:`mdp.lp.SparseLP`); with ``lazy`` the method of the first round.
+    solver : str, default "auto"
+        ``"auto"``: below ``ROW_BLOCK_MIN_N`` (600) points HiGHS with ``"hipo"``; from there the
+        row-block interior point method of ``gap`` with the target ``EXACT_GAP`` (1e-6), which is
+        faster there (``docs/design/lp.md``, "Warm rounds"), and HiGHS with ``"hipo"`` when it
+        cannot certify that gap. Any other value is the HiGHS method for every size (see
+        :class:`mdp.lp.SparseLP`); with ``lazy`` the method of the first round.
         ``"hipo"`` (HiGHS's HiPO interior point, then crossover) needs HiGHS's extension
         package (module ``highspy_extras``) and runs IPX (``"ipm"``) without it;
         ``stats["solver"]`` names what ran. A HiPO solve that fails is repeated by IPX
         (``stats["failed_attempts"]``). HiPO is the faster first round from a few hundred
-        points on (``docs/design/lp.md``); it runs on HiGHS's thread count
-        (:func:`mdp.lp.set_threads`).
+        points on; it runs on HiGHS's thread count (:func:`mdp.lp.set_threads`).
     lazy : bool, default True
         Generate the free-free pair rows on demand (:func:`solve_constopt_lp`); same optimum.
     gap : float in [0, 1) or None
-        ``None`` (default): the LP is solved exactly by HiGHS (``solver``, ``lazy``). A number:
+        ``None`` (default): the LP is solved exactly (``solver``, ``lazy``). A number:
         by the row-block interior point method of :mod:`mdp.families.constopt_ipm`, which
         exploits the LP's structure (dense rows over ``Y`` only) and stops when the LP objective
         of a solution made exactly private at ``epsilon / 2`` is within ``gap`` relative of a
@@ -412,7 +426,10 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
         if free.shape != (n, n):
             raise ParameterError(f"replacement must return an ({n}, {n}) boolean mask, got shape {free.shape}")
     e = epsilon / 2.0
-    if gap is not None:
+    row_block = gap is not None or (solver == "auto" and n >= ROW_BLOCK_MIN_N)
+    target = gap if gap is not None else EXACT_GAP
+    highs_solver = "hipo" if solver == "auto" else solver
+    if row_block:
         # constopt_ipm builds on this module's LP formulas, so it is imported here, not above
         from .constopt_ipm import solve_constopt_gap
     best = None
@@ -426,9 +443,9 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
                               on_failure="another solver ('simplex' or 'ipm'), lazy=False, or a "
                                          "smaller r"):
             ipm_failure = None
-            if gap is not None:
+            if row_block:
                 try:
-                    L, lp_stats = solve_constopt_gap(D, e, free, lam_i, gap, time_limit=time_limit)
+                    L, lp_stats = solve_constopt_gap(D, e, free, lam_i, target, time_limit=time_limit)
                 except LPError as exc:
                     if isinstance(exc, LPTimeout):
                         raise
@@ -436,13 +453,13 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
                 else:
                     # the bound can be too weak to certify the gap (e^{-e D} underflowing at
                     # very large epsilon): then the exact solve keeps the promise
-                    if not lp_stats["relative_gap"] <= gap:
+                    if not lp_stats["relative_gap"] <= target:
                         ipm_failure = (f"certified relative gap {lp_stats['relative_gap']:.3g} above "
-                                       f"the target {gap:g}")
-            if gap is None or ipm_failure is not None:
+                                       f"the target {target:g}")
+            if not row_block or ipm_failure is not None:
                 try:
                     sol, lp_stats, max_coefficient, left_out, (fu, fv) = _solve_limited(
-                        D, e, free, lam_i, lazy=lazy, solver=solver, time_limit=time_limit)
+                        D, e, free, lam_i, lazy=lazy, solver=highs_solver, time_limit=time_limit)
                 except LPError as exc:
                     if isinstance(exc, LPTimeout):
                         raise
