@@ -213,7 +213,10 @@ def test_warm_round_reaches_the_cold_optimum_in_fewer_iterations():
     assert warm.iterations <= cold.iterations / 2                  # 10 against 30
 
 
-def test_failed_warm_round_is_solved_again_cold(monkeypatch):
+@pytest.mark.parametrize("error", [
+    SolverError("the interior point method's normal matrix lost positive definiteness"),
+    ValueError("start must be positive, finite vectors sized for the LP")])
+def test_failed_warm_round_is_solved_again_cold(monkeypatch, error):
     from mdp.families import constopt_ipm
 
     D, e = _random(8, 40).distances, 0.75
@@ -226,7 +229,7 @@ def test_failed_warm_round_is_solved_again_cold(monkeypatch):
 
     def no_warm(lp, **kw):
         if kw.get("start") is not None:
-            raise SolverError("the interior point method's normal matrix lost positive definiteness")
+            raise error
         return real(lp, **kw)
 
     monkeypatch.setattr(constopt_ipm, "solve_row_block_ipm", no_warm)

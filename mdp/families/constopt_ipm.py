@@ -609,10 +609,12 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
         try:
             res = solve_row_block_ipm(lp, deadline=deadline,
                                       start=None if start is None else warm_start(prev, start, lp))
-        except SolverError:
+        except (SolverError, ValueError):
+            # ValueError: a start the method refuses (an underflowed product); neither is the
+            # user's error while the cold start, the tested fall-back, remains
             if not warm:
                 raise
-            warm = False                              # the cold start is the tested fall-back
+            warm = False
             res = solve_row_block_ipm(lp, deadline=deadline)
         start = res.warm_point
         iterations += res.iterations
