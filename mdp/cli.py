@@ -90,12 +90,13 @@ def _lp_progress(show: bool):
 
     t0 = time.perf_counter()
 
-    def line(state, loop):
-        obj = state.solution.objective if state.solution is not None else float("nan")
-        gap = (f"{(obj - state.bound) / abs(obj):.2e}" if np.isfinite(state.bound) and obj
-               else "n/a")
-        print(f"\rLP round {state.rounds}: {loop.lp.num_row:,} rows, objective {obj:.8g}, "
-              f"gap {gap}, {time.perf_counter() - t0:.0f} s ", end="", file=sys.stderr, flush=True)
+    def line(event):
+        where = (f"LP round {event.round}" if event.iteration is None
+                 else f"LP round {event.round}, iteration {event.iteration}")
+        gap = f"{event.gap:.2e}" if np.isfinite(event.gap) else "n/a"
+        kind = "certified gap" if event.certified else "gap"
+        print(f"\r{where}: {event.rows:,} rows, objective {event.objective:.8g}, {kind} {gap}, "
+              f"{time.perf_counter() - t0:.0f} s ", end="", file=sys.stderr, flush=True)
 
     try:
         with progress(line):

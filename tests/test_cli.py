@@ -125,6 +125,20 @@ def test_build_progress_line_only_on_a_terminal(tmp_path, capsys, monkeypatch):
     assert code == 0 and "LP round" not in e
 
 
+def test_build_progress_of_the_row_block_method(tmp_path, capsys, monkeypatch):
+    # ConstOPTMech's row-block interior point method (gap=, and the default from 600 points)
+    # reports every iteration and, per round, the certified gap
+    pts = tmp_path / "pts.csv"
+    xy = np.random.default_rng(3).random((30, 2)) * 5
+    pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1]}).to_csv(pts, index=False)
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    code, o, e = run(["build", "--space", str(pts), "--mechanism", "constopt", "--epsilon", "1",
+                      "--param", "r=4", "--param", "lam=0.1", "--param", "gap=1e-3",
+                      "-o", str(tmp_path / "m.npz")], capsys)
+    assert code == 0
+    assert "LP round 1, iteration 1:" in e and "LP round 1: " in e and "certified gap" in e
+
+
 def test_build_threads(tmp_path, capsys):
     pts = tmp_path / "pts.csv"
     pd.DataFrame({"x": [0, 1, 2, 3, 0.5, 2.5], "y": [0, 1, 0, 1, 2, 2.0]}).to_csv(pts, index=False)

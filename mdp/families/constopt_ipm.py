@@ -47,6 +47,7 @@ from scipy.special import logsumexp
 from ..errors import SolverError, SolverTimeout
 from ..lp import SparseLP
 from ..lp.dense import CPUSchur, SparseColumns, schur_factor
+from ..lp.reporting import LPProgress, report
 from .constopt import _bound_factors, free_free_pairs, lipschitz_log_matrix
 
 __all__ = ["ConstOptLP", "RowBlockResult", "solve_row_block_ipm", "warm_start", "certified_lower_bound",
@@ -606,8 +607,14 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
     for rnd in range(max_rounds):
         prev, lp = lp, ConstOptLP(D, e, free, lam, pairs)
         warm = start is not None
+        rows = 2 * lp.n + lp.mB
+
+        def shown(it: dict, rnd: int = rnd, rows: int = rows) -> None:
+            report(LPProgress(round=rnd + 1, rows=rows, objective=it["objective"],
+                              gap=it["relative_gap"], iteration=it["iteration"]))
+
         try:
-            res = solve_row_block_ipm(lp, deadline=deadline,
+            res = solve_row_block_ipm(lp, deadline=deadline, on_iteration=shown,
                                       start=None if start is None else warm_start(prev, start, lp))
         except (SolverError, ValueError):
             # ValueError: a start the method refuses (an underflowed product); neither is the
@@ -615,7 +622,7 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
             if not warm:
                 raise
             warm = False
-            res = solve_row_block_ipm(lp, deadline=deadline)
+            res = solve_row_block_ipm(lp, deadline=deadline, on_iteration=shown)
         start = res.warm_point
         iterations += res.iterations
         L, k_feas = _feasible_objective(feasible_log_matrix(res.x, lp, (all_a, all_b)), lp)
@@ -637,6 +644,7 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
                 "relative_gap": rel, "violated": int(viol.sum()),
                 "seconds": time.perf_counter() - t0}
         trace.append(info)
+        report(LPProgress(round=rnd + 1, rows=rows, objective=k_feas, gap=rel, certified=True))
         if on_round is not None:
             on_round(info)
         if rel <= gap or not viol.any():

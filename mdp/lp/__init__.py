@@ -27,6 +27,7 @@ from .highs import (
            set_threads,
 )
 from .output import explain_failures, stochastic_rows
+from .reporting import LPProgress, progress, report
 from .rowgen import (
            Cuts,
            Phase,
@@ -34,9 +35,9 @@ from .rowgen import (
            RowGenerationPolicy,
            RowGenerationResult,
            RowGenerationState,
-           progress,
 )
 
 __all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "HIPO_AVAILABLE", "Phase",
            "RowGenerationPolicy", "Cuts", "RowGenerationState", "RowGenerationResult",
-           "RowGeneration", "explain_failures", "stochastic_rows", "progress", "set_threads", "get_threads"]
+           "RowGeneration", "explain_failures", "stochastic_rows", "progress", "report", "LPProgress", "set_threads",
+           "get_threads"]

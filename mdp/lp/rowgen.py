@@ -55,39 +55,20 @@ Measured figures behind the phases and their defaults are in ``docs/design/lp.md
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import enum
+import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
 from .highs import SIMPLEX_PRICING, LPError, LPSolution, LPTimeout, SparseLP
+from .reporting import LPProgress, report
 
-__all__ = ["progress", "Phase", "RowGenerationPolicy", "Cuts", "RowGenerationState", "RowGenerationResult",
+__all__ = ["Phase", "RowGenerationPolicy", "Cuts", "RowGenerationState", "RowGenerationResult",
            "RowGeneration"]
-
-
-_PROGRESS: contextvars.ContextVar[Callable | None] = contextvars.ContextVar("mdp_lp_progress",
-                                                                            default=None)
-
-
-@contextlib.contextmanager
-def progress(callback: Callable[[RowGenerationState, RowGeneration], None]) -> Iterator[None]:
-    """Within the block, every :class:`RowGeneration` round also calls ``callback(state, loop)``.
-
-    A progress display for long builds (the CLI's ``mdp build``) that reaches the loops inside
-    any LP family without a parameter of its own; ``state.bound`` is the latest Lagrangian bound
-    where the loop computes one.
-    """
-    token = _PROGRESS.set(callback)
-    try:
-        yield
-    finally:
-        _PROGRESS.reset(token)
 
 
 class Phase(enum.Enum):
@@ -468,9 +449,10 @@ class RowGeneration:
             self._enter(nxt)
         if self._on_round is not None:
             self._on_round(st)
-        shown = _PROGRESS.get()
-        if shown is not None:
-            shown(st, self)
+        obj = st.solution.objective if st.solution is not None else math.nan
+        report(LPProgress(round=st.rounds, rows=self.lp.num_row, objective=obj,
+                          gap=(obj - st.bound) / abs(obj) if math.isfinite(st.bound) and obj else math.nan,
+                          certified=math.isfinite(st.bound)))
         return nxt
 
     def run(self) -> RowGenerationResult:

@@ -1,0 +1,67 @@
+"""Progress reports of long LP solves, for a display that the caller sets up (``mdp build``).
+
+A family's solver (the row generation loop of :mod:`mdp.lp.rowgen`, ConstOPTMech's row-block
+interior point method) calls :func:`report` with an :class:`LPProgress`; within a
+:func:`progress` block the callback receives it, elsewhere nothing happens. The display needs no
+parameter threaded through every family and solver.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+__all__ = ["LPProgress", "progress", "report"]
+
+
+@dataclass(frozen=True)
+class LPProgress:
+    """One progress report.
+
+    Attributes
+    ----------
+    round : int
+        Round of the solve (1 for the first), each one LP with more rows than the last.
+    rows : int
+        Rows of the round's LP.
+    objective : float
+        The round's objective (of the current iterate where ``iteration`` is set).
+    gap : float
+        Relative gap: to a rigorous lower bound where ``certified``, else the interior point
+        iterate's own primal-dual gap; NaN where none is known.
+    iteration : int or None
+        Interior point iteration within the round, for reports during a round.
+    certified : bool
+        Whether ``gap`` is certified (a rigorous bound).
+    """
+
+    round: int
+    rows: int
+    objective: float
+    gap: float = math.nan
+    iteration: int | None = None
+    certified: bool = False
+
+
+_CALLBACK: contextvars.ContextVar[Callable[[LPProgress], None] | None] = contextvars.ContextVar(
+    "mdp_lp_progress", default=None)
+
+
+@contextlib.contextmanager
+def progress(callback: Callable[[LPProgress], None]) -> Iterator[None]:
+    """Within the block, every LP solve that reports calls ``callback(event)``."""
+    token = _CALLBACK.set(callback)
+    try:
+        yield
+    finally:
+        _CALLBACK.reset(token)
+
+
+def report(event: LPProgress) -> None:
+    """Pass ``event`` to the callback of the enclosing :func:`progress` block, if any."""
+    callback = _CALLBACK.get()
+    if callback is not None:
+        callback(event)
