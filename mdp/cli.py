@@ -89,14 +89,17 @@ def _lp_progress(show: bool):
     from .lp import progress
 
     t0 = time.perf_counter()
+    width = [0]
 
     def line(event):
         where = (f"LP round {event.round}" if event.iteration is None
                  else f"LP round {event.round}, iteration {event.iteration}")
         gap = f"{event.gap:.2e}" if np.isfinite(event.gap) else "n/a"
         kind = "certified gap" if event.certified else "gap"
-        print(f"\r{where}: {event.rows:,} rows, objective {event.objective:.8g}, {kind} {gap}, "
-              f"{time.perf_counter() - t0:.0f} s ", end="", file=sys.stderr, flush=True)
+        msg = (f"{where}: {event.rows:,} rows, objective {event.objective:.8g}, {kind} {gap}, "
+               f"{time.perf_counter() - t0:.0f} s")
+        width[0] = max(width[0], len(msg))          # a shorter line overwrites a longer one
+        print(f"\r{msg.ljust(width[0])}", end="", file=sys.stderr, flush=True)
 
     try:
         with progress(line):
