@@ -58,9 +58,11 @@ def main() -> None:
     p.add_argument("--optimal-gap", type=float, default=None,
                    help="OPTMech's gap= (certified near-optimal mode; default exact)")
     p.add_argument("--constopt-gap", type=float, default=None,
-                   help="ConstOPTMech's gap= (row-block interior point method; default exact by HiGHS)")
+                   help="ConstOPTMech's gap= (row-block interior point method; default exact: "
+                        "HiGHS below 600 points, the row-block method to 1e-6 from there)")
     p.add_argument("--constopt-solver", default=None, choices=mdp.lp.SOLVERS,
-                   help="ConstOPTMech's solver= (first round; default the family's)")
+                   help="ConstOPTMech's solver= (a HiGHS method at every size; default the "
+                        "family's 'auto')")
     p.add_argument("--csv", default=None, help="also write the table to this CSV file")
     p.add_argument("--threads", type=int, default=None,
                    help="HiGHS threads (mdp.lp.set_threads; default HiGHS's, half the cores)")
