@@ -14,6 +14,7 @@ from mdp.families.constopt_ipm import (
     KEEP_GAP,
     ConstOptLP,
     certified_lower_bound,
+    default_start,
     feasible_log_matrix,
     free_free_pairs,
     solve_constopt_gap,
@@ -277,3 +278,22 @@ def test_auto_solver_falls_back_to_highs_when_the_gap_cannot_be_certified(monkey
     mech = mdp.build("constopt", space, 400.0, r=6, lam=0.1)
     assert "ipm_failure" in mech.stats and "HiGHS" in mech.stats["solver"]
     assert mech.stats["privacy"]["measured_eps"] <= 400.0 * (1 + 1e-9)
+
+
+def test_default_start_is_positive_scaled_and_reaches_the_same_optimum():
+    D, e = _random(1, 60).distances, 0.75
+    free = nn_replacement(D, 5)
+    lp = ConstOptLP(D, e, free, 0.1)
+    x, w, sL, zL, sB, zB = default_start(lp)
+    n = lp.n
+    assert all(np.all(v > 0) for v in (x, w, sL, zL, sB, zB))
+    assert np.median(lp.linking(x)[n:]) == pytest.approx(1.0)            # row sums about 1
+    assert x[lp.kcol] == pytest.approx(np.max(-lp.linking(np.r_[x[:-1], 0.0])[:n]))
+    r = lp.linking(x) - lp.h
+    np.testing.assert_allclose(sL[r > sL.min()], r[r > sL.min()])       # slack = residual above the floor
+    ones = np.ones(lp.nv)
+    all_ones = (ones, ones.copy(), np.maximum(np.abs(lp.linking(ones) - lp.h), 1.0), np.ones(2 * n),
+                np.maximum(np.abs(lp.local(ones)), 1.0), np.ones(lp.mB))
+    a, b = solve_row_block_ipm(lp), solve_row_block_ipm(lp, start=all_ones)
+    assert a.objective == pytest.approx(b.objective, rel=1e-8)
+    assert a.objective == pytest.approx(_linprog(D, e, free, 0.1, with_free_free=False), rel=1e-7)

@@ -50,7 +50,7 @@ from ..lp.dense import CPUSchur, SparseColumns, schur_factor
 from ..lp.reporting import LPProgress, report
 from .constopt import _bound_factors, free_free_pairs, lipschitz_log_matrix
 
-__all__ = ["ConstOptLP", "RowBlockResult", "solve_row_block_ipm", "warm_start", "certified_lower_bound",
+__all__ = ["ConstOptLP", "RowBlockResult", "solve_row_block_ipm", "default_start", "warm_start", "certified_lower_bound",
            "free_free_pairs", "feasible_log_matrix", "solve_constopt_gap"]
 
 
@@ -68,6 +68,8 @@ STALL_ACCEPT = 1e-6
 #: these infeasibilities to start the next round from (1e-2 did as well, 1e-4 and 1e-5 worse:
 #: ``docs/design/lp.md``).
 KEEP_GAP = 1e-3
+#: Every multiplier of :func:`default_start` (1 and 1e-3 took more iterations on Geolife cells).
+START_DUAL = 1e-2
 
 
 class ConstOptLP:
@@ -346,6 +348,31 @@ def _newton_step(lp: ConstOptLP, fac: _RowBlockFactor, point: tuple, rsL: np.nda
     return dx, dsL, dsB, (rsL - zL * dsL) / sL, (rsB - zB * dsB) / sB, (rxw - w * dx) / x
 
 
+def default_start(lp: ConstOptLP) -> tuple:
+    r"""The cold starting point ``(x, w, s_link, z_link, s_local, z_local)`` of the method.
+
+    Every weight and free entry at ``alpha``, the inverse of the median row sum of the all-ones
+    matrix (so that the row sums are about 1, as at the optimum), ``k`` at the largest loss of
+    that matrix, each slack at its row's value (floored at ``1e-2 max(1, largest)`` for the
+    linking rows and ``alpha`` for the local ones) and every multiplier at ``START_DUAL``. Against
+    all ones: 23 / 33 / 35 / 40 iterations instead of 38 / 48 / 53 / 53 on random points
+    (n = 300), GloVe (n = 1000) and Geolife cells (n = 1000, 2000) (``docs/design/lp.md``).
+    """
+    n, nv = lp.n, lp.nv
+    one = np.ones(nv)
+    one[lp.kcol] = 0.0
+    sums = lp.linking(one)[n:]
+    alpha = 1.0 / float(np.median(sums)) if np.median(sums) > 0 else 1.0
+    x = np.full(nv, alpha)
+    x[lp.kcol] = 0.0
+    x[lp.kcol] = max(float(np.max(-lp.linking(x)[:n])), alpha)
+    r = lp.linking(x) - lp.h
+    sL = np.maximum(r, 1e-2 * max(1.0, float(r.max())))
+    sB = np.maximum(lp.local(x), alpha)
+    return (x, np.full(nv, START_DUAL), sL, np.full(2 * n, START_DUAL), sB,
+            np.full(lp.mB, START_DUAL))
+
+
 def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 200,
                         deadline: float | None = None,
                         on_iteration: Callable[[dict], None] | None = None,
@@ -357,8 +384,8 @@ def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 20
     its factorisation fails, below ``STALL_ACCEPT`` (``stats["stalled"]``).
 
     ``start`` (``x, w, s_link, z_link, s_local, z_local``, all positive, sized for ``lp``) replaces
-    the default starting point; the result's ``warm_point`` is the first iterate within
-    ``keep_gap`` (see :func:`warm_start`).
+    the default starting point (:func:`default_start`); the result's ``warm_point`` is the first
+    iterate within ``keep_gap`` (see :func:`warm_start`).
 
     Raises
     ------
@@ -372,10 +399,7 @@ def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 20
     fac = _RowBlockFactor(lp)
     n, nv, mB = lp.n, lp.nv, lp.mB
     if start is None:
-        x = np.ones(nv)
-        sL = np.maximum(np.abs(lp.linking(x) - lp.h), 1.0)
-        sB = np.maximum(np.abs(lp.local(x)), 1.0)
-        zL, zB, w = np.ones(2 * n), np.ones(mB), np.ones(nv)
+        x, w, sL, zL, sB, zB = default_start(lp)
     else:
         x, w, sL, zL, sB, zB = (np.array(v, dtype=float) for v in start)
         if ([len(v) for v in (x, w, sL, zL, sB, zB)] != [nv, nv, 2 * n, 2 * n, mB, mB]
