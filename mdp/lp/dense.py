@@ -144,11 +144,13 @@ class _TwoLevel:
                 or cols.max() >= t or rows.min() < 0 or rows.max() >= n):
             raise ValueError("SparseColumns: cols must be distinct column positions and rows "
                              "matrix rows, one per column")
-        off = np.ones((n2, nf), dtype=bool)
-        off[rows, np.arange(nf)] = False
-        off[n + rows, np.arange(nf)] = False
-        if np.any(L0[:, cols][off] != 0.0):
-            raise ValueError("SparseColumns: a column has a non-zero outside rows u and n + u")
+        for k in range(0, nf, 256):                   # in slices: L0[:, cols] can be GBs
+            sub = L0[:, cols[k:k + 256]] != 0.0
+            at = np.arange(sub.shape[1])
+            sub[rows[k:k + 256], at] = False
+            sub[n + rows[k:k + 256], at] = False
+            if sub.any():
+                raise ValueError("SparseColumns: a column has a non-zero outside rows u and n + u")
         pos = np.full(t, -1, dtype=np.int64)
         pos[cols] = np.arange(nf)
         qa, qb = pos[pa], pos[pb]
