@@ -255,6 +255,9 @@ def test_auto_solver_uses_the_row_block_method_from_row_block_min_n(monkeypatch)
     from mdp.families import constopt
 
     space, eps = _random(8, 40), 1.5
+    # eps / 2 x median distance ~ 1.9 <= ROW_BLOCK_MAX_SCALE
+    med = np.median(space.distances[np.triu_indices(40, 1)])
+    assert eps / 2 * med <= constopt.ROW_BLOCK_MAX_SCALE
     highs = mdp.build("constopt", space, eps, r=5, lam=0.1)              # 40 < ROW_BLOCK_MIN_N
     assert "HiGHS" in highs.stats["solver"] and "relative_gap" not in highs.stats
     monkeypatch.setattr(constopt, "ROW_BLOCK_MIN_N", 40)
@@ -275,9 +278,14 @@ def test_auto_solver_falls_back_to_highs_when_the_gap_cannot_be_certified(monkey
 
     monkeypatch.setattr(constopt, "ROW_BLOCK_MIN_N", 35)
     space = MetricSpace.from_points(np.random.default_rng(42).random((35, 2)) * 3)
+    # eps / 2 x median distance ~ 230 > ROW_BLOCK_MAX_SCALE: HiGHS without trying
+    direct = mdp.build("constopt", space, 400.0, r=6, lam=0.1)
+    assert "ipm_failure" not in direct.stats and "HiGHS" in direct.stats["solver"]
+    monkeypatch.setattr(constopt, "ROW_BLOCK_MAX_SCALE", np.inf)
     mech = mdp.build("constopt", space, 400.0, r=6, lam=0.1)
     assert "ipm_failure" in mech.stats and "HiGHS" in mech.stats["solver"]
     assert mech.stats["privacy"]["measured_eps"] <= 400.0 * (1 + 1e-9)
+    assert mech.stats["lp_objective"] == pytest.approx(direct.stats["lp_objective"], rel=1e-9)
 
 
 def test_default_start_is_positive_scaled_and_reaches_the_same_optimum():

@@ -64,7 +64,7 @@ from ..space import MetricSpace
 from .exponential import exponential_floor
 
 __all__ = ["nn_replacement", "free_free_pairs", "constopt_lp", "solve_constopt_lp", "lipschitz_log_matrix",
-           "theorem1_counts", "ROW_BLOCK_MIN_N", "EXACT_GAP"]
+           "theorem1_counts", "ROW_BLOCK_MIN_N", "ROW_BLOCK_MAX_SCALE", "EXACT_GAP"]
 
 #: Quantile used to choose among several lambdas (Imola et al. 2022, section 5.1, eq. 11).
 SELECTION_Q = 0.95
@@ -80,6 +80,12 @@ WARM_PRICING = "devex"
 #: 11.9 s at n = 400, 28.4 s against 14.1 s at n = 700, 62.9 s against 39.6 s at n = 1000;
 #: ``docs/design/lp.md``, "Warm rounds").
 ROW_BLOCK_MIN_N = 600
+#: ... and where ``epsilon / 2`` times the median distance is at most this. At larger products
+#: more free-free rows bind, the method needs more rounds, and HiGHS wins (Geolife cells, n = 600:
+#: 41 s against 32 s at a product of 9, 269 s against HiGHS's far less at 23, 246 s against 34 s
+#: at 91; both methods certify the same optimum). Measured wins lie at 2.7 (Geolife) and 2.9
+#: (GloVe).
+ROW_BLOCK_MAX_SCALE = 5.0
 #: What "exact" means for the row-block method: the certified relative gap of the returned LP
 #: point (the registry's exactness for every LP mechanism).
 EXACT_GAP = 1e-6
@@ -349,8 +355,9 @@ PARAMS = {
     "time_limit": Param("float", None, low=0.0, low_open=True, allow_none=True,
                         help="seconds per LP (None: no limit)"),
     "solver": Param("choice", "auto", choices=("auto",) + tuple(SOLVERS),
-                    help="'auto': HiGHS's HiPO below ROW_BLOCK_MIN_N points, the row-block interior "
-                         "point method to a certified gap of 1e-6 from there; else the HiGHS method "
+                    help="'auto': the row-block interior point method to a certified gap of 1e-6 "
+                         "from ROW_BLOCK_MIN_N points where eps/2 x median distance <= "
+                         "ROW_BLOCK_MAX_SCALE, else HiGHS's HiPO; else the HiGHS method "
                          "(lazy: of the first round; 'hipo' runs 'ipm' without HiGHS's extension "
                          "package, and again when HiPO fails)"),
     "lazy": Param("bool", True, help="generate the free-free pair rows on demand"),
@@ -385,10 +392,11 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
     time_limit : float > 0 or None
         Seconds per LP; :class:`mdp.lp.LPTimeout` on timeout.
     solver : str, default "auto"
-        ``"auto"``: below ``ROW_BLOCK_MIN_N`` (600) points HiGHS with ``"hipo"``; from there the
-        row-block interior point method of ``gap`` with the target ``EXACT_GAP`` (1e-6), which is
-        faster there (``docs/design/lp.md``, "Warm rounds"), and HiGHS with ``"hipo"`` when it
-        cannot certify that gap. Any other value is the HiGHS method for every size (see
+        ``"auto"``: from ``ROW_BLOCK_MIN_N`` (600) points, where ``epsilon / 2`` times the median
+        distance is at most ``ROW_BLOCK_MAX_SCALE`` (5), the row-block interior point method of
+        ``gap`` with the target ``EXACT_GAP`` (1e-6), which is faster there
+        (``docs/design/lp.md``), and HiGHS with ``"hipo"`` when it cannot certify that gap;
+        otherwise HiGHS with ``"hipo"``. Any other value is the HiGHS method for every size (see
         :class:`mdp.lp.SparseLP`); with ``lazy`` the method of the first round.
         ``"hipo"`` (HiGHS's HiPO interior point, then crossover) needs HiGHS's extension
         package (module ``highspy_extras``) and runs IPX (``"ipm"``) without it;
@@ -426,7 +434,8 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
         if free.shape != (n, n):
             raise ParameterError(f"replacement must return an ({n}, {n}) boolean mask, got shape {free.shape}")
     e = epsilon / 2.0
-    row_block = gap is not None or (solver == "auto" and n >= ROW_BLOCK_MIN_N)
+    row_block = gap is not None or (solver == "auto" and n >= ROW_BLOCK_MIN_N
+                                    and e * float(np.median(D[np.triu_indices(n, 1)])) <= ROW_BLOCK_MAX_SCALE)
     target = gap if gap is not None else EXACT_GAP
     highs_solver = "hipo" if solver == "auto" else solver
     if row_block:
