@@ -80,12 +80,12 @@ WARM_PRICING = "devex"
 #: 11.9 s at n = 400, 28.4 s against 14.1 s at n = 700, 62.9 s against 39.6 s at n = 1000;
 #: ``docs/design/lp.md``, "Warm rounds").
 ROW_BLOCK_MIN_N = 600
-#: ... and where ``epsilon / 2`` times the median distance is at most this. At larger products
-#: more free-free rows bind, the method needs more rounds, and HiGHS wins (Geolife cells, n = 600:
-#: 41 s against 32 s at a product of 9, 269 s against HiGHS's far less at 23, 246 s against 34 s
-#: at 91; both methods certify the same optimum). Measured wins lie at 2.7 (Geolife) and 2.9
-#: (GloVe).
-ROW_BLOCK_MAX_SCALE = 5.0
+#: ... and where ``epsilon / 2`` times the median distance is at most this. Far beyond it the
+#: method cannot certify its gap (``e^{-e D}`` spans hundreds of orders of magnitude) and the
+#: attempt only delays HiGHS (Geolife cells, n = 600, product 91: 246 s against 34 s); up to it
+#: it won or came close (product 2.7-2.9: 1.6-2.2x faster at n = 1000; 9.1: 41 s against 32 s;
+#: 22.8: 269 s against more than 9 minutes for HiGHS).
+ROW_BLOCK_MAX_SCALE = 25.0
 #: What "exact" means for the row-block method: the certified relative gap of the returned LP
 #: point (the registry's exactness for every LP mechanism).
 EXACT_GAP = 1e-6
@@ -393,7 +393,7 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
         Seconds per LP; :class:`mdp.lp.LPTimeout` on timeout.
     solver : str, default "auto"
         ``"auto"``: from ``ROW_BLOCK_MIN_N`` (600) points, where ``epsilon / 2`` times the median
-        distance is at most ``ROW_BLOCK_MAX_SCALE`` (5), the row-block interior point method of
+        distance is at most ``ROW_BLOCK_MAX_SCALE`` (25), the row-block interior point method of
         ``gap`` with the target ``EXACT_GAP`` (1e-6), which is faster there
         (``docs/design/lp.md``), and HiGHS with ``"hipo"`` when it cannot certify that gap;
         otherwise HiGHS with ``"hipo"``. Any other value is the HiGHS method for every size (see
