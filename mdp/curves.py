@@ -44,7 +44,7 @@ def default_targets(space: MetricSpace, k: int = 10) -> np.ndarray:
     D = np.asarray(space.distances)
     off = D + np.diag(np.full(space.n, np.inf))
     nn = float(np.median(off.min(axis=1)))
-    med = float(np.median(D[np.triu_indices(space.n, 1)]))
+    med = space.median_distance
     lo, hi = 0.2 / med, 12.0 / nn
     return np.array([float(f"{x:.3g}") for x in np.geomspace(lo, max(hi, 4 * lo), k)])
 

@@ -252,6 +252,11 @@ class MetricSpace:
         """Largest distance in the space."""
         return float(self.distances.max())
 
+    @property
+    def median_distance(self) -> float:
+        """Median distance over the pairs of distinct points."""
+        return float(np.median(self.distances[np.triu_indices(self.n, 1)]))
+
     def __len__(self) -> int:
         return self.n
 

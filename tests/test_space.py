@@ -92,3 +92,10 @@ def test_haversine_longitude_and_pole_spellings_are_one_point():
                                                            np.array([[10.0, 0.2]]))[0, 0], rel=1e-9)
     assert s.distances[0, 1] == pytest.approx(haversine_km(np.array([[10.0, 0.0]]),
                                                            np.array([[10.0, 0.1]]))[0, 0], rel=1e-9)
+
+
+def test_median_distance_over_distinct_pairs():
+    pts = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 4.0], [3.0, 4.0]])
+    space = MetricSpace.from_points(pts)
+    # pairs: 3, 4, 5, 5, 4, 3 -> median 4 (the zero diagonal does not count)
+    assert space.median_distance == 4.0

@@ -435,7 +435,7 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
             raise ParameterError(f"replacement must return an ({n}, {n}) boolean mask, got shape {free.shape}")
     e = epsilon / 2.0
     row_block = gap is not None or (solver == "auto" and n >= ROW_BLOCK_MIN_N
-                                    and e * float(np.median(D[np.triu_indices(n, 1)])) <= ROW_BLOCK_MAX_SCALE)
+                                    and e * space.median_distance <= ROW_BLOCK_MAX_SCALE)
     target = gap if gap is not None else EXACT_GAP
     highs_solver = "hipo" if solver == "auto" else solver
     if row_block:

@@ -624,11 +624,12 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
     all_key = all_a * len(fu) + all_b
     with np.errstate(under="ignore"):
         shrink = np.exp(-e * D[fu[all_a], fu[all_b]])
-    pairs = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    key = np.zeros(0, np.int64)                         # the LP's free-free rows, as all_key
     iterations = 0
     trace = []
     start, lp = None, None
     for rnd in range(max_rounds):
+        pairs = (key // len(fu), key % len(fu))
         prev, lp = lp, ConstOptLP(D, e, free, lam, pairs)
         warm = start is not None
         rows = 2 * lp.n + lp.mB
@@ -661,7 +662,7 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
         viol = shrink * m[all_a] - m[all_b] > VIOLATION_RTOL * np.maximum(m[all_b], 1e-300)
         # rows already in the LP hold to the method's tolerance (the repair removes the rest):
         # adding them again would repeat the round
-        viol &= ~np.isin(all_key, pairs[0] * len(fu) + pairs[1])
+        viol &= ~np.isin(all_key, key)
         info = {"round": rnd, "iterations": res.iterations, "warm": warm,
                 "free_free_rows": len(pairs[0]),
                 "dense_size": res.dense_size, "lp_objective": k_feas, "lower_bound": bound,
@@ -673,8 +674,7 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
             on_round(info)
         if rel <= gap or not viol.any():
             break
-        key = np.unique(np.r_[pairs[0] * len(fu) + pairs[1], all_key[viol]])
-        pairs = (key // len(fu), key % len(fu))
+        key = np.union1d(key, all_key[viol])
     nnz = 2 * int(np.count_nonzero(lp.L_Y[lp.n:])) + 2 * lp.f + lp.n + 2 * lp.mB
     return L, {"lp_objective": k_feas, "lower_bound": bound, "relative_gap": rel, "gap_target": gap,
                "rounds": len(trace), "iterations": iterations, "free_free_rows": len(lp.pairs[0]),

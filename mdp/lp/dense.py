@@ -130,6 +130,29 @@ class SparseColumns:
     pairs: tuple[np.ndarray, np.ndarray]
 
 
+def _times_blocks(a: np.ndarray, b: np.ndarray, c: np.ndarray, L: np.ndarray) -> np.ndarray:
+    """``G = R L`` for ``R = [[diag(a), diag(b)], [0, diag(c)]]`` (the blocks' Cholesky factors)."""
+    n = L.shape[0] // 2
+    G = np.empty_like(L)
+    np.multiply(a[:, None], L[:n], out=G[:n])
+    G[:n] += b[:, None] * L[n:]
+    np.multiply(c[:, None], L[n:], out=G[n:])
+    return G
+
+
+def _cholesky(S: np.ndarray) -> tuple:
+    """``scipy.linalg.cho_factor(S, lower=True)``; :class:`SolverError` unless ``S`` is
+    numerically positive definite."""
+    try:
+        cho = sl.cho_factor(S, lower=True, check_finite=False)
+    except (np.linalg.LinAlgError, ValueError) as exc:
+        raise SolverError("the interior point method's normal matrix lost positive "
+                          "definiteness") from exc
+    if not np.all(np.isfinite(np.diagonal(cho[0]))):
+        raise SolverError("the interior point method's normal matrix lost positive definiteness")
+    return cho
+
+
 class _TwoLevel:
     """The components of :class:`SparseColumns` and one iteration's blocked factorisation."""
 
@@ -228,12 +251,7 @@ class _TwoLevel:
     def factor(self, L: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray,
                extra: tuple) -> None:
         n, F, uF, D = self.n, self.F, self.uF, self.D
-        LD = L[:, D]
-        GD = np.empty_like(LD)
-        np.multiply(a[:, None], LD[:n], out=GD[:n])
-        GD[:n] += b[:, None] * LD[n:]
-        np.multiply(c[:, None], LD[n:], out=GD[n:])
-        del LD
+        GD = _times_blocks(a, b, c, L[:, D])
         S_DD = GD.T @ GD
         g1 = a[uF] * L[uF, F] + b[uF] * L[n + uF, F]
         g2 = c[uF] * L[n + uF, F]
@@ -254,15 +272,14 @@ class _TwoLevel:
                                np.r_[g1[gi] * g1[gj] + g2[gi] * g2[gj], ev[m]])
         try:
             self.factors = [np.linalg.cholesky(B) for B in blocks]
-        except np.linalg.LinAlgError as exc:
+        except (np.linalg.LinAlgError, ValueError) as exc:
             raise SolverError("the interior point method's normal matrix lost positive "
                               "definiteness") from exc
+        if not all(np.all(np.isfinite(Lg)) for Lg in self.factors):
+            raise SolverError("the interior point method's normal matrix lost positive definiteness")
         self.W = self._tri(S_FD, trans=False)
         S_DD -= self.W.T @ self.W
-        self.cho = sl.cho_factor(S_DD, lower=True, check_finite=False)
-        if not (all(np.all(np.isfinite(Lg)) for Lg in self.factors)
-                and np.all(np.isfinite(np.diagonal(self.cho[0])))):
-            raise SolverError("the interior point method's normal matrix lost positive definiteness")
+        self.cho = _cholesky(S_DD)
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         y = self._tri(rhs[self.F], trans=False)
@@ -308,34 +325,19 @@ class CPUSchur:
         SolverError
             ``S`` is not numerically positive definite.
         """
-        n, L = self.n, self.L
+        L = self.L
         np.copyto(L, self.L0)
         np.add.at(L, update[:2], update[2])
         if self._two is not None:
             if np.any(self._two.posF[np.asarray(update[1], dtype=np.int64)] >= 0):
                 raise ValueError("an update touches a column of SparseColumns")
-            try:
-                self._two.factor(L, a, b, c, extra)
-            except (np.linalg.LinAlgError, ValueError) as exc:
-                if "SparseColumns" in str(exc):
-                    raise
-                raise SolverError("the interior point method's normal matrix lost positive "
-                                  "definiteness") from exc
+            self._two.factor(L, a, b, c, extra)
             return
-        G = np.empty_like(L)
-        np.multiply(a[:, None], L[:n], out=G[:n])
-        G[:n] += b[:, None] * L[n:]
-        np.multiply(c[:, None], L[n:], out=G[n:])
+        G = _times_blocks(a, b, c, L)
         S = G.T @ G
         del G
         np.add.at(S, extra[:2], extra[2])
-        try:
-            self.cho = sl.cho_factor(S, lower=True, check_finite=False)
-        except (np.linalg.LinAlgError, ValueError) as exc:
-            raise SolverError("the interior point method's normal matrix lost positive "
-                              "definiteness") from exc
-        if not np.all(np.isfinite(np.diagonal(self.cho[0]))):
-            raise SolverError("the interior point method's normal matrix lost positive definiteness")
+        self.cho = _cholesky(S)
 
     def solve(self, r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``d = S^{-1} (r - L^T c)`` and ``L d``."""
