@@ -126,7 +126,7 @@ def test_build_progress_line_only_on_a_terminal(tmp_path, capsys, monkeypatch):
 
 
 def test_build_progress_of_the_row_block_method(tmp_path, capsys, monkeypatch):
-    # ConstOPTMech's row-block interior point method (gap=, and the default from 600 points)
+    # ConstOPTMech's row-block interior point method (gap=, and the default from 300 points)
     # reports every iteration and, per round, the certified gap
     pts = tmp_path / "pts.csv"
     xy = np.random.default_rng(3).random((30, 2)) * 5

@@ -305,3 +305,61 @@ def test_default_start_is_positive_scaled_and_reaches_the_same_optimum():
     a, b = solve_row_block_ipm(lp), solve_row_block_ipm(lp, start=all_ones)
     assert a.objective == pytest.approx(b.objective, rel=1e-8)
     assert a.objective == pytest.approx(_linprog(D, e, free, 0.1, with_free_free=False), rel=1e-7)
+
+
+@pytest.mark.parametrize("gap, tol", [(1e-3, 1e-8), (1e-6, 1e-8), (1e-7, 1e-9), (0.0, 1e-10)])
+def test_rounds_run_to_gap_over_100_within_the_round_tolerances(monkeypatch, gap, tol):
+    from mdp.families import constopt_ipm
+
+    D, e = _random(8, 40).distances, 0.75
+    free = nn_replacement(D, 5)
+    seen = []
+    real = constopt_ipm.solve_row_block_ipm
+
+    def spy(lp, **kw):
+        seen.append(kw["tol"])
+        return real(lp, **kw)
+
+    monkeypatch.setattr(constopt_ipm, "solve_row_block_ipm", spy)
+    _, st = solve_constopt_gap(D, e, free, 0.1, gap)
+    assert seen and all(t == pytest.approx(tol, rel=1e-12) for t in seen)
+    assert st["relative_gap"] <= max(gap, 1e-6)
+
+
+def test_bound_factors_given_or_computed_give_the_same_lp():
+    from mdp.families.constopt import _bound_factors
+
+    D, e = _random(3, 30).distances, 0.6
+    free = nn_replacement(D, 4)
+    fu, fv = np.nonzero(free)
+    pairs = free_free_pairs(fu, fv)
+    a = ConstOptLP(D, e, free, 0.1, pairs)
+    b = ConstOptLP(D, e, free, 0.1, pairs, bound_factors=_bound_factors(D, free, fu, fv, e))
+    for name in ("li", "lj", "la", "lb", "log_hi", "log_lo"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def test_a_fixed_weights_lp_without_a_solution_leaves_the_repaired_point(monkeypatch):
+    # the weights of an iterate need not admit a completion (HiGHS: "Infeasible" at Geolife
+    # n = 2000); the round then keeps its repaired point, and a timeout still stops the build
+    from mdp.errors import SolverTimeout
+    from mdp.families import constopt_ipm
+
+    D, e = _random(8, 40).distances, 0.75
+    free = nn_replacement(D, 5)
+    opt = _linprog(D, e, free, 0.1, with_free_free=True)
+
+    def infeasible(*args, **kwargs):
+        raise SolverError("HiGHS did not find an optimum: model status 'Infeasible'")
+
+    monkeypatch.setattr(constopt_ipm, "fixed_weights_solution", infeasible)
+    _, st = solve_constopt_gap(D, e, free, 0.1, 0.0)
+    assert st["lower_bound"] <= opt * (1 + 1e-6) <= st["lp_objective"] * (1 + 2e-6)
+    assert st["relative_gap"] <= 1e-6
+
+    def late(*args, **kwargs):
+        raise SolverTimeout("time limit")
+
+    monkeypatch.setattr(constopt_ipm, "fixed_weights_solution", late)
+    with pytest.raises(SolverTimeout):
+        solve_constopt_gap(D, e, free, 0.1, 0.0)

@@ -147,6 +147,44 @@ def test_interior_point_method_two_level_equals_one_dense_factorisation(monkeypa
     np.testing.assert_allclose(two.x, flat.x, rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_blas_products_equal_numpy(order):
+    rng = np.random.default_rng(4)
+    G = np.asarray(rng.normal(size=(40, 17)), order=order)
+    W = rng.normal(size=(25, 17))
+    lower = np.tril_indices(17)
+    S = dense.gram(G)
+    np.testing.assert_allclose(S[lower], (G.T @ G)[lower], rtol=1e-12, atol=1e-12)
+    # the in-place update S - W^T W (the two-level step's Schur complement)
+    S = dense.gram(W, out=S, alpha=-1.0)
+    np.testing.assert_allclose(S[lower], (G.T @ G - W.T @ W)[lower], rtol=1e-12, atol=1e-12)
+    x, y = rng.normal(size=17), rng.normal(size=40)
+    np.testing.assert_allclose(dense.matvec(G, x), G @ x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dense.rmatvec(G, y), G.T @ y, rtol=1e-12, atol=1e-12)
+
+
+def test_blas_threads_follow_the_size_rule_and_set_threads(monkeypatch):
+    from threadpoolctl import threadpool_info
+
+    from mdp.lp import highs
+
+    def counts():
+        return {lib["filepath"]: lib["num_threads"] for lib in threadpool_info()
+                if lib["user_api"] == "blas"}
+
+    outside = counts()
+    monkeypatch.setattr(highs, "_DEFAULT_THREADS", None)
+    with dense.blas_threads(dense.SERIAL_BLAS_BELOW - 1):
+        assert set(counts().values()) == {1}
+    with dense.blas_threads(dense.SERIAL_BLAS_BELOW):
+        assert counts() == outside
+    assert counts() == outside                        # restored on exit
+    monkeypatch.setattr(highs, "_DEFAULT_THREADS", 1)   # mdp.lp.set_threads(1) wins at every size
+    with dense.blas_threads(10 ** 6):
+        assert set(counts().values()) == {1}
+    assert counts() == outside
+
+
 def test_indefinite_matrix_is_a_solver_error():
     L0, upd, a, b, c, ext = _instance(3)
     t = L0.shape[1]

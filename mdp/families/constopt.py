@@ -76,10 +76,11 @@ SELECTION_Q = 0.95
 WARM_PRICING = "devex"
 #: With ``solver="auto"`` and no ``gap``, spaces of at least this many points are solved by the
 #: row-block interior point method of :mod:`mdp.families.constopt_ipm` to the certified relative
-#: gap ``EXACT_GAP`` instead of by HiGHS (Geolife cells on a 2-core machine: HiGHS 5.2 s against
-#: 11.9 s at n = 400, 28.4 s against 14.1 s at n = 700, 62.9 s against 39.6 s at n = 1000;
-#: ``docs/design/lp.md``, "Warm rounds").
-ROW_BLOCK_MIN_N = 600
+#: gap ``EXACT_GAP`` instead of by HiGHS (whole builds on a 2-core machine, HiGHS against the
+#: row-block method: Geolife cells 3.0 / 1.9 s at n = 300, 13.4 / 8.7 s at 600, GloVe words
+#: 2.9 / 2.0 s at 300, 14.3 / 3.7 s at 600; at 200 points GloVe 2.0 / 2.9 s; ``docs/design/lp.md``,
+#: "One BLAS thread for small dense steps").
+ROW_BLOCK_MIN_N = 300
 #: ... and where ``epsilon / 2`` times the median distance is at most this. Far beyond it the
 #: method cannot certify its gap (``e^{-e D}`` spans hundreds of orders of magnitude) and the
 #: attempt only delays HiGHS (Geolife cells, n = 600, product 91: 246 s against 34 s); up to it
@@ -392,7 +393,7 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
     time_limit : float > 0 or None
         Seconds per LP; :class:`mdp.lp.LPTimeout` on timeout.
     solver : str, default "auto"
-        ``"auto"``: from ``ROW_BLOCK_MIN_N`` (600) points, where ``epsilon / 2`` times the median
+        ``"auto"``: from ``ROW_BLOCK_MIN_N`` (300) points, where ``epsilon / 2`` times the median
         distance is at most ``ROW_BLOCK_MAX_SCALE`` (25), the row-block interior point method of
         ``gap`` with the target ``EXACT_GAP`` (1e-6), which is faster there
         (``docs/design/lp.md``), and HiGHS with ``"hipo"`` when it cannot certify that gap;

@@ -9,9 +9,8 @@ factor ``R_u = [[a_u, b_u], [0, c_u]]`` of the ``2 x 2`` block ``M_u`` that coup
           0 & \operatorname{diag}(c) \end{pmatrix} L, \qquad
           S = L^\top M L + E = G^\top G + E, \qquad S = C C^\top,
 
-one symmetric rank-``2n`` update of ``2 n t^2`` flops (NumPy runs ``G.T @ G`` as BLAS ``syrk``,
-half a general product, and the result is a Gram matrix, positive semidefinite by
-construction) and a Cholesky factorisation of ``t^3 / 3``, then ``d = S^{-1} (r - L^\top c)``
+one symmetric rank-``2n`` update of ``2 n t^2`` flops (:func:`gram`, BLAS ``syrk``, half a
+general product, and the result is a Gram matrix, positive semidefinite by construction) and a Cholesky factorisation of ``t^3 / 3``, then ``d = S^{-1} (r - L^\top c)``
 and ``L d`` per right-hand side (``E`` is sparse). At n = 5000
 (``t ~ n``) that is ~3e11 flops per iteration. :class:`CPUSchur` does it with NumPy and SciPy
 (LAPACK); :class:`GPUSchur` with CuPy on an NVIDIA GPU (cuBLAS and cuSOLVER, float64), keeping
@@ -44,6 +43,7 @@ figures: ``docs/design/lp.md``, "A GPU for the row-block interior point method".
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from dataclasses import dataclass
@@ -51,18 +51,41 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sl
 import scipy.sparse as sp
+from scipy.linalg import blas
 from scipy.sparse.csgraph import connected_components
+from threadpoolctl import threadpool_limits
 
 from ..errors import ParameterError, SolverError
+from .highs import get_threads
 
-__all__ = ["DEVICE_ENV", "GPU_MIN_SIZE", "gpu_available", "schur_device", "schur_factor",
-           "SparseColumns", "CPUSchur", "GPUSchur"]
+__all__ = ["DEVICE_ENV", "GPU_MIN_SIZE", "SERIAL_BLAS_BELOW", "gpu_available", "schur_device",
+           "schur_factor", "blas_threads", "gram", "matvec", "rmatvec", "SparseColumns", "CPUSchur",
+           "GPUSchur"]
 
 #: Environment variable that picks the device of the dense step: ``auto`` (default), ``cpu``, ``gpu``.
 DEVICE_ENV = "MDP_DEVICE"
 #: Side of the dense Schur complement from which ``auto`` uses a GPU (below it the transfers and
 #: kernel launches cost more than the flops saved).
 GPU_MIN_SIZE = 1000
+
+
+#: Dense side below which :func:`blas_threads` runs the CPU step's BLAS on one thread. Below it
+#: the BLAS threads' hand-offs cost more than their share of the flops saves (Geolife cells on
+#: a 2-core machine, per interior point iteration: dense side 1,001 0.13 s on one thread against
+#: 0.18 s on two, 1,501 0.28 against 0.30, 2,001 0.59-0.69 against 0.50; ``docs/design/lp.md``).
+SERIAL_BLAS_BELOW = 1500
+
+
+def blas_threads(dense_side: int) -> contextlib.AbstractContextManager:
+    """Context in which the CPU step's BLAS (NumPy's and SciPy's) runs on the right thread count.
+
+    The count set by :func:`mdp.lp.set_threads` where there is one; else one thread for a dense
+    side below ``SERIAL_BLAS_BELOW`` and the libraries' own default above it.
+    """
+    threads = get_threads()
+    if threads is None and dense_side < SERIAL_BLAS_BELOW:
+        threads = 1
+    return contextlib.nullcontext() if threads is None else threadpool_limits(threads, user_api="blas")
 
 
 @functools.lru_cache(maxsize=1)
@@ -140,11 +163,36 @@ def _times_blocks(a: np.ndarray, b: np.ndarray, c: np.ndarray, L: np.ndarray) ->
     return G
 
 
+def gram(G: np.ndarray, out: np.ndarray | None = None, alpha: float = 1.0) -> np.ndarray:
+    """``alpha G^T G`` (plus ``out``, updated in place), lower triangle only, in Fortran order.
+
+    BLAS ``syrk`` of SciPy's BLAS, as every heavy product of the CPU step (:func:`matvec`,
+    :func:`rmatvec`, the triangular solves, the Cholesky factorisations): NumPy's and SciPy's
+    wheels each bundle an OpenBLAS with its own thread pool, and alternating between the two
+    within an iteration made a syrk-syrk-Cholesky sequence about twice as slow on a 2-core machine
+    (the idle pool's threads spin while the other pool works).
+    """
+    Gt = np.ascontiguousarray(G).T                   # Fortran order: syrk copies nothing
+    if out is None:
+        return blas.dsyrk(alpha, Gt, trans=0, lower=1)
+    return blas.dsyrk(alpha, Gt, beta=1.0, c=out, trans=0, lower=1, overwrite_c=1)
+
+
+def matvec(A: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``A @ x`` for a C-ordered ``A`` (SciPy's BLAS ``gemv``)."""
+    return blas.dgemv(1.0, A.T, x, trans=1)
+
+
+def rmatvec(A: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``A.T @ y`` for a C-ordered ``A`` (SciPy's BLAS ``gemv``)."""
+    return blas.dgemv(1.0, A.T, y, trans=0)
+
+
 def _cholesky(S: np.ndarray) -> tuple:
-    """``scipy.linalg.cho_factor(S, lower=True)``; :class:`SolverError` unless ``S`` is
-    numerically positive definite."""
+    """``scipy.linalg.cho_factor(S, lower=True)``, overwriting ``S`` (a temporary of the step);
+    :class:`SolverError` unless ``S`` is numerically positive definite."""
     try:
-        cho = sl.cho_factor(S, lower=True, check_finite=False)
+        cho = sl.cho_factor(S, lower=True, check_finite=False, overwrite_a=True)
     except (np.linalg.LinAlgError, ValueError) as exc:
         raise SolverError("the interior point method's normal matrix lost positive "
                           "definiteness") from exc
@@ -239,9 +287,11 @@ class _TwoLevel:
         for (s_, first, count), Lg in zip(self.groups, self.factors, strict=True):
             seg = x[first:first + s_ * count]
             if count == 1:
-                out[first:first + s_] = sl.solve_triangular(Lg[0], seg, lower=True,
-                                                            trans=1 if trans else 0,
-                                                            check_finite=False)
+                # X = L^{-1} B (or L^{-T} B) as X^T = B^T L^{-T} (B^T L^{-1}): the transposes of
+                # the C-ordered blocks are Fortran-ordered, so BLAS trsm copies nothing
+                Bt = seg.reshape(s_, -1).T
+                Xt = blas.dtrsm(1.0, Lg[0].T, Bt, side=1, lower=0, trans_a=1 if trans else 0)
+                out[first:first + s_] = Xt.T.reshape(seg.shape)
                 continue
             Lb = np.swapaxes(Lg, 1, 2) if trans else Lg
             rhs = seg.reshape(count, s_, -1)
@@ -252,7 +302,7 @@ class _TwoLevel:
                extra: tuple) -> None:
         n, F, uF, D = self.n, self.F, self.uF, self.D
         GD = _times_blocks(a, b, c, L[:, D])
-        S_DD = GD.T @ GD
+        S_DD = gram(GD)
         g1 = a[uF] * L[uF, F] + b[uF] * L[n + uF, F]
         g2 = c[uF] * L[n + uF, F]
         nf = len(F)
@@ -278,15 +328,15 @@ class _TwoLevel:
         if not all(np.all(np.isfinite(Lg)) for Lg in self.factors):
             raise SolverError("the interior point method's normal matrix lost positive definiteness")
         self.W = self._tri(S_FD, trans=False)
-        S_DD -= self.W.T @ self.W
+        S_DD = gram(self.W, out=S_DD, alpha=-1.0)
         self.cho = _cholesky(S_DD)
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         y = self._tri(rhs[self.F], trans=False)
-        dD = sl.cho_solve(self.cho, rhs[self.D] - self.W.T @ y, check_finite=False)
+        dD = sl.cho_solve(self.cho, rhs[self.D] - rmatvec(self.W, y), check_finite=False)
         d = np.empty_like(rhs)
         d[self.D] = dD
-        d[self.F] = self._tri(y - self.W @ dD, trans=True)
+        d[self.F] = self._tri(y - matvec(self.W, dD), trans=True)
         return d
 
 
@@ -311,6 +361,8 @@ class CPUSchur:
         self.L = np.empty_like(self.L0)
         self.sparse = sparse
         self._two = None if sparse is None or len(sparse.cols) == 0 else _TwoLevel(self.L0, sparse)
+        #: side of the largest dense factorisation (:func:`blas_threads`)
+        self.dense_side = self.L0.shape[1] if self._two is None else len(self._two.D)
 
     def factor(self, update: tuple, a: np.ndarray, b: np.ndarray, c: np.ndarray,
                extra: tuple) -> None:
@@ -334,17 +386,17 @@ class CPUSchur:
             self._two.factor(L, a, b, c, extra)
             return
         G = _times_blocks(a, b, c, L)
-        S = G.T @ G
+        S = gram(G)
         del G
         np.add.at(S, extra[:2], extra[2])
         self.cho = _cholesky(S)
 
     def solve(self, r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``d = S^{-1} (r - L^T c)`` and ``L d``."""
-        rhs = r - self.L.T @ c
+        rhs = r - rmatvec(self.L, c)
         d = (self._two.solve(rhs) if self._two is not None
              else sl.cho_solve(self.cho, rhs, check_finite=False))
-        return d, self.L @ d
+        return d, matvec(self.L, d)
 
 
 class GPUSchur:
@@ -369,6 +421,7 @@ class GPUSchur:
         except cp.cuda.memory.OutOfMemoryError as exc:
             raise MemoryError(f"GPU memory: {exc}") from exc
         self.n = self.L0.shape[0] // 2
+        self.dense_side = self.L0.shape[1]
 
     def factor(self, update: tuple, a: np.ndarray, b: np.ndarray, c: np.ndarray,
                extra: tuple) -> None:

@@ -108,12 +108,14 @@ def _check_threads(threads) -> int | None:
 
 
 def set_threads(threads: int | None) -> None:
-    """Threads of every later HiGHS solve in this process that does not name its own count.
+    """Threads of every later HiGHS solve in this process that does not name its own count, and
+    of the BLAS of the row-block interior point method (:func:`mdp.lp.dense.blas_threads`).
 
     HiGHS runs its parallel code (HiPO's factorisations, parallel presolve) on one thread pool per
     process, created at the first solve with HiGHS's default count, half the cores (one thread on
     a 2-core machine). A solve that asks for another count re-creates that pool first, so call
-    this between builds, not while another thread of the process is solving.
+    this between builds, not while another thread of the process is solving. Without a count the
+    row-block method picks its BLAS threads by the size of its dense step.
 
     Parameters
     ----------
