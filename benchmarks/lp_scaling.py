@@ -65,7 +65,8 @@ def main() -> None:
                         "family's 'auto')")
     p.add_argument("--csv", default=None, help="also write the table to this CSV file")
     p.add_argument("--threads", type=int, default=None,
-                   help="HiGHS threads (mdp.lp.set_threads; default HiGHS's, half the cores)")
+                   help="threads of HiGHS and of the row-block method's BLAS (mdp.lp.set_threads; "
+                        "default HiGHS's, half the cores, and BLAS by the dense step's size)")
     p.add_argument("--trace", action="store_true", help="print every round of the lazy solves")
     args = p.parse_args()
     mdp.lp.set_threads(args.threads)
@@ -109,7 +110,7 @@ def main() -> None:
                            "nnz": st["nnz"], "loss": round(mech.loss(), 4), "L_0.95": round(mech.loss(0.95), 4),
                            "rounds": st.get("rounds"), "rel_gap": st.get("relative_gap"),
                            "gap_target": st.get("gap_target"), "solver": st.get("solver"),
-                           "threads": args.threads or "HiGHS", "device": st.get("device", "cpu"),
+                           "threads": args.threads or "default", "device": st.get("device", "cpu"),
                            "load": load}
                     if args.trace and st.get("ipm_rounds"):
                         for r in st["ipm_rounds"]:
