@@ -10,11 +10,12 @@ factor ``R_u = [[a_u, b_u], [0, c_u]]`` of the ``2 x 2`` block ``M_u`` that coup
           S = L^\top M L + E = G^\top G + E, \qquad S = C C^\top,
 
 one symmetric rank-``2n`` update of ``2 n t^2`` flops (:func:`gram`, BLAS ``syrk``, half a
-general product, and the result is a Gram matrix, positive semidefinite by construction) and a Cholesky factorisation of ``t^3 / 3``, then ``d = S^{-1} (r - L^\top c)``
-and ``L d`` per right-hand side (``E`` is sparse). At n = 5000
-(``t ~ n``) that is ~3e11 flops per iteration. :class:`CPUSchur` does it with NumPy and SciPy
-(LAPACK); :class:`GPUSchur` with CuPy on an NVIDIA GPU (cuBLAS and cuSOLVER, float64), keeping
-``L`` and the factor on the device so that only vectors cross the bus.
+general product, and the result is a Gram matrix, positive semidefinite by construction) and a
+Cholesky factorisation of ``t^3 / 3``, then ``d = S^{-1} (r - L^\top c)`` and ``L d`` per
+right-hand side (``E`` is sparse). At n = 5000 (``t ~ n``) that is ~3e11 flops per iteration.
+:class:`CPUSchur` does it with SciPy's BLAS and LAPACK; :class:`GPUSchur` with CuPy on an NVIDIA
+GPU (cuBLAS and cuSOLVER, float64), keeping ``L`` and the factor on the device so that only
+vectors cross the bus.
 
 Which one runs is :func:`schur_device`'s choice: the GPU when CuPy finds a CUDA device and the
 matrix is large enough to gain (``GPU_MIN_SIZE``), else the CPU. The environment variable
@@ -361,7 +362,8 @@ class CPUSchur:
         self.L = np.empty_like(self.L0)
         self.sparse = sparse
         self._two = None if sparse is None or len(sparse.cols) == 0 else _TwoLevel(self.L0, sparse)
-        #: side of the largest dense factorisation (:func:`blas_threads`)
+        #: side of the dense factorisation, ``n + 1`` in the two-level step whatever its components'
+        #: sizes (:func:`blas_threads`; threads for the components lost, ``docs/design/lp.md``)
         self.dense_side = self.L0.shape[1] if self._two is None else len(self._two.D)
 
     def factor(self, update: tuple, a: np.ndarray, b: np.ndarray, c: np.ndarray,
