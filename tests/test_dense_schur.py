@@ -5,6 +5,8 @@ The CPU step is checked against an explicitly formed matrix and numpy's dense so
 whole interior point method, against linprog.
 """
 
+import os
+
 import numpy as np
 import pytest
 from scipy.optimize import linprog
@@ -174,15 +176,32 @@ def test_blas_threads_follow_the_size_rule_and_set_threads(monkeypatch):
 
     outside = counts()
     monkeypatch.setattr(highs, "_DEFAULT_THREADS", None)
+    monkeypatch.setattr(dense, "_physical_cores", lambda: 2)
     with dense.blas_threads(dense.SERIAL_BLAS_BELOW - 1):
         assert set(counts().values()) == {1}
     with dense.blas_threads(dense.SERIAL_BLAS_BELOW):
-        assert counts() == outside
+        assert set(counts().values()) == {2}
     assert counts() == outside                        # restored on exit
     monkeypatch.setattr(highs, "_DEFAULT_THREADS", 1)   # mdp.lp.set_threads(1) wins at every size
     with dense.blas_threads(10 ** 6):
         assert set(counts().values()) == {1}
     assert counts() == outside
+
+
+@pytest.mark.parametrize("cores, small, large", [(1, 1, 1), (2, 1, 2), (3, 2, 3), (4, 3, 4), (9, 8, 8),
+                                                  (16, 8, 8), (128, 8, 8)])
+def test_default_blas_threads_leave_a_core_for_small_steps_and_stop_at_eight(monkeypatch, cores, small, large):
+    monkeypatch.setattr(dense, "_physical_cores", lambda: cores)
+    assert dense.default_blas_threads(1) == small
+    assert dense.default_blas_threads(dense.SERIAL_BLAS_BELOW - 1) == small
+    assert dense.default_blas_threads(dense.SERIAL_BLAS_BELOW) == large
+    assert dense.default_blas_threads(10 ** 6) == large
+
+
+def test_physical_cores_are_counted_within_the_process_affinity():
+    dense._physical_cores.cache_clear()
+    cores = dense._physical_cores()
+    assert 1 <= cores <= len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores >= 1
 
 
 def test_indefinite_matrix_is_a_solver_error():

@@ -397,8 +397,8 @@ def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 20
     the default starting point (:func:`default_start`); the result's ``warm_point`` is the first
     iterate within ``keep_gap`` (see :func:`warm_start`). ``on_iteration`` receives ``iteration``,
     ``objective``, ``relative_gap``, ``primal_infeasibility``, ``dual_infeasibility`` and
-    ``seconds`` per iteration. The iterations run under :func:`mdp.lp.dense.blas_threads` (one BLAS
-    thread for a small dense step).
+    ``seconds`` per iteration. The iterations run under :func:`mdp.lp.dense.blas_threads` (BLAS
+    threads by the physical cores and the size of the dense step).
 
     Raises
     ------

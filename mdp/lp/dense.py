@@ -46,7 +46,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,7 +61,8 @@ from threadpoolctl import threadpool_limits
 from ..errors import ParameterError, SolverError
 from .highs import get_threads
 
-__all__ = ["DEVICE_ENV", "GPU_MIN_SIZE", "SERIAL_BLAS_BELOW", "gpu_available", "schur_device",
+__all__ = ["DEVICE_ENV", "GPU_MIN_SIZE", "SERIAL_BLAS_BELOW", "MAX_BLAS_THREADS",
+           "default_blas_threads", "gpu_available", "schur_device",
            "schur_factor", "blas_threads", "gram", "matvec", "rmatvec", "SparseColumns", "CPUSchur",
            "GPUSchur"]
 
@@ -70,23 +73,52 @@ DEVICE_ENV = "MDP_DEVICE"
 GPU_MIN_SIZE = 1000
 
 
-#: Dense side below which :func:`blas_threads` runs the CPU step's BLAS on one thread. Below it
-#: the BLAS threads' hand-offs cost more than their share of the flops saves (Geolife cells on
-#: a 2-core machine, per interior point iteration: dense side 1,001 0.13 s on one thread against
-#: 0.18 s on two, 1,501 0.28 against 0.30, 2,001 0.59-0.69 against 0.50; ``docs/design/lp.md``).
+#: Dense side below which :func:`default_blas_threads` leaves one core to the rest of the machine
+#: (on a 2-core machine: one BLAS thread). Below it a step is too short for a thread that waits for
+#: a busy core (Geolife cells on a 2-core machine, per interior point iteration: dense side 1,001
+#: 0.13 s on one thread against 0.18 s on two, 1,501 0.28 against 0.30, 2,001 0.59-0.69 against
+#: 0.50; ``docs/design/lp.md``).
 SERIAL_BLAS_BELOW = 1500
+#: Most BLAS threads :func:`default_blas_threads` gives the CPU step. On a 16-core machine 8 threads
+#: were the fastest at every dense side from 1,001 to 3,001, and the libraries' default of 16 was up
+#: to 4.4 times slower per iteration (``docs/design/lp.md``).
+MAX_BLAS_THREADS = 8
+
+
+@functools.lru_cache(maxsize=1)
+def _physical_cores() -> int:
+    """Physical cores this process may use (affinity and container quotas respected: joblib).
+
+    Where the physical cores cannot be found (no ``lscpu``), joblib warns, prints a traceback and
+    counts the logical ones: that count is kept, the noise is not shown.
+    """
+    import joblib
+
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        return max(1, int(joblib.cpu_count(only_physical_cores=True)))
+
+
+def default_blas_threads(dense_side: int) -> int:
+    """BLAS threads of the CPU step for a dense side, unless :func:`mdp.lp.set_threads` fixed a count.
+
+    ``min(MAX_BLAS_THREADS, c)`` with ``c`` the physical cores, less one below a dense side of
+    ``SERIAL_BLAS_BELOW`` (and at least one): a 2-core machine runs small steps on one thread and
+    large ones on two, a 16-core machine every step on 8.
+    """
+    cores = _physical_cores() - (1 if dense_side < SERIAL_BLAS_BELOW else 0)
+    return max(1, min(MAX_BLAS_THREADS, cores))
 
 
 def blas_threads(dense_side: int) -> contextlib.AbstractContextManager:
     """Context in which the CPU step's BLAS (NumPy's and SciPy's) runs on the right thread count.
 
-    The count set by :func:`mdp.lp.set_threads` where there is one; else one thread for a dense
-    side below ``SERIAL_BLAS_BELOW`` and the libraries' own default above it.
+    The count set by :func:`mdp.lp.set_threads` where there is one, else
+    :func:`default_blas_threads`; the libraries' own counts are restored on exit.
     """
     threads = get_threads()
-    if threads is None and dense_side < SERIAL_BLAS_BELOW:
-        threads = 1
-    return contextlib.nullcontext() if threads is None else threadpool_limits(threads, user_api="blas")
+    return threadpool_limits(default_blas_threads(dense_side) if threads is None else threads,
+                             user_api="blas")
 
 
 @functools.lru_cache(maxsize=1)

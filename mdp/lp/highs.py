@@ -115,7 +115,8 @@ def set_threads(threads: int | None) -> None:
     process, created at the first solve with HiGHS's default count, half the cores (one thread on
     a 2-core machine). A solve that asks for another count re-creates that pool first, so call
     this between builds, not while another thread of the process is solving. Without a count the
-    row-block method picks its BLAS threads by the size of its dense step.
+    row-block method picks its BLAS threads from the physical cores and the size of its dense step
+    (:func:`mdp.lp.dense.default_blas_threads`).
 
     Parameters
     ----------
