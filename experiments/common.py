@@ -26,6 +26,7 @@ import pandas as pd
 
 import mdp
 from mdp.curves import baseline_curves
+from mdp.errors import FileFormatError
 from mdp.io import atomic_write, atomic_write_text
 from mdp.space import MetricSpace
 
@@ -167,6 +168,39 @@ def markdown_table(df: pd.DataFrame, *, floatfmt: str = ".3f", index: bool = Tru
 def write_table(df: pd.DataFrame, path: Path) -> Path:
     """Atomic CSV."""
     return atomic_write_text(path, df.to_csv(index=False))
+
+
+def read_table(path: str | Path, *, required: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A results CSV written by :func:`write_table`.
+
+    Raises
+    ------
+    mdp.errors.FileFormatError
+        The file is missing, is not a CSV, or lacks one of the ``required`` columns (named).
+    """
+    path = Path(path)
+    try:
+        df = pd.read_csv(path)
+    except FileNotFoundError:
+        raise FileFormatError(path, "no such file") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
+        raise FileFormatError(path, f"not a results table: {exc}") from None
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise FileFormatError(path, f"not a results table: no column {missing[0]!r}")
+    return df
+
+
+def merge_results(earlier: pd.DataFrame, new: pd.DataFrame,
+                  keys: tuple[str, ...] = ("space", "mechanism", "seed")) -> pd.DataFrame:
+    """The rows of ``earlier`` whose ``keys`` the ``new`` run does not hold, then every new row.
+
+    So a run that adds a mechanism (or re-runs one) replaces exactly what it computed and keeps
+    the rest of an earlier table.
+    """
+    held = set(new[list(keys)].itertuples(index=False, name=None))
+    keep = [t not in held for t in earlier[list(keys)].itertuples(index=False, name=None)]
+    return pd.concat([earlier[keep], new], ignore_index=True)
 
 
 def write_markdown(text: str, path: Path) -> Path:

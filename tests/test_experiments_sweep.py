@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -272,3 +273,49 @@ def test_reference_curves_lower_bound_delta_form_and_uniform():
     uni = ref[ref["mechanism"] == "uniform"]
     assert uni["loss_max"].iloc[0] == pytest.approx(space.distances.mean(axis=1).max())
     assert uni["loss_q"].iloc[0] == pytest.approx(np.quantile(space.distances.mean(axis=1), 0.95))
+
+
+# -- adding a mechanism to a finished loss-curves run (--merge) -------------------------------
+def test_loss_curves_merge_keeps_the_earlier_rows_and_replaces_what_it_recomputes(tmp_path):
+    import pandas as pd
+
+    from mdp.cli import main
+
+    common = ["experiment", "loss-curves", "--spaces", "glove-30", "--eps-tight", "0.5", "1.0",
+              "--workers", "0", "--no-progress"]
+    assert main(common + ["--mechanisms", "exponential", "-o", str(tmp_path / "a")]) == 0
+    first = pd.read_csv(tmp_path / "a" / "loss_curves.csv")
+    assert main(common + ["--mechanisms", "optimal", "-o", str(tmp_path / "b"),
+                          "--merge", str(tmp_path / "a" / "loss_curves.csv")]) == 0
+    both = pd.read_csv(tmp_path / "b" / "loss_curves.csv")
+    counts = both.groupby("mechanism").size().to_dict()
+    # the earlier mechanism kept, the new one added, the references replaced rather than doubled
+    assert counts == {"exponential": 2, "optimal": 2, "lower_bound": 2, "uniform": 2}
+    kept = both[both.mechanism == "exponential"].sort_values("eps_tight")
+    assert kept["loss_q"].tolist() == first[first.mechanism == "exponential"].sort_values("eps_tight")["loss_q"].tolist()
+    # OPTMech at equal eps_tight is never worse than the exponential mechanism (worst-case loss)
+    opt = both[both.mechanism == "optimal"].sort_values("eps_tight")["loss_max"].to_numpy()
+    assert np.all(opt <= kept["loss_max"].to_numpy() + 1e-9)
+    # the summary's tables have both mechanisms' columns
+    assert re.search(r"\|\s+exponential\s+\|\s+lower_bound\s+\|\s+optimal\s+\|\s+uniform\s+\|",
+                     (tmp_path / "b" / "summary.md").read_text())
+    # merging a run into itself replaces its own rows: nothing is doubled
+    assert main(common + ["--mechanisms", "optimal", "-o", str(tmp_path / "b"),
+                          "--merge", str(tmp_path / "b" / "loss_curves.csv")]) == 0
+    assert len(pd.read_csv(tmp_path / "b" / "loss_curves.csv")) == len(both)
+
+
+def test_loss_curves_merge_refuses_a_file_that_is_not_a_results_table(tmp_path):
+    from experiments.common import read_table
+    from mdp.errors import FileFormatError
+
+    with pytest.raises(FileFormatError, match=r"nope\.csv: no such file"):
+        read_table(tmp_path / "nope.csv")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    with pytest.raises(FileFormatError, match=r"bad\.csv: not a results table: no column 'space'"):
+        read_table(bad, required=("space", "mechanism"))
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(FileFormatError, match=r"empty\.csv: not a results table"):
+        read_table(empty)
