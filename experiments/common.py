@@ -195,8 +195,8 @@ def merge_results(earlier: pd.DataFrame, new: pd.DataFrame,
                   keys: tuple[str, ...] = ("space", "mechanism", "seed")) -> pd.DataFrame:
     """The rows of ``earlier`` whose ``keys`` the ``new`` run does not hold, then every new row.
 
-    So a run that adds a mechanism (or re-runs one) replaces exactly what it computed and keeps
-    the rest of an earlier table.
+    So a run that adds a mechanism (or re-runs some points) replaces exactly what it computed and
+    keeps the rest of an earlier table.
     """
     held = set(new[list(keys)].itertuples(index=False, name=None))
     keep = [t not in held for t in earlier[list(keys)].itertuples(index=False, name=None)]

@@ -10,9 +10,9 @@ lower bound (see :mod:`experiments.common` for its (eps, delta) form) and the un
 Outputs in ``-o DIR`` (default ``results/loss-curves``): ``loss_curves.csv`` (tidy: one row per
 mechanism x space x eps_tight x seed, all build and LP statistics), ``loss_curves.png`` (rows:
 embeddings / Geolife, columns: sizes, as the paper's Figure 1), ``summary.md``, and the results
-store ``results.sqlite`` (rerunning resumes). ``--merge CSV`` keeps an earlier run's rows for the
-spaces and mechanisms this run does not compute, so one mechanism can be added to a finished
-figure.
+store ``results.sqlite`` (rerunning resumes). ``--merge CSV`` keeps an earlier run's points (space,
+mechanism, seed, eps_tight) that this run does not compute, so one mechanism can be added to a
+finished figure.
 """
 
 from __future__ import annotations
@@ -57,8 +57,9 @@ QUICK_GRIDS: dict[str, list[float]] = {
 FULL_SPACES = ["fasttext-50", "fasttext-200", "glove-50", "glove-200", "geolife-50", "geolife-200"]
 QUICK_SPACES = ["glove-50"]
 MECHANISMS = ["constopt", "optimal", "spanner", "exponential", "madlib"]
-#: Rows of ``--merge`` that this run's rows with the same values replace.
-MERGE_KEYS = ("space", "mechanism", "seed")
+#: Rows of ``--merge`` that this run's rows with the same values replace (point by point, so a run
+#: over a few targets adds or replaces only those points).
+MERGE_KEYS = ("space", "mechanism", "seed", "eps_tight")
 
 
 def mechanism_params(name: str, quick: bool, args) -> dict:
@@ -86,8 +87,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--rtol", type=float, default=5e-3, help="calibration tolerance on epsilon")
     parser.add_argument("--seeds", type=int, default=1, help="vocabulary seeds seed..seed+k-1")
     parser.add_argument("--merge", default=None, metavar="CSV",
-                        help="loss_curves.csv of an earlier run: its rows for the spaces and "
-                             "mechanisms this run does not compute are kept in the outputs (add a "
+                        help="loss_curves.csv of an earlier run: its points (space, mechanism, seed, "
+                             "eps_tight) that this run does not compute are kept in the outputs (add a "
                              "mechanism to a finished figure without recomputing the others)")
     add_sweep_arguments(parser)
 
@@ -225,8 +226,7 @@ def main(args) -> None:
     df = sweep(tasks, args, out, desc="loss-curves")
     df = pd.concat([df, refs], ignore_index=True)
     if args.merge is not None:
-        df = merge_results(read_table(args.merge, required=MERGE_KEYS + ("eps_tight", "status")), df,
-                           keys=MERGE_KEYS)
+        df = merge_results(read_table(args.merge, required=MERGE_KEYS + ("status",)), df, keys=MERGE_KEYS)
     df["label"] = [label(m) for m in df["mechanism"]]
     seconds = time.perf_counter() - t0
     write_table(df, out / "loss_curves.csv")

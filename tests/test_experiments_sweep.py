@@ -319,3 +319,18 @@ def test_loss_curves_merge_refuses_a_file_that_is_not_a_results_table(tmp_path):
     empty.write_text("")
     with pytest.raises(FileFormatError, match=r"empty\.csv: not a results table"):
         read_table(empty)
+
+
+def test_merge_results_replaces_point_by_point():
+    import pandas as pd
+
+    from experiments.common import merge_results
+
+    keys = ("space", "mechanism", "seed", "eps_tight")
+    earlier = pd.DataFrame({"space": ["g"] * 3, "mechanism": ["lower_bound"] * 3, "seed": [0] * 3,
+                            "eps_tight": [0.5, 1.0, 2.0], "loss_q": [1.0, 2.0, 3.0]})
+    new = pd.DataFrame({"space": ["g", "g"], "mechanism": ["lower_bound", "spanner"], "seed": [0, 0],
+                        "eps_tight": [1.0, 1.0], "loss_q": [20.0, 5.0]})
+    out = merge_results(earlier, new, keys=keys).sort_values(["mechanism", "eps_tight"])
+    assert out[["mechanism", "eps_tight", "loss_q"]].values.tolist() == [
+        ["lower_bound", 0.5, 1.0], ["lower_bound", 1.0, 20.0], ["lower_bound", 2.0, 3.0], ["spanner", 1.0, 5.0]]
