@@ -171,11 +171,14 @@ def _gain(table: pd.DataFrame, mid) -> str:
     return f"{100 * g.min():+.0f}% to {100 * g.max():+.0f}%" if len(g) else "n/a"
 
 
-def summary(df: pd.DataFrame, seconds: float) -> str:
+def summary(df: pd.DataFrame, seconds: float, merged: str | None = None) -> str:
     """Markdown: L_q per space and eps_tight, and the paper's claims checked point by point."""
     lines = ["# Loss curves (Imola et al. 2022, Figure 1)", "",
              f"L_0.95 versus eps_tight (delta = {df['delta'].dropna().iloc[0]:g}); wall time of this run "
              f"{seconds:.0f} s; sum of task times {df['task_seconds'].sum():.0f} s (2 shared cores, under load).", ""]
+    if merged is not None:
+        lines += [f"Points of `{merged}` that this run did not compute are kept (`--merge`); the task "
+                  "times include theirs.", ""]
     claims = []
     for name, sub in df.groupby("space", sort=False):
         ok = sub[sub["status"] == "ok"]
@@ -232,6 +235,6 @@ def main(args) -> None:
     write_table(df, out / "loss_curves.csv")
     plot(df, out / "loss_curves.png")
     plot(df, out / "loss_curves_worst.png", value="loss_max")
-    write_markdown(summary(df, seconds), out / "summary.md")
+    write_markdown(summary(df, seconds, merged=args.merge), out / "summary.md")
     print(f"wrote {out / 'loss_curves.csv'}, {out / 'loss_curves.png'}, {out / 'summary.md'} "
           f"({seconds:.0f} s)")

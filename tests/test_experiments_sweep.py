@@ -297,8 +297,9 @@ def test_loss_curves_merge_keeps_the_earlier_rows_and_replaces_what_it_recompute
     opt = both[both.mechanism == "optimal"].sort_values("eps_tight")["loss_max"].to_numpy()
     assert np.all(opt <= kept["loss_max"].to_numpy() + 1e-9)
     # the summary's tables have both mechanisms' columns
-    assert re.search(r"\|\s+exponential\s+\|\s+lower_bound\s+\|\s+optimal\s+\|\s+uniform\s+\|",
-                     (tmp_path / "b" / "summary.md").read_text())
+    text = (tmp_path / "b" / "summary.md").read_text()
+    assert re.search(r"\|\s+exponential\s+\|\s+lower_bound\s+\|\s+optimal\s+\|\s+uniform\s+\|", text)
+    assert "a" + os.sep + "loss_curves.csv` that this run did not compute are kept" in text
     # merging a run into itself replaces its own rows: nothing is doubled
     assert main(common + ["--mechanisms", "optimal", "-o", str(tmp_path / "b"),
                           "--merge", str(tmp_path / "b" / "loss_curves.csv")]) == 0
