@@ -66,7 +66,8 @@ def main() -> None:
     p.add_argument("--csv", default=None, help="also write the table to this CSV file")
     p.add_argument("--threads", type=int, default=None,
                    help="threads of HiGHS and of the row-block method's BLAS (mdp.lp.set_threads; "
-                        "default HiGHS's, half the cores, and BLAS by the dense step's size)")
+                        "default HiGHS's, half the cores, and BLAS by the physical cores and the "
+                        "dense step's size)")
     p.add_argument("--trace", action="store_true", help="print every round of the lazy solves")
     args = p.parse_args()
     mdp.lp.set_threads(args.threads)

@@ -191,8 +191,7 @@ def read_table(path: str | Path, *, required: tuple[str, ...] = ()) -> pd.DataFr
     return df
 
 
-def merge_results(earlier: pd.DataFrame, new: pd.DataFrame,
-                  keys: tuple[str, ...] = ("space", "mechanism", "seed")) -> pd.DataFrame:
+def merge_results(earlier: pd.DataFrame, new: pd.DataFrame, *, keys: tuple[str, ...]) -> pd.DataFrame:
     """The rows of ``earlier`` whose ``keys`` the ``new`` run does not hold, then every new row.
 
     So a run that adds a mechanism (or re-runs some points) replaces exactly what it computed and

@@ -196,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="no LP progress line (it is shown only when stderr is a terminal)")
     p.add_argument("--threads", type=_positive_int, default=None,
                    help="threads of the LP solver HiGHS and of the row-block method's BLAS "
-                        "(default: HiGHS's, half the cores; BLAS by the dense step's size)")
+                        "(default: HiGHS's, half the cores; BLAS by the physical cores and the dense "
+                        "step's size)")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("privatize", help="privatize inputs (labels, indices, text or lat,lon lines)")
