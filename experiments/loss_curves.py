@@ -225,11 +225,13 @@ def summary(df: pd.DataFrame, seconds: float, merged: str | None = None) -> str:
 def main(args) -> None:
     out = out_dir(args, "loss-curves")
     t0 = time.perf_counter()
+    # read before the sweep: a bad file is refused at once, not after hours of tasks
+    earlier = None if args.merge is None else read_table(args.merge, required=MERGE_KEYS + ("status",))
     tasks, refs = build_tasks(args)
     df = sweep(tasks, args, out, desc="loss-curves")
     df = pd.concat([df, refs], ignore_index=True)
-    if args.merge is not None:
-        df = merge_results(read_table(args.merge, required=MERGE_KEYS + ("status",)), df, keys=MERGE_KEYS)
+    if earlier is not None:
+        df = merge_results(earlier, df, keys=MERGE_KEYS)
     df["label"] = [label(m) for m in df["mechanism"]]
     seconds = time.perf_counter() - t0
     write_table(df, out / "loss_curves.csv")

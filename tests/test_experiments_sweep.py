@@ -320,6 +320,13 @@ def test_loss_curves_merge_refuses_a_file_that_is_not_a_results_table(tmp_path):
     empty.write_text("")
     with pytest.raises(FileFormatError, match=r"empty\.csv: not a results table"):
         read_table(empty)
+    # the experiment reads the file before its sweep: nothing is computed for a bad one
+    from mdp.cli import main
+
+    assert main(["experiment", "loss-curves", "--spaces", "glove-30", "--eps-tight", "1.0",
+                 "--mechanisms", "exponential", "--workers", "0", "--no-progress",
+                 "-o", str(tmp_path / "c"), "--merge", str(bad)]) != 0
+    assert not (tmp_path / "c").exists()
 
 
 def test_merge_results_replaces_point_by_point():
