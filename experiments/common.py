@@ -35,7 +35,7 @@ from .spaces import experiment_space, fingerprint, space_kind
 from .store import ResultStore
 
 __all__ = ["calibrated_point", "measure", "point_task", "reference_curves", "add_sweep_arguments",
-           "sweep", "markdown_table", "write_table", "write_markdown", "CODE_VERSION", "MECH_LABELS", "MECH_STYLE"]
+           "sweep", "stored_sweep", "markdown_table", "write_table", "write_markdown", "CODE_VERSION", "MECH_LABELS", "MECH_STYLE"]
 
 #: Part of every configuration: bump when a task's meaning changes (old results then go unused).
 #: 2: calibrate accepts a first build inside its window; lazy LP mechanisms; uniform-mix repair.
@@ -155,6 +155,53 @@ def sweep(tasks: list[Task], args, out: Path, *, desc: str, timeout: float | Non
     # run_sweep returns one record per distinct configuration: align rows with ``tasks`` (a
     # configuration listed twice, e.g. the (r, lambda) point shared by both ablation halves,
     # gets a row for each listing)
+    position = {key: i for i, key in enumerate(dict.fromkeys(t.key for t in tasks))}
+    df = records_frame(records)
+    return df.iloc[[position[t.key] for t in tasks]].reset_index(drop=True)
+
+
+#: Status of a task that :func:`stored_sweep` did not find in the store.
+MISSING = "missing"
+
+
+def no_stored_task(path: Path, count: int) -> FileFormatError:
+    return FileFormatError(path, f"holds none of the {count} tasks of this run "
+                                 "(another --store, or other options than the run's?)")
+
+
+def stored_sweep(tasks: list[Task], args, out: Path, *, require_any: bool = True) -> pd.DataFrame:
+    """What :func:`sweep` returns, read from the store alone: nothing is computed.
+
+    A task not in the store gets the status :data:`MISSING` (so an interrupted sweep can be
+    reported while it is resumed later: ``--report-only``).
+
+    Parameters
+    ----------
+    tasks : list of Task
+    args : argparse.Namespace
+        ``store`` (default ``out/results.sqlite``).
+    out : Path
+    require_any : bool, default True
+        Refuse a store that holds none of ``tasks``.
+
+    Raises
+    ------
+    mdp.errors.FileFormatError
+        There is no store at the path, or (``require_any``) it holds none of ``tasks`` (wrong
+        ``--store``, or options that describe another run).
+    """
+    path = Path(getattr(args, "store", None) or out / "results.sqlite")
+    if not path.is_file():
+        raise FileFormatError(path, "no results store here (run the experiment without --report-only first)")
+    records = []
+    with ResultStore(path) as store:
+        for t in dict((t.key, t) for t in tasks).values():
+            rec = store.get_record(t.config)
+            records.append({"config": dict(t.config), "status": MISSING, "result": {}, "seconds": None}
+                           if rec is None else
+                           {"config": dict(t.config), **{k: rec[k] for k in ("status", "result", "seconds")}})
+    if require_any and all(r["status"] == MISSING for r in records):
+        raise no_stored_task(path, len(records))
     position = {key: i for i, key in enumerate(dict.fromkeys(t.key for t in tasks))}
     df = records_frame(records)
     return df.iloc[[position[t.key] for t in tasks]].reset_index(drop=True)

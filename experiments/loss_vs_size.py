@@ -102,9 +102,11 @@ def main(args) -> None:
     seconds = time.perf_counter() - t0
     write_table(df, out / "loss_vs_size.csv")
     plot(df, out / "loss_vs_size.png")
-    md = ["# Loss versus size (Imola et al. 2022, Figure 2)", "", f"Wall time {seconds:.0f} s (2 shared cores, under load).",
+    when = "Read from the store (--report-only)." if args.report_only else f"Wall time {seconds:.0f} s (2 shared cores, under load)."
+    md = ["# Loss versus size (Imola et al. 2022, Figure 2)", "", when,
           "L_0.95 at the fixed eps_tight; '(at x)': the calibration ended at eps_tight x, more than 2% below "
-          "the target (hollow circles in the plot); '-': not run (time limit).", ""]
+          "the target (hollow circles in the plot); '-': not run (time limit)"
+          + (", or not in the store yet (--report-only)" if args.report_only else "") + ".", ""]
     for fam, sub in df[df["status"] == "ok"].groupby("family", sort=False):
         t = sub.pivot_table(index="n", columns="label", values="loss_q")
         cells = sub.assign(cell=loss_cells(sub)).pivot(index="n", columns="label", values="cell")

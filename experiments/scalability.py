@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .common import (
+    MISSING,
     add_sweep_arguments,
     markdown_table,
     out_dir,
@@ -44,6 +45,8 @@ def add_arguments(parser) -> None:
 
 
 def _cell(rec) -> str:
+    if rec["status"] == MISSING:
+        return "not computed yet"
     if rec["status"] == "timeout":
         return f"> {rec.get('result.time_limit', rec.get('time_limit', float('nan'))):g} s (limit)"
     if rec["status"] != "ok":
@@ -105,10 +108,15 @@ def main(args) -> None:
         df[f"lp_{what}"] = df[col] if col else np.nan
     seconds = time.perf_counter() - t0
     write_table(df, out / "scalability.csv")
+    if args.report_only:
+        done = int((df["status"] != MISSING).sum())
+        when = (f"read from the store {args.store or out / 'results.sqlite'} ({done} of {len(df)} tasks "
+                "computed; 'not computed yet': resume with the same command without --report-only)")
+    else:
+        when = f"wall time {seconds:.0f} s on 2 shared cores (under load)"
     md = ["# Scalability (Imola et al. 2022, Table 2)", "",
           f"Seconds of the final calibrated build (ConstOPTMech: all its lambdas) and LP non-zeros; "
-          f"per-task time limit {args.time_limit:g} s (whole calibration); wall time {seconds:.0f} s on "
-          "2 shared cores (under load).", "", table(df)]
+          f"per-task time limit {args.time_limit:g} s (whole calibration); {when}.", "", table(df)]
     write_markdown("\n".join(md), out / "scalability.md")
     plot(df, out / "scalability.png")
     print(f"wrote {out / 'scalability.csv'}, {out / 'scalability.md'}, {out / 'scalability.png'} ({seconds:.0f} s)")

@@ -12,10 +12,12 @@ store (``--store``), the second one recomputes nothing the first has done.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
-from .common import point_task, space_part, sweep
+from .common import MISSING, no_stored_task, point_task, space_part, stored_sweep, sweep
 from .spaces import parse_name
 
 __all__ = ["EPS_TIGHT", "VARIANTS", "run_size_sweep", "run_size_experiment", "lp_columns", "variant_label"]
@@ -49,6 +51,8 @@ def lp_columns(df: pd.DataFrame) -> dict[str, str | None]:
 
 
 def _too_slow(rec: pd.Series, limit: float | None) -> bool:
+    if rec["status"] == MISSING:     # --report-only: larger sizes may still be in the store
+        return False
     if rec["status"] == "timeout":
         return True
     if limit is None:
@@ -75,14 +79,20 @@ def run_size_sweep(args, out, *, families, sizes, variants, seed: int, desc: str
                 labels.append((fam, v))
         if not tasks:
             break
-        df = sweep(tasks, args, out, desc=f"{desc} n={n}")
+        if getattr(args, "report_only", False):
+            df = stored_sweep(tasks, args, out, require_any=False)
+        else:
+            df = sweep(tasks, args, out, desc=f"{desc} n={n}")
         df["family"] = [f for f, _ in labels]
         df["variant"] = [v for _, v in labels]
         for (fam, v), (_, rec) in zip(labels, df.iterrows(), strict=True):
             if _too_slow(rec, args.time_limit):
                 alive.discard((fam, v))
         frames.append(df)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if getattr(args, "report_only", False) and (df.empty or (df["status"] == MISSING).all()):
+        raise no_stored_task(Path(getattr(args, "store", None) or out / "results.sqlite"), len(df))
+    return df
 
 
 def run_size_experiment(args, out, *, desc: str) -> pd.DataFrame:
@@ -112,6 +122,9 @@ def add_size_arguments(parser, *, default_variants: list[str], quick_max_n: int)
     parser.add_argument("--delta", type=float, default=1e-3)
     parser.add_argument("--q", type=float, default=0.95)
     parser.add_argument("--rtol", type=float, default=5e-3)
+    parser.add_argument("--report-only", action="store_true",
+                        help="write the outputs from the tasks already in the store and compute "
+                             "nothing (e.g. while an interrupted run waits to be resumed)")
 
 
 def sweep_sizes(args) -> list[int]:

@@ -342,3 +342,51 @@ def test_merge_results_replaces_point_by_point():
     out = merge_results(earlier, new, keys=keys).sort_values(["mechanism", "eps_tight"])
     assert out[["mechanism", "eps_tight", "loss_q"]].values.tolist() == [
         ["lower_bound", 0.5, 1.0], ["lower_bound", 1.0, 20.0], ["lower_bound", 2.0, 3.0], ["spanner", 1.0, 5.0]]
+
+
+# -- reporting an interrupted size sweep from its store (--report-only) -----------------------
+def test_scalability_report_only_reads_the_store_and_computes_nothing(tmp_path, capsys):
+    import sqlite3
+
+    import pandas as pd
+
+    from experiments.store import ResultStore
+    from mdp.cli import main
+
+    store = tmp_path / "store.sqlite"
+    common = ["experiment", "scalability", "--families", "glove", "--variants", "constopt-5",
+              "--workers", "0", "--no-progress", "--store", str(store)]
+    # the interrupted run: only n = 20 finished
+    assert main(common + ["--sizes", "20", "-o", str(tmp_path / "run")]) == 0
+    first = pd.read_csv(tmp_path / "run" / "scalability.csv")
+    with ResultStore(store) as s:
+        before = [(r["key"], r["computed"]) for r in s.records()]
+    assert len(before) == 1
+
+    assert main(common + ["--sizes", "20", "30", "--report-only", "-o", str(tmp_path / "rep")]) == 0
+    rep = pd.read_csv(tmp_path / "rep" / "scalability.csv")
+    assert rep["n"].tolist() == [20, 30]
+    assert rep["status"].tolist() == ["ok", "missing"]
+    assert rep["stats.build_seconds"].iloc[0] == first["stats.build_seconds"].iloc[0]
+    text = (tmp_path / "rep" / "scalability.md").read_text()
+    assert "not computed yet" in text and "1 of 2 tasks computed" in text
+    with ResultStore(store) as s:       # nothing computed, nothing written
+        assert [(r["key"], r["computed"]) for r in s.records()] == before
+    # loss-vs-size shares the tasks: its report has the stored point
+    assert main(["experiment", "loss-vs-size", "--families", "glove", "--variants", "constopt-5",
+                 "--sizes", "20", "30", "--report-only", "--store", str(store), "--no-progress",
+                 "-o", str(tmp_path / "fig2")]) == 0
+    fig2 = pd.read_csv(tmp_path / "fig2" / "loss_vs_size.csv")
+    assert fig2.loc[fig2["status"] == "ok", "loss_q"].tolist() == first["loss_q"].tolist()
+
+    # no store, or a store with none of the run's tasks: a clear error, no outputs
+    capsys.readouterr()
+    assert main(common[:-1] + [str(tmp_path / "none.sqlite"), "--sizes", "20", "--report-only",
+                               "-o", str(tmp_path / "x")]) == 2
+    assert "none.sqlite: no results store here" in capsys.readouterr().err
+    assert not (tmp_path / "none.sqlite").exists() and not (tmp_path / "x").exists()
+    assert main(common + ["--sizes", "40", "--report-only", "-o", str(tmp_path / "y")]) == 2
+    assert "store.sqlite: holds none of the 1 tasks of this run" in capsys.readouterr().err
+    assert not (tmp_path / "y").exists()
+    with sqlite3.connect(store) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 1
