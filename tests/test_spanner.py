@@ -93,3 +93,36 @@ def test_full_default_interior_matches_ipx_crossover(eps):
     assert default.stats["lp_objective"] == pytest.approx(vertex.stats["lp_objective"], abs=1e-8)
     assert vertex.loss() - 1e-9 <= default.loss() <= vertex.loss() + 1e-6
     assert default.stats["privacy"]["measured_eps"] <= eps * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("failing", [1, 2])
+def test_full_interior_fallbacks(monkeypatch, failing):
+    # the first `failing` solves fail: HiPO, then IPX without crossover (the interior point is
+    # repaired like HiPO's), then IPX with crossover; every path reaches the vertex reference
+    from mdp.lp import LPError, SparseLP
+    from mdp.lp.worst_case import solve_worst_case_lp
+
+    reference = mdp.build("spanner", SPACE, 0.5, solver="ipm")
+    real, calls = SparseLP.solve, []
+
+    def solve(self):
+        calls.append((self._solver, self._crossover))
+        if len(calls) <= failing:
+            raise LPError("simulated failure")
+        return real(self)
+
+    monkeypatch.setattr(SparseLP, "solve", solve)
+    E = greedy_spanner(SPACE.distances, 1.5)
+    pu, pv = np.r_[E[:, 0], E[:, 1]], np.r_[E[:, 1], E[:, 0]]
+    M, stats = solve_worst_case_lp(SPACE.distances, pu, pv, 0.5 / 1.5, solver="hipo", crossover=False)
+    assert calls[:failing + 1] == [("hipo", False), ("ipx", False), ("ipx", True)][:failing + 1]
+    assert stats["failed_solves"] == [f"{s}: simulated failure" for s in ("hipo", "ipx")[:failing]]
+    assert stats["final_method"] == ("ipx without crossover", "ipx with crossover")[failing - 1]
+    assert stats["lp_objective"] == pytest.approx(reference.stats["lp_objective"], abs=1e-8)
+    assert stats["lower_bound"] <= reference.stats["lp_objective"] + 1e-12
+    # through the registry: the same fallbacks give a certified matrix as good as the vertex's
+    calls.clear()
+    built = mdp.build("spanner", SPACE, 0.5)
+    assert built.stats["final_method"] == ("ipx without crossover", "ipx with crossover")[failing - 1]
+    assert reference.loss() - 1e-9 <= built.loss() <= reference.loss() + 1e-6
+    assert built.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)

@@ -428,14 +428,16 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         ``False`` (interior point solvers): the interior optimum at IPM optimality tolerance
         ``FULL_IPM_TOL`` is returned as it is, without crossover nor the simplex re-solve; its rows
         hold to about that tolerance and the caller repairs it
-        (:func:`mdp.lp.output.private_candidate`).
+        (:func:`mdp.lp.output.private_candidate`). When that solve fails, IPX without crossover
+        tries next, then IPX with crossover (then the result is a vertex, as with ``True``).
 
     Returns
     -------
     M : ndarray (n, n), row-stochastic up to solver tolerance (negatives clipped).
     stats : dict
         LP sizes of the primal LP (``variables``, ``rows``, ``nnz``), solver, iterations,
-        seconds, ``lp_objective`` and ``lower_bound`` (:func:`lagrangian_lower_bound`).
+        seconds, ``lp_objective`` and ``lower_bound`` (:func:`lagrangian_lower_bound`); after a
+        failed solve also ``failed_solves`` (method: error) and ``final_method``.
     """
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
@@ -455,15 +457,31 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
                   # M is read from the duals, so the dual tolerance bounds its privacy violations
                   dual_tolerance=1e-9 if crossover else 1e-10,
                   primal_tolerance=1e-9 if crossover else 1e-10)
+    failures = []
+    sol = None
     try:
         sol = lp.solve()
     except LPTimeout:
         raise
-    except LPError:
+    except LPError as exc:
         if crossover:
             raise
-        # HiPO can end "Unknown" at the tight tolerance (seen on small LPs at large eps * D):
-        # the dependable path, IPX with crossover (and the simplex check below), solves it
+        failures.append(f"{solver}: {exc}")
+    if sol is None and solver != "ipx":
+        # HiPO can stall short of the tight tolerance at large eps * D (Geolife cells at eps 4 per
+        # km: relative gap 1.7e-6 for 20 iterations, then "Solve error"). IPX from scratch, also
+        # without crossover, solves such LPs; the caller repairs its point as it repairs HiPO's
+        solver = "ipx"
+        lp.set_solver(solver)
+        lp.cold_start()
+        try:
+            sol = lp.solve()
+        except LPTimeout:
+            raise
+        except LPError as exc:
+            failures.append(f"{solver}: {exc}")
+    if sol is None:
+        # the dependable path, IPX with crossover (and the simplex check below)
         crossover, solver = True, "ipx"
         lp.set_solver(solver)
         lp.set_crossover(True)
@@ -486,4 +504,6 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
     stats.update(variables=N + 1, rows=m, nnz=int(A.nnz), privacy_rows=m - 2 * n,
                  formulation="dual of the worst-case-loss LP", lp_objective=-sol.objective,
                  lower_bound=bound)
+    if failures:
+        stats.update(failed_solves=failures, final_method=f"{solver} {'with' if crossover else 'without'} crossover")
     return M, stats
