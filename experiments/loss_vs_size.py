@@ -82,14 +82,15 @@ def plot(df: pd.DataFrame, path) -> None:
             if len(low):
                 ax.plot(low["n"], low["loss_q"], linestyle="none", marker="o", markersize=11,
                         markerfacecolor="none", markeredgecolor=line.get_color())
-        ax.set_title(f"{fam}, eps_tight = {ok[ok['family'] == fam]['eps_tight'].iloc[0]:g}")
+        ax.set_title(f"{fam}, eps_tight = {df[df['family'] == fam]['eps_tight'].iloc[0]:g}")
         ax.set_xlabel("size of the metric space")
         ax.set_ylabel("$L_{0.95}$")
         ax.grid(alpha=0.3)
         if short_of_target(ok[ok["family"] == fam]).any():
             ax.plot([], [], linestyle="none", marker="o", markersize=11, markerfacecolor="none",
                     markeredgecolor="0.3", label=f"eps_tight > {100 * (SHORTFALL - 1):.0f}% below target")
-        ax.legend(fontsize=8)
+        if ax.get_lines():      # a family with no finished task (--report-only) has none
+            ax.legend(fontsize=8)
     fig.tight_layout()
     save_figure(fig, path)
     plt.close(fig)

@@ -93,7 +93,8 @@ def plot(df: pd.DataFrame, path) -> None:
             ax.set_yscale("log")
             ax.set_xlabel("n")
             ax.grid(alpha=0.3)
-        axes[0][j].legend(fontsize=8)
+        if axes[0][j].get_lines():      # a family with no finished task (--report-only) has none
+            axes[0][j].legend(fontsize=8)
     fig.tight_layout()
     save_figure(fig, path)
     plt.close(fig)

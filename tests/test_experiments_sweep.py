@@ -363,17 +363,21 @@ def test_scalability_report_only_reads_the_store_and_computes_nothing(tmp_path, 
         before = [(r["key"], r["computed"]) for r in s.records()]
     assert len(before) == 1
 
-    assert main(common + ["--sizes", "20", "30", "--report-only", "-o", str(tmp_path / "rep")]) == 0
+    capsys.readouterr()
+    # a second family that has no finished task at all is reported too (and plotted without error)
+    assert main(common[:3] + ["glove", "geolife"] + common[4:]
+                + ["--sizes", "20", "30", "--report-only", "-o", str(tmp_path / "rep")]) == 0
+    assert "warning" not in capsys.readouterr().err
     rep = pd.read_csv(tmp_path / "rep" / "scalability.csv")
-    assert rep["n"].tolist() == [20, 30]
-    assert rep["status"].tolist() == ["ok", "missing"]
+    assert rep["space"].tolist() == ["glove-20", "geolife-20", "glove-30", "geolife-30"]
+    assert rep["status"].tolist() == ["ok", "missing", "missing", "missing"]
     assert rep["stats.build_seconds"].iloc[0] == first["stats.build_seconds"].iloc[0]
     text = (tmp_path / "rep" / "scalability.md").read_text()
-    assert "not computed yet" in text and "1 of 2 tasks computed" in text
+    assert "not computed yet" in text and "1 of 4 tasks computed" in text
     with ResultStore(store) as s:       # nothing computed, nothing written
         assert [(r["key"], r["computed"]) for r in s.records()] == before
     # loss-vs-size shares the tasks: its report has the stored point
-    assert main(["experiment", "loss-vs-size", "--families", "glove", "--variants", "constopt-5",
+    assert main(["experiment", "loss-vs-size", "--families", "glove", "geolife", "--variants", "constopt-5",
                  "--sizes", "20", "30", "--report-only", "--store", str(store), "--no-progress",
                  "-o", str(tmp_path / "fig2")]) == 0
     fig2 = pd.read_csv(tmp_path / "fig2" / "loss_vs_size.csv")
