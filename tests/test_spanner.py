@@ -93,6 +93,12 @@ def test_full_default_interior_matches_ipx_crossover(eps):
     assert default.stats["lp_objective"] == pytest.approx(vertex.stats["lp_objective"], abs=1e-8)
     assert vertex.loss() - 1e-9 <= default.loss() <= vertex.loss() + 1e-6
     assert default.stats["privacy"]["measured_eps"] <= eps * (1 + 1e-9)
+    # the certified gap: the bound is below the LP optimum, the gap is the loss against it
+    for m in (default, vertex):
+        assert m.stats["lower_bound"] <= vertex.stats["lp_objective"] + 1e-12
+        gap = (m.stats["loss"] - m.stats["lower_bound"]) / m.stats["loss"]
+        assert m.stats["relative_gap"] == pytest.approx(max(gap, 0.0), abs=1e-15)
+        assert m.stats["relative_gap"] <= 1e-6
 
 
 @pytest.mark.parametrize("failing", [1, 2])

@@ -114,7 +114,9 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
     Returns
     -------
     Candidate
-        The matrix (rows renormalised) with the LP sizes, ``spanner_edges`` and solver statistics.
+        The matrix (rows renormalised) with the LP sizes, ``spanner_edges``, solver statistics,
+        ``lower_bound`` (Lagrangian bound on the LP's optimum) and ``relative_gap`` (the matrix's
+        loss against that bound).
     """
     E = greedy_spanner(space.distances, stretch)
     pu = np.r_[E[:, 0], E[:, 1]]
@@ -171,6 +173,19 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         # worse than the exponential mechanism
         values, log, mix = private_candidate(M, D, epsilon)
         stats.update(uniform_mix=mix, loss=candidate_loss(values, D, log))
+        stats["relative_gap"] = _relative_gap(stats)
         return exponential_floor(values, log, D, epsilon, stats, family="SpannerMech")
     stats["loss"] = float(np.max(np.einsum("uw,uw->u", M, D)))
+    stats["relative_gap"] = _relative_gap(stats)
     return Candidate(matrix=M, stats=stats)
+
+
+def _relative_gap(stats: dict) -> float:
+    """``(loss - lower_bound) / loss`` of the LP-derived matrix, at least 0: the matrix's worst-case
+    loss is within this relative distance of the SpannerMech LP's optimum (the Lagrangian bound
+    holds whatever the solver's tolerances; a repaired matrix need not meet the spanner rows, so
+    its loss can fall a hair below the bound)."""
+    loss, bound = stats["loss"], stats.get("lower_bound")
+    if bound is None or not loss > 0:
+        return float("nan")
+    return max(0.0, (loss - bound) / loss)
