@@ -27,9 +27,13 @@ are accumulated in :attr:`SparseLP.stats`, which the mechanisms copy into ``Mech
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import importlib.util
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import highspy
@@ -200,6 +204,45 @@ def _check_tolerance(value, name: str) -> float | None:
     return None if value is None else check_positive(value, name)
 
 
+class _InterruptFlag:
+    """Ctrl-C seen during a HiGHS solve (see :func:`_sigint_sets`).
+
+    HiGHS runs in C++: Python's own SIGINT handler would raise ``KeyboardInterrupt`` only when the
+    solve returns, minutes later on large LPs. So during a solve SIGINT only sets this flag, and
+    HiGHS's interrupt callbacks (called between interior point and simplex iterations) hand it to
+    HiGHS as a user interrupt; :meth:`SparseLP.solve` then raises ``KeyboardInterrupt``. The
+    callback holds this flag only, not the :class:`SparseLP` (a reference from the C++ object back
+    to its owner would be a cycle the garbage collector cannot see).
+    """
+
+    __slots__ = ("set",)
+
+    def __init__(self) -> None:
+        self.set = False
+
+    def __call__(self, callback_type, message, data_out, data_in, user_data) -> None:
+        data_in.user_interrupt = self.set
+
+
+@contextlib.contextmanager
+def _sigint_sets(flag: _InterruptFlag) -> Iterator[None]:
+    """Within the block, SIGINT sets ``flag`` instead of raising (main thread, default handler only)."""
+    flag.set = False
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield        # another thread, or a handler someone else installed: leave signals alone
+        return
+
+    def handler(signum, frame):
+        flag.set = True
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 class SparseLP:
     r"""A minimisation LP held by one HiGHS instance, built from a sparse matrix in one call.
 
@@ -272,6 +315,11 @@ class SparseLP:
         self._spent = 0.0
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
+        self._interrupt = _InterruptFlag()
+        h.setCallback(self._interrupt, None)
+        for kind in (highspy.cb.HighsCallbackType.kCallbackIpmInterrupt,
+                     highspy.cb.HighsCallbackType.kCallbackSimplexInterrupt):
+            h.startCallback(kind)
         self._h = h
         self._crossover = True
         self.set_solver(solver)
@@ -424,6 +472,9 @@ class SparseLP:
             The time limit was reached first.
         LPError
             The model is infeasible, unbounded, or HiGHS failed; the message gives HiGHS's status.
+        KeyboardInterrupt
+            Ctrl-C (SIGINT) during the solve: HiGHS stops at its next iteration (not when the
+            whole solve would have ended) and nothing is returned.
         """
         h = self._h
         if self._time_limit is not None:
@@ -436,7 +487,8 @@ class SparseLP:
         _use_scheduler(threads)
         h.setOptionValue("threads", 0 if threads is None else threads)
         t0 = time.perf_counter()
-        h.run()
+        with _sigint_sets(self._interrupt):
+            h.run()
         dt = time.perf_counter() - t0
         self._spent += dt
         info = h.getInfo()
@@ -449,6 +501,8 @@ class SparseLP:
         model_status = h.getModelStatus()
         st["model_status"] = h.modelStatusToString(model_status)
         MS = highspy.HighsModelStatus
+        if self._interrupt.set:
+            raise KeyboardInterrupt(f"LP solve interrupted after {dt:.1f} s")
         if model_status == MS.kTimeLimit:
             raise LPTimeout(f"LP time limit of {self._time_limit:g} s reached after {self._spent:.1f} s "
                             f"({st['rows']} rows, {st['nnz']} non-zeros); no solution is returned")
