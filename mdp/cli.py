@@ -92,12 +92,16 @@ def _lp_progress(show: bool):
     width = [0]
 
     def line(event):
-        where = (f"LP round {event.round}" if event.iteration is None
-                 else f"LP round {event.round}, iteration {event.iteration}")
-        gap = f"{event.gap:.2e}" if np.isfinite(event.gap) else "n/a"
-        kind = "certified gap" if event.certified else "gap"
-        msg = (f"{where}: {event.rows:,} rows, objective {event.objective:.8g}, {kind} {gap}, "
-               f"{time.perf_counter() - t0:.0f} s")
+        if event.method is not None:        # from inside one HiGHS solve: no objective yet
+            msg = (f"LP solve {event.round} ({event.method}), iteration {event.iteration}: "
+                   f"{event.rows:,} rows, {time.perf_counter() - t0:.0f} s")
+        else:
+            where = (f"LP round {event.round}" if event.iteration is None
+                     else f"LP round {event.round}, iteration {event.iteration}")
+            gap = f"{event.gap:.2e}" if np.isfinite(event.gap) else "n/a"
+            kind = "certified gap" if event.certified else "gap"
+            msg = (f"{where}: {event.rows:,} rows, objective {event.objective:.8g}, {kind} {gap}, "
+                   f"{time.perf_counter() - t0:.0f} s")
         width[0] = max(width[0], len(msg))          # a shorter line overwrites a longer one
         print(f"\r{msg.ljust(width[0])}", end="", file=sys.stderr, flush=True)
 

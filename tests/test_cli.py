@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 
@@ -153,3 +154,16 @@ def test_build_threads(tmp_path, capsys):
     with pytest.raises(SystemExit):
         run(args + ["--threads", "0"], capsys)
     assert "expected a positive integer, got '0'" in capsys.readouterr().err
+
+
+def test_build_progress_from_inside_one_highs_solve(tmp_path, capsys, monkeypatch):
+    # SpannerMech's full LP is one HiGHS solve: its iterations are shown while it runs
+    monkeypatch.setattr("mdp.lp.highs.PROGRESS_SECONDS", 0.0)
+    pts = tmp_path / "pts.csv"
+    xy = np.random.default_rng(3).random((20, 2)) * 5
+    pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1]}).to_csv(pts, index=False)
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    code, o, e = run(["build", "--space", str(pts), "--mechanism", "spanner", "--epsilon", "1",
+                      "-o", str(tmp_path / "m.npz")], capsys)
+    assert code == 0
+    assert re.search(r"LP solve 1 \(hipo\), iteration \d+: [\d,]+ rows, \d+ s", e)

@@ -537,7 +537,7 @@ def test_ctrl_c_stops_a_highs_solve_at_its_next_iteration(monkeypatch, solver):
     from mdp.lp import highs
 
     c, A, b, ref = _box_lp(11, 400, 300, 0.05, 0.05)
-    real, calls = highs._InterruptFlag.__call__, {"n": 0, "after": 0}
+    real, calls = highs._SolveCallback.__call__, {"n": 0, "after": 0}
 
     def call(self, *args):
         calls["n"] += 1
@@ -547,7 +547,7 @@ def test_ctrl_c_stops_a_highs_solve_at_its_next_iteration(monkeypatch, solver):
             calls["after"] += 1
         real(self, *args)
 
-    monkeypatch.setattr(highs._InterruptFlag, "__call__", call)
+    monkeypatch.setattr(highs._SolveCallback, "__call__", call)
     lp = SparseLP(c, A, row_upper=b, col_lower=np.zeros(300), col_upper=np.ones(300), solver=solver,
                   crossover=False)
     with pytest.raises(KeyboardInterrupt, match="interrupted"):
@@ -555,6 +555,31 @@ def test_ctrl_c_stops_a_highs_solve_at_its_next_iteration(monkeypatch, solver):
     assert calls["after"] <= 1 and lp.stats["model_status"] == "Interrupted by user"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     # the next solve of the same model runs to its optimum (the interrupt was not left set)
-    monkeypatch.setattr(highs._InterruptFlag, "__call__", real)
+    monkeypatch.setattr(highs._SolveCallback, "__call__", real)
     lp.cold_start()
     assert lp.solve().objective == pytest.approx(ref, rel=1e-8)
+
+
+@pytest.mark.parametrize("solver", ["hipo", "simplex"])
+def test_progress_from_inside_a_highs_solve(monkeypatch, solver):
+    # a long single solve (SpannerMech's full LP: minutes at n = 200) reports its iterations
+    from mdp.lp import highs, progress
+
+    monkeypatch.setattr(highs, "PROGRESS_SECONDS", 0.0)
+    c, A, b, ref = _box_lp(11, 400, 300, 0.05, 0.05)
+    lp = SparseLP(c, A, row_upper=b, col_lower=np.zeros(300), col_upper=np.ones(300), solver=solver,
+                  crossover=False)
+    events = []
+    with progress(events.append):
+        assert lp.solve().objective == pytest.approx(ref, rel=1e-8)
+    assert len(events) >= 3
+    assert {(e.round, e.rows, e.method) for e in events} == {(1, 400, solver)}
+    its = [e.iteration for e in events]
+    assert its == sorted(its) and its[-1] > 0 and all(np.isnan(e.objective) for e in events)
+    # outside a progress block nothing is reported, and the next solve counts as the second
+    lp.cold_start()
+    lp.solve()
+    with progress(events.append):
+        lp.cold_start()
+        lp.solve()
+    assert events[-1].round == 3

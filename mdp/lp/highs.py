@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import importlib.util
+import math
 import signal
 import threading
 import time
@@ -42,6 +43,7 @@ import scipy.sparse as sp
 
 from ..errors import ParameterError, SolverError, SolverTimeout
 from ..validation import check_positive
+from .reporting import LPProgress, report, reporting
 
 __all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "HIPO_AVAILABLE",
            "IPM_CODE", "SIMPLEX_PRICING", "set_threads", "get_threads"]
@@ -204,37 +206,58 @@ def _check_tolerance(value, name: str) -> float | None:
     return None if value is None else check_positive(value, name)
 
 
-class _InterruptFlag:
-    """Ctrl-C seen during a HiGHS solve (see :func:`_sigint_sets`).
+class _SolveCallback:
+    """HiGHS's interrupt callbacks during a solve: Ctrl-C, and progress reports.
 
-    HiGHS runs in C++: Python's own SIGINT handler would raise ``KeyboardInterrupt`` only when the
-    solve returns, minutes later on large LPs. So during a solve SIGINT only sets this flag, and
-    HiGHS's interrupt callbacks (called between interior point and simplex iterations) hand it to
-    HiGHS as a user interrupt; :meth:`SparseLP.solve` then raises ``KeyboardInterrupt``. The
-    callback holds this flag only, not the :class:`SparseLP` (a reference from the C++ object back
-    to its owner would be a cycle the garbage collector cannot see).
+    **Ctrl-C.** HiGHS runs in C++: Python's own SIGINT handler would raise ``KeyboardInterrupt``
+    only when the solve returns, minutes later on large LPs. So during a solve SIGINT only sets
+    :attr:`interrupted` (:func:`_sigint_sets`), and the callbacks, which HiGHS calls between
+    interior point and simplex iterations, hand it to HiGHS as a user interrupt;
+    :meth:`SparseLP.solve` then raises ``KeyboardInterrupt``.
+
+    **Progress.** Within a :func:`mdp.lp.progress` block the iteration count of HiPO and of the
+    simplex (IPX shares none) is reported at most every :data:`PROGRESS_SECONDS`.
+
+    The callback holds this object only, not the :class:`SparseLP` (a reference from the C++ object
+    back to its owner would be a cycle the garbage collector cannot see).
     """
 
-    __slots__ = ("set",)
+    __slots__ = ("interrupted", "solve", "rows", "method", "last")
 
     def __init__(self) -> None:
-        self.set = False
+        self.interrupted = False
+        self.solve, self.rows, self.method, self.last = 0, 0, "", 0.0
 
     def __call__(self, callback_type, message, data_out, data_in, user_data) -> None:
-        data_in.user_interrupt = self.set
+        data_in.user_interrupt = self.interrupted
+        if not reporting():
+            return
+        now = time.perf_counter()
+        if now - self.last < PROGRESS_SECONDS:
+            return
+        iteration = max(int(data_out.ipm_iteration_count), int(data_out.simplex_iteration_count))
+        if iteration >= 0:
+            self.last = now
+            report(LPProgress(round=self.solve, rows=self.rows, objective=math.nan,
+                              iteration=iteration, method=self.method))
+
+
+#: Least seconds between two progress reports from inside one HiGHS solve.
+PROGRESS_SECONDS = 1.0
 
 
 @contextlib.contextmanager
-def _sigint_sets(flag: _InterruptFlag) -> Iterator[None]:
-    """Within the block, SIGINT sets ``flag`` instead of raising (main thread, default handler only)."""
-    flag.set = False
+def _sigint_sets(flag: _SolveCallback) -> Iterator[None]:
+    """Within the block, SIGINT sets ``flag.interrupted`` instead of raising (main thread, default
+    handler only)."""
+    flag.interrupted = False
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
         yield        # another thread, or a handler someone else installed: leave signals alone
         return
 
     def handler(signum, frame):
-        flag.set = True
+        flag.interrupted = True
 
     signal.signal(signal.SIGINT, handler)
     try:
@@ -315,7 +338,7 @@ class SparseLP:
         self._spent = 0.0
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        self._interrupt = _InterruptFlag()
+        self._interrupt = _SolveCallback()
         h.setCallback(self._interrupt, None)
         for kind in (highspy.cb.HighsCallbackType.kCallbackIpmInterrupt,
                      highspy.cb.HighsCallbackType.kCallbackSimplexInterrupt):
@@ -487,7 +510,9 @@ class SparseLP:
         _use_scheduler(threads)
         h.setOptionValue("threads", 0 if threads is None else threads)
         t0 = time.perf_counter()
-        with _sigint_sets(self._interrupt):
+        cb = self._interrupt
+        cb.solve, cb.rows, cb.method, cb.last = self.stats["solves"] + 1, self.num_row, self._solver, t0
+        with _sigint_sets(cb):
             h.run()
         dt = time.perf_counter() - t0
         self._spent += dt
@@ -501,7 +526,7 @@ class SparseLP:
         model_status = h.getModelStatus()
         st["model_status"] = h.modelStatusToString(model_status)
         MS = highspy.HighsModelStatus
-        if self._interrupt.set:
+        if self._interrupt.interrupted:
             raise KeyboardInterrupt(f"LP solve interrupted after {dt:.1f} s")
         if model_status == MS.kTimeLimit:
             raise LPTimeout(f"LP time limit of {self._time_limit:g} s reached after {self._spent:.1f} s "

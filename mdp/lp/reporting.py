@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["LPProgress", "progress", "report"]
+__all__ = ["LPProgress", "progress", "report", "reporting"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,9 @@ class LPProgress:
         Interior point iteration within the round, for reports during a round.
     certified : bool
         Whether ``gap`` is certified (a rigorous bound).
+    method : str or None
+        Set on reports from inside one HiGHS solve (``"hipo"``, ``"simplex"``, ...; HiGHS shares
+        no objective there, so ``objective`` is NaN and ``round`` counts the LP's solves).
     """
 
     round: int
@@ -44,6 +47,7 @@ class LPProgress:
     gap: float = math.nan
     iteration: int | None = None
     certified: bool = False
+    method: str | None = None
 
 
 _CALLBACK: contextvars.ContextVar[Callable[[LPProgress], None] | None] = contextvars.ContextVar(
@@ -65,3 +69,8 @@ def report(event: LPProgress) -> None:
     callback = _CALLBACK.get()
     if callback is not None:
         callback(event)
+
+
+def reporting() -> bool:
+    """Whether a :func:`progress` block is listening (so a report is worth building)."""
+    return _CALLBACK.get() is not None
