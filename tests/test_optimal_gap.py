@@ -98,3 +98,41 @@ def test_balanced_envelope_fixed_point_and_repair():
     assert not log and max_privacy_violation(R, D, eps) <= 1e-12
     opt_loss, _ = optimal_loss_linprog(D, eps)
     assert opt_loss * (1 - 1e-9) <= candidate_loss(R, D, log) < candidate_loss(R0, D, log0)
+
+
+def test_lagrangian_bound_valid_for_any_multipliers_and_tight_at_the_duals():
+    # the bound minimises the reduced costs over row-stochastic M: valid for any multipliers,
+    # equal to the optimum at exact duals, never below the old box bound sum min(0, r)
+    from scipy.optimize import linprog
+
+    from mdp.lp.worst_case import lagrangian_lower_bound, primal_rows
+
+    rng = np.random.default_rng(5)
+    n = 8
+    xy = rng.random((n, 2)) * 3
+    D = np.sqrt(((xy[:, None] - xy[None]) ** 2).sum(-1))
+    pu, pv = np.nonzero(~np.eye(n, dtype=bool))
+    A = primal_rows(D, pu, pv, np.full(len(pu), 0.8))
+    N = n * n
+    c = np.zeros(N + 1)
+    c[-1] = 1.0
+    res = linprog(c, A_ub=-A[n:], b_ub=np.zeros(A.shape[0] - n), A_eq=A[:n], b_eq=np.ones(n),
+                  bounds=[(0, None)] * N + [(None, None)], method="highs")
+    y_star = np.r_[res.eqlin.marginals, -res.ineqlin.marginals]
+    assert lagrangian_lower_bound(A, y_star, n) == pytest.approx(res.fun, abs=1e-9)
+
+    def box_bound(y):
+        y = np.array(y, dtype=float)
+        y[n:] = np.maximum(y[n:], 0.0)
+        y[n:] /= y[n:2 * n].sum()
+        return y[:n].sum() + np.minimum((c - A.T @ y)[:-1], 0.0).sum()
+
+    gains = []
+    for scale in (1e-6, 1e-3, 1e-1, 1.0):
+        for _ in range(20):
+            y = y_star + scale * rng.normal(size=y_star.size) * (np.abs(y_star) + 1e-3)
+            new = lagrangian_lower_bound(A, y, n)
+            assert new <= res.fun + 1e-12
+            assert new >= box_bound(y) - 1e-12
+            gains.append(new - box_bound(y))
+    assert max(gains) > 0          # strictly tighter for some inexact multipliers
