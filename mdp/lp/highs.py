@@ -338,8 +338,8 @@ class SparseLP:
         self._spent = 0.0
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        self._interrupt = _SolveCallback()
-        h.setCallback(self._interrupt, None)
+        self._callback = _SolveCallback()
+        h.setCallback(self._callback, None)
         for kind in (highspy.cb.HighsCallbackType.kCallbackIpmInterrupt,
                      highspy.cb.HighsCallbackType.kCallbackSimplexInterrupt):
             h.startCallback(kind)
@@ -510,7 +510,7 @@ class SparseLP:
         _use_scheduler(threads)
         h.setOptionValue("threads", 0 if threads is None else threads)
         t0 = time.perf_counter()
-        cb = self._interrupt
+        cb = self._callback
         cb.solve, cb.rows, cb.method, cb.last = self.stats["solves"] + 1, self.num_row, self._solver, t0
         with _sigint_sets(cb):
             h.run()
@@ -526,7 +526,7 @@ class SparseLP:
         model_status = h.getModelStatus()
         st["model_status"] = h.modelStatusToString(model_status)
         MS = highspy.HighsModelStatus
-        if self._interrupt.interrupted:
+        if self._callback.interrupted:
             raise KeyboardInterrupt(f"LP solve interrupted after {dt:.1f} s")
         if model_status == MS.kTimeLimit:
             raise LPTimeout(f"LP time limit of {self._time_limit:g} s reached after {self._spent:.1f} s "
