@@ -132,3 +132,25 @@ def test_full_interior_fallbacks(monkeypatch, failing):
     assert built.stats["final_method"] == ("ipx without crossover", "ipx with crossover")[failing - 1]
     assert reference.loss() - 1e-9 <= built.loss() <= reference.loss() + 1e-6
     assert built.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)
+
+
+def test_full_interior_fallback_skips_a_second_ipx(monkeypatch):
+    # a failed solve that ran IPX already ("ipm") goes straight to IPX with crossover
+    from mdp.lp import LPError, SparseLP
+    from mdp.lp.worst_case import solve_worst_case_lp
+
+    real, calls = SparseLP.solve, []
+
+    def solve(self):
+        calls.append((self._solver, self._crossover))
+        if len(calls) == 1:
+            raise LPError("simulated failure")
+        return real(self)
+
+    monkeypatch.setattr(SparseLP, "solve", solve)
+    E = greedy_spanner(SPACE.distances, 1.5)
+    pu, pv = np.r_[E[:, 0], E[:, 1]], np.r_[E[:, 1], E[:, 0]]
+    M, stats = solve_worst_case_lp(SPACE.distances, pu, pv, 0.5 / 1.5, solver="ipm", crossover=False)
+    assert calls[:2] == [("ipm", False), ("ipx", True)]
+    assert stats["failed_solves"] == ["ipm: simulated failure"]
+    assert stats["final_method"] == "ipx with crossover"
