@@ -152,9 +152,13 @@ def sweep(tasks: list[Task], args, out: Path, *, desc: str, timeout: float | Non
         records = run_sweep(tasks, store, scheduler=args.scheduler, workers=args.workers,
                             timeout=timeout if timeout is not None else args.time_limit,
                             progress=not args.no_progress, desc=desc)
-    # run_sweep returns one record per distinct configuration: align rows with ``tasks`` (a
-    # configuration listed twice, e.g. the (r, lambda) point shared by both ablation halves,
-    # gets a row for each listing)
+    return _task_rows(records, tasks)
+
+
+def _task_rows(records: list[dict], tasks: list[Task]) -> pd.DataFrame:
+    """One row per task from one record per distinct configuration, in task order (a
+    configuration listed twice, e.g. the (r, lambda) point shared by both ablation halves, gets a
+    row for each listing)."""
     position = {key: i for i, key in enumerate(dict.fromkeys(t.key for t in tasks))}
     df = records_frame(records)
     return df.iloc[[position[t.key] for t in tasks]].reset_index(drop=True)
@@ -202,9 +206,7 @@ def stored_sweep(tasks: list[Task], args, out: Path, *, require_any: bool = True
                            {"config": dict(t.config), **{k: rec[k] for k in ("status", "result", "seconds")}})
     if require_any and all(r["status"] == MISSING for r in records):
         raise no_stored_task(path, len(records))
-    position = {key: i for i, key in enumerate(dict.fromkeys(t.key for t in tasks))}
-    df = records_frame(records)
-    return df.iloc[[position[t.key] for t in tasks]].reset_index(drop=True)
+    return _task_rows(records, tasks)
 
 
 def markdown_table(df: pd.DataFrame, *, floatfmt: str = ".3f", index: bool = True) -> str:
