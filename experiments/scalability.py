@@ -50,7 +50,10 @@ def _cell(rec) -> str:
     if rec["status"] == "timeout":
         return f"> {rec.get('result.time_limit', rec.get('time_limit', float('nan'))):g} s (limit)"
     if rec["status"] != "ok":
-        return f"failed: {str(rec.get('error', ''))[:60]}"
+        error = str(rec.get("error", ""))
+        if "does not apply" in error:        # the registry refused the size (e.g. OPTMech's n limit)
+            return "not applicable: " + error.rsplit(";", 1)[-1].split(" (")[0].strip()[:60]
+        return f"failed: {error[:60]}"
     nnz = rec.get("lp_nnz")
     nnz_txt = f"{nnz:.2e} nnz" if nnz is not None and np.isfinite(nnz) else "- nnz"
     return f"{rec['stats.build_seconds']:.2f} s, {nnz_txt}"
