@@ -101,14 +101,10 @@ def test_full_default_interior_matches_ipx_crossover(eps):
         assert m.stats["relative_gap"] <= 1e-6
 
 
-@pytest.mark.parametrize("failing", [1, 2])
-def test_full_interior_fallbacks(monkeypatch, failing):
-    # the first `failing` solves fail: HiPO, then IPX without crossover (the interior point is
-    # repaired like HiPO's), then IPX with crossover; every path reaches the vertex reference
+def _failing_solves(monkeypatch, failing: int) -> list:
+    """Make the first ``failing`` HiGHS solves fail; returns the (method, crossover) of every solve."""
     from mdp.lp import LPError, SparseLP
-    from mdp.lp.worst_case import solve_worst_case_lp
 
-    reference = mdp.build("spanner", SPACE, 0.5, solver="ipm")
     real, calls = SparseLP.solve, []
 
     def solve(self):
@@ -118,9 +114,24 @@ def test_full_interior_fallbacks(monkeypatch, failing):
         return real(self)
 
     monkeypatch.setattr(SparseLP, "solve", solve)
+    return calls
+
+
+def _full_spanner_lp(solver: str) -> tuple[np.ndarray, dict]:
+    from mdp.lp.worst_case import solve_worst_case_lp
+
     E = greedy_spanner(SPACE.distances, 1.5)
     pu, pv = np.r_[E[:, 0], E[:, 1]], np.r_[E[:, 1], E[:, 0]]
-    M, stats = solve_worst_case_lp(SPACE.distances, pu, pv, 0.5 / 1.5, solver="hipo", crossover=False)
+    return solve_worst_case_lp(SPACE.distances, pu, pv, 0.5 / 1.5, solver=solver, crossover=False)
+
+
+@pytest.mark.parametrize("failing", [1, 2])
+def test_full_interior_fallbacks(monkeypatch, failing):
+    # the first `failing` solves fail: HiPO, then IPX without crossover (the interior point is
+    # repaired like HiPO's), then IPX with crossover; every path reaches the vertex reference
+    reference = mdp.build("spanner", SPACE, 0.5, solver="ipm")
+    calls = _failing_solves(monkeypatch, failing)
+    M, stats = _full_spanner_lp("hipo")
     assert calls[:failing + 1] == [("hipo", False), ("ipx", False), ("ipx", True)][:failing + 1]
     assert stats["failed_solves"] == [f"{s}: simulated failure" for s in ("hipo", "ipx")[:failing]]
     assert stats["final_method"] == ("ipx without crossover", "ipx with crossover")[failing - 1]
@@ -136,21 +147,8 @@ def test_full_interior_fallbacks(monkeypatch, failing):
 
 def test_full_interior_fallback_skips_a_second_ipx(monkeypatch):
     # a failed solve that ran IPX already ("ipm") goes straight to IPX with crossover
-    from mdp.lp import LPError, SparseLP
-    from mdp.lp.worst_case import solve_worst_case_lp
-
-    real, calls = SparseLP.solve, []
-
-    def solve(self):
-        calls.append((self._solver, self._crossover))
-        if len(calls) == 1:
-            raise LPError("simulated failure")
-        return real(self)
-
-    monkeypatch.setattr(SparseLP, "solve", solve)
-    E = greedy_spanner(SPACE.distances, 1.5)
-    pu, pv = np.r_[E[:, 0], E[:, 1]], np.r_[E[:, 1], E[:, 0]]
-    M, stats = solve_worst_case_lp(SPACE.distances, pu, pv, 0.5 / 1.5, solver="ipm", crossover=False)
+    calls = _failing_solves(monkeypatch, 1)
+    M, stats = _full_spanner_lp("ipm")
     assert calls[:2] == [("ipm", False), ("ipx", True)]
     assert stats["failed_solves"] == ["ipm: simulated failure"]
     assert stats["final_method"] == "ipx with crossover"
