@@ -35,7 +35,7 @@ from .spaces import experiment_space, fingerprint, space_kind
 from .store import ResultStore
 
 __all__ = ["calibrated_point", "measure", "point_task", "reference_curves", "add_sweep_arguments",
-           "sweep", "stored_sweep", "markdown_table", "write_table", "write_markdown", "CODE_VERSION", "MECH_LABELS", "MECH_STYLE"]
+           "sweep", "stored_sweep", "store_path", "markdown_table", "write_table", "write_markdown", "CODE_VERSION", "MECH_LABELS", "MECH_STYLE"]
 
 #: Part of every configuration: bump when a task's meaning changes (old results then go unused).
 #: 2: calibrate accepts a first build inside its window; lazy LP mechanisms; uniform-mix repair.
@@ -145,10 +145,15 @@ def out_dir(args, name: str) -> Path:
     return Path(args.out) if args.out else Path("results") / name
 
 
+def store_path(args, out: Path) -> Path:
+    """The results store of a run: ``--store``, else ``out/results.sqlite``."""
+    return Path(getattr(args, "store", None) or out / "results.sqlite")
+
+
 def sweep(tasks: list[Task], args, out: Path, *, desc: str, timeout: float | None = None) -> pd.DataFrame:
-    """Run ``tasks`` through :func:`run_sweep` (store ``--store`` or ``out/results.sqlite``);
-    one row per task, in task order."""
-    with ResultStore(getattr(args, "store", None) or out / "results.sqlite") as store:
+    """Run ``tasks`` through :func:`run_sweep` (store :func:`store_path`); one row per task, in
+    task order."""
+    with ResultStore(store_path(args, out)) as store:
         records = run_sweep(tasks, store, scheduler=args.scheduler, workers=args.workers,
                             timeout=timeout if timeout is not None else args.time_limit,
                             progress=not args.no_progress, desc=desc)
@@ -168,33 +173,26 @@ def _task_rows(records: list[dict], tasks: list[Task]) -> pd.DataFrame:
 MISSING = "missing"
 
 
-def no_stored_task(path: Path, count: int) -> FileFormatError:
-    return FileFormatError(path, f"holds none of the {count} tasks of this run "
-                                 "(another --store, or other options than the run's?)")
-
-
-def stored_sweep(tasks: list[Task], args, out: Path, *, require_any: bool = True) -> pd.DataFrame:
+def stored_sweep(tasks: list[Task], args, out: Path) -> pd.DataFrame:
     """What :func:`sweep` returns, read from the store alone: nothing is computed.
 
     A task not in the store gets the status :data:`MISSING` (so an interrupted sweep can be
-    reported while it is resumed later: ``--report-only``).
+    reported while it is resumed later: ``--report-only``). The caller decides whether a store
+    that holds none of a run's tasks is an error (it may be looking at one stage of a run).
 
     Parameters
     ----------
     tasks : list of Task
     args : argparse.Namespace
-        ``store`` (default ``out/results.sqlite``).
+        ``store`` (default ``out/results.sqlite``, :func:`store_path`).
     out : Path
-    require_any : bool, default True
-        Refuse a store that holds none of ``tasks``.
 
     Raises
     ------
     mdp.errors.FileFormatError
-        There is no store at the path, or (``require_any``) it holds none of ``tasks`` (wrong
-        ``--store``, or options that describe another run).
+        There is no store at the path.
     """
-    path = Path(getattr(args, "store", None) or out / "results.sqlite")
+    path = store_path(args, out)
     if not path.is_file():
         raise FileFormatError(path, "no results store here (run the experiment without --report-only first)")
     records = []
@@ -204,8 +202,6 @@ def stored_sweep(tasks: list[Task], args, out: Path, *, require_any: bool = True
             records.append({"config": dict(t.config), "status": MISSING, "result": {}, "seconds": None}
                            if rec is None else
                            {"config": dict(t.config), **{k: rec[k] for k in ("status", "result", "seconds")}})
-    if require_any and all(r["status"] == MISSING for r in records):
-        raise no_stored_task(path, len(records))
     return _task_rows(records, tasks)
 
 

@@ -24,6 +24,7 @@ from .common import (
     markdown_table,
     out_dir,
     save_figure,
+    store_path,
     write_markdown,
     write_table,
 )
@@ -114,7 +115,7 @@ def main(args) -> None:
     write_table(df, out / "scalability.csv")
     if args.report_only:
         done = int((df["status"] != MISSING).sum())
-        when = (f"read from the store {args.store or out / 'results.sqlite'} ({done} of {len(df)} tasks "
+        when = (f"read from the store {store_path(args, out)} ({done} of {len(df)} tasks "
                 "computed; 'not computed yet': resume with the same command without --report-only)")
     else:
         when = f"wall time {seconds:.0f} s on 2 shared cores (under load)"

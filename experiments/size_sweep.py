@@ -12,12 +12,12 @@ store (``--store``), the second one recomputes nothing the first has done.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
-from .common import MISSING, no_stored_task, point_task, space_part, stored_sweep, sweep
+from mdp.errors import FileFormatError
+
+from .common import MISSING, point_task, space_part, store_path, stored_sweep, sweep
 from .spaces import parse_name
 
 __all__ = ["EPS_TIGHT", "VARIANTS", "run_size_sweep", "run_size_experiment", "lp_columns", "variant_label"]
@@ -64,6 +64,7 @@ def _too_slow(rec: pd.Series, limit: float | None) -> bool:
 def run_size_sweep(args, out, *, families, sizes, variants, seed: int, desc: str) -> pd.DataFrame:
     """Stage by stage over ``sizes``; returns the tidy frame of every task run or reused."""
     alive = {(fam, v) for fam in families for v in variants}
+    report_only = getattr(args, "report_only", False)   # run_size_sweep is public: older namespaces
     frames = []
     for n in sizes:
         tasks, labels = [], []
@@ -79,8 +80,8 @@ def run_size_sweep(args, out, *, families, sizes, variants, seed: int, desc: str
                 labels.append((fam, v))
         if not tasks:
             break
-        if getattr(args, "report_only", False):
-            df = stored_sweep(tasks, args, out, require_any=False)
+        if report_only:
+            df = stored_sweep(tasks, args, out)
         else:
             df = sweep(tasks, args, out, desc=f"{desc} n={n}")
         df["family"] = [f for f, _ in labels]
@@ -90,8 +91,9 @@ def run_size_sweep(args, out, *, families, sizes, variants, seed: int, desc: str
                 alive.discard((fam, v))
         frames.append(df)
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    if getattr(args, "report_only", False) and (df.empty or (df["status"] == MISSING).all()):
-        raise no_stored_task(Path(getattr(args, "store", None) or out / "results.sqlite"), len(df))
+    if report_only and (df.empty or (df["status"] == MISSING).all()):
+        raise FileFormatError(store_path(args, out), f"holds none of the {len(df)} tasks of this run "
+                                                     "(another --store, or other options than the run's?)")
     return df
 
 
