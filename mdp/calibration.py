@@ -4,9 +4,11 @@ Mechanisms are compared at equal *measured* privacy: for a target ``t``, :func:`
 returns the mechanism of the family built at the largest parameter ``epsilon`` whose
 ``eps_tight(delta)`` does not exceed ``t``. ``eps_tight`` is assumed non-decreasing in the
 parameter (true of every registered family up to LP tolerance); the search brackets the answer by
-doubling/halving and then runs a safeguarded secant (Illinois regula falsi) on
-``log eps_tight - log t`` over ``log epsilon``, which needs far fewer builds than plain bisection
-because ``eps_tight`` is close to proportional to epsilon.
+jumping to the crossing predicted from the last build (``eps_tight`` proportional to epsilon) and
+then runs a safeguarded secant (Illinois regula falsi) on ``log eps_tight`` over ``log epsilon``,
+aimed at the middle of the acceptance window. Because ``eps_tight`` is close to proportional to
+epsilon, this needs far fewer builds than bisection, and no build far above the answer (LP
+families get slower as epsilon grows).
 """
 
 from __future__ import annotations
@@ -34,8 +36,15 @@ class Phase(Enum):
     DONE = "done"                  # accepted, bracket tight, or out of builds
 
 
-def _log_gap(et: float, target: float) -> float:
-    return math.log(max(et, 1e-300)) - math.log(target)
+#: An expansion step that follows a measured log-log slope below 1 is at most this many times
+#: the previous step (in log scale): geometric growth, so flat stretches take few builds.
+GROWTH = 4.0
+#: Largest expansion step (for a build whose eps_tight is ~0, where the model says nothing).
+MAX_STEP = 16.0
+
+
+def _log_gap(et: float, aim: float) -> float:
+    return math.log(max(et, 1e-300)) - math.log(aim)
 
 
 @dataclass
@@ -46,10 +55,14 @@ class CalibrationSearch:
     ``eps_tight > target``. :meth:`next_epsilon` proposes the next build from the
     :attr:`phase`; :meth:`record` updates the bracket with its measured ``eps_tight``.
 
-    Expansion steps assume ``eps_tight ~ c * epsilon`` and jump to the predicted crossing (at
-    least x2, at most x16); the secant runs on ``g = log eps_tight - log target`` over
-    ``log epsilon`` with the Illinois modification (the value at an end that stays put twice
-    is halved, so neither end sticks).
+    Expansion steps assume ``eps_tight ~ c * epsilon`` and jump to the predicted crossing of the
+    aim below (at most x :data:`MAX_STEP`; stretched when the builds so far show a
+    log-log slope below 1, see :meth:`_expansion_step`). A family whose eps_tight is
+    proportional to epsilon is thus accepted at its second build. The secant runs
+    on ``g = log eps_tight - log aim`` over ``log epsilon``, where ``aim = target /
+    sqrt(1 + rtol)`` is the middle of the acceptance window in log scale (a step that lands on
+    its aim is accepted whichever side of it the build falls), with the Illinois modification
+    (the value at an end that stays put twice is halved, so neither end sticks).
     """
 
     target: float
@@ -63,6 +76,11 @@ class CalibrationSearch:
     hi_et: float = 0.0
     ghi: float = 0.0          # g at hi, damped by Illinois steps
     side: int = 0             # which end the last secant step moved (-1: lo, 1: hi)
+
+    @property
+    def aim(self) -> float:
+        """The ``eps_tight`` the secant steps aim at: the middle of the window in log scale."""
+        return self.target / math.sqrt(1.0 + self.rtol)
 
     def accepted(self, et: float) -> bool:
         """Inside the acceptance window: at most the target and within ``rtol`` of it."""
@@ -88,11 +106,9 @@ class CalibrationSearch:
         if phase is Phase.START:
             return self.target
         if phase is Phase.EXPAND_UP:
-            et = self.lo_et
-            step = min(16.0, max(2.0, self.target / max(et, 1e-12) * 1.05)) if et > 0 else 16.0
-            return self.lo * step
+            return self.lo * self._expansion_step(self.lo_et)
         if phase is Phase.EXPAND_DOWN:
-            return self.hi / min(16.0, max(2.0, self.hi_et / self.target * 1.05))
+            return self.hi / self._expansion_step(self.hi_et)
         if phase is Phase.SECANT:
             a, b = math.log(self.lo), math.log(self.hi)
             x = (b - self.ghi * (b - a) / (self.ghi - self.glo) if self.ghi != self.glo
@@ -100,11 +116,33 @@ class CalibrationSearch:
             return math.exp(min(max(x, a + 0.01 * (b - a)), b - 0.01 * (b - a)))
         raise RuntimeError("the calibration search is done")
 
+    def _expansion_step(self, et: float) -> float:
+        """Factor (> 1) from the last build, of eps_tight ``et``, towards the aim.
+
+        Proportional model: ``aim / et`` (or its inverse). When the last two builds (both on the
+        same side in an expansion phase) show eps_tight growing more slowly than epsilon
+        (log-log slope ``0 < a < 1``), the step follows that slope, ``(aim / et)^(1 / a)``, but
+        in log scale at most :data:`GROWTH` times the last step: a flat stretch is crossed in
+        a few builds, while a noisy slope (ConstOPTMech's) cannot send the search far past its
+        answer.
+        """
+        if et <= 0.0:
+            return MAX_STEP
+        log_step = abs(math.log(self.aim / et))
+        if len(self.trials) >= 2:
+            (e0, t0), (e1, t1) = self.trials[-2:]
+            if e0 != e1 and t0 > 0.0 and t1 > 0.0:
+                last = abs(math.log(e1 / e0))
+                slope = math.log(t1 / t0) / math.log(e1 / e0)
+                if 0.0 < slope < 1.0:
+                    log_step = max(log_step, min(log_step / slope, GROWTH * last))
+        return math.exp(min(log_step, math.log(MAX_STEP)))
+
     def record(self, eps: float, et: float) -> None:
         """Add the build at ``eps`` with measured ``eps_tight = et`` to the bracket."""
         secant = self.phase is Phase.SECANT
         self.trials.append((eps, et))
-        g = _log_gap(et, self.target)
+        g = _log_gap(et, self.aim)
         if et <= self.target:
             self.lo, self.lo_et, self.glo = eps, et, g
             if secant:
