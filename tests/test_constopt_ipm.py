@@ -288,6 +288,35 @@ def test_auto_solver_falls_back_to_highs_when_the_gap_cannot_be_certified(monkey
     assert mech.stats["lp_objective"] == pytest.approx(direct.stats["lp_objective"], rel=1e-9)
 
 
+def test_auto_solver_hands_an_lp_with_many_violated_rows_to_highs(monkeypatch):
+    # round 0 of the row-block method violates v free-free rows; above
+    # max_violated_per_point * n it gives up at once (those rows would make every later round
+    # slow), and ConstOPTMech's "auto" then solves the LP by HiGHS, to the same optimum
+    from mdp.families import constopt
+
+    space, eps = _random(8, 40), 1.5
+    D, free = space.distances, nn_replacement(space.distances, 5)
+    _, full = solve_constopt_gap(D, eps / 2, free, 0.1, 1e-6)
+    v = full["ipm_rounds"][0]["violated"]
+    assert full["rounds"] >= 2 and v > 0
+    with pytest.raises(SolverError, match=f"round 0 violates {v} free-free rows"):
+        solve_constopt_gap(D, eps / 2, free, 0.1, 1e-6, max_violated_per_point=(v - 1) / 40)
+    _, kept = solve_constopt_gap(D, eps / 2, free, 0.1, 1e-6, max_violated_per_point=v / 40)
+    assert kept["rounds"] == full["rounds"] and kept["lp_objective"] == full["lp_objective"]
+
+    monkeypatch.setattr(constopt, "ROW_BLOCK_MIN_N", 40)
+    monkeypatch.setattr(constopt, "ROW_BLOCK_MAX_VIOLATED", (v - 1) / 40)
+    mech = mdp.build("constopt", space, eps, r=5, lam=0.1)
+    assert "HiGHS" in mech.stats["solver"] and "free-free rows" in mech.stats["ipm_failure"]
+    assert mech.stats["lp_objective"] == pytest.approx(full["lp_objective"], rel=2e-6)
+    assert mech.stats["privacy"]["measured_eps"] <= eps * (1 + 1e-9)
+    # gap= asks for the row-block method by name: no such hand-over
+    gapped = mdp.build("constopt", space, eps, r=5, lam=0.1, gap=1e-6)
+    assert "row-block" in gapped.stats["solver"] and "ipm_failure" not in gapped.stats
+    monkeypatch.setattr(constopt, "ROW_BLOCK_MAX_VIOLATED", v / 40)
+    assert "row-block" in mdp.build("constopt", space, eps, r=5, lam=0.1).stats["solver"]
+
+
 def test_default_start_is_positive_scaled_and_reaches_the_same_optimum():
     D, e = _random(1, 60).distances, 0.75
     free = nn_replacement(D, 5)

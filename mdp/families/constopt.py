@@ -64,7 +64,8 @@ from ..space import MetricSpace
 from .exponential import exponential_floor
 
 __all__ = ["nn_replacement", "free_free_pairs", "constopt_lp", "solve_constopt_lp", "lipschitz_log_matrix",
-           "theorem1_counts", "ROW_BLOCK_MIN_N", "ROW_BLOCK_MAX_SCALE", "EXACT_GAP"]
+           "theorem1_counts", "ROW_BLOCK_MIN_N", "ROW_BLOCK_MAX_SCALE", "ROW_BLOCK_MAX_VIOLATED",
+           "EXACT_GAP"]
 
 #: Quantile used to choose among several lambdas (Imola et al. 2022, section 5.1, eq. 11).
 SELECTION_Q = 0.95
@@ -87,6 +88,11 @@ ROW_BLOCK_MIN_N = 300
 #: it won or came close (product 2.7-2.9: 1.6-2.2x faster at n = 1000; 9.1: 41 s against 32 s;
 #: 22.8: 269 s against more than 9 minutes for HiGHS).
 ROW_BLOCK_MAX_SCALE = 25.0
+#: ... and as long as round 0 of that method violates at most this many free-free rows per point
+#: (they join the dense part of every later round); beyond it HiGHS solves the LP. GloVe, 300
+#: words, eps 2 (product 5.8): 25.7 per point, 55.6 s against 9.9 s for HiPO; every space where
+#: the method won had at most 7.8 (Geolife cells, n = 600, eps 5: 269 s against more than 558 s).
+ROW_BLOCK_MAX_VIOLATED = 12.0
 #: What "exact" means for the row-block method: the certified relative gap of the returned LP
 #: point (the registry's exactness for every LP mechanism).
 EXACT_GAP = 1e-6
@@ -358,7 +364,9 @@ PARAMS = {
     "solver": Param("choice", "auto", choices=("auto",) + tuple(SOLVERS),
                     help="'auto': the row-block interior point method to a certified gap of 1e-6 "
                          "from ROW_BLOCK_MIN_N points where eps/2 x median distance <= "
-                         "ROW_BLOCK_MAX_SCALE, else HiGHS's HiPO; else the HiGHS method "
+                         "ROW_BLOCK_MAX_SCALE (and its first round violates at most "
+                         "ROW_BLOCK_MAX_VIOLATED free-free rows per point), else HiGHS's HiPO; "
+                         "else the HiGHS method "
                          "(lazy: of the first round; 'hipo' runs 'ipm' without HiGHS's extension "
                          "package, and again when HiPO fails)"),
     "lazy": Param("bool", True, help="generate the free-free pair rows on demand"),
@@ -396,8 +404,9 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
         ``"auto"``: from ``ROW_BLOCK_MIN_N`` (300) points, where ``epsilon / 2`` times the median
         distance is at most ``ROW_BLOCK_MAX_SCALE`` (25), the row-block interior point method of
         ``gap`` with the target ``EXACT_GAP`` (1e-6), which is faster there
-        (``docs/design/lp.md``), and HiGHS with ``"hipo"`` when it cannot certify that gap;
-        otherwise HiGHS with ``"hipo"``. Any other value is the HiGHS method for every size (see
+        (``docs/design/lp.md``), and HiGHS with ``"hipo"`` when it cannot certify that gap or
+        when its first round violates more than ``ROW_BLOCK_MAX_VIOLATED`` (12) free-free rows
+        per point; otherwise HiGHS with ``"hipo"``. Any other value is the HiGHS method for every size (see
         :class:`mdp.lp.SparseLP`); with ``lazy`` the method of the first round.
         ``"hipo"`` (HiGHS's HiPO interior point, then crossover) needs HiGHS's extension
         package (module ``highspy_extras``) and runs IPX (``"ipm"``) without it;
@@ -455,7 +464,9 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
             ipm_failure = None
             if row_block:
                 try:
-                    L, lp_stats = solve_constopt_gap(D, e, free, lam_i, target, time_limit=time_limit)
+                    L, lp_stats = solve_constopt_gap(
+                        D, e, free, lam_i, target, time_limit=time_limit,
+                        max_violated_per_point=None if gap is not None else ROW_BLOCK_MAX_VIOLATED)
                 except LPError as exc:
                     if isinstance(exc, LPTimeout):
                         raise

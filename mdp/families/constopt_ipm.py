@@ -620,6 +620,7 @@ def fixed_weights_solution(lp: ConstOptLP, Y: np.ndarray, all_pairs: tuple[np.nd
 
 def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: float, gap: float,
                        *, time_limit: float | None = None, max_rounds: int = 30,
+                       max_violated_per_point: float | None = None,
                        on_round: Callable[[dict], None] | None = None) -> tuple[np.ndarray, dict]:
     r"""ConstOPTMech's LP to a certified relative gap by :func:`solve_row_block_ipm`.
 
@@ -633,6 +634,11 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
     round starts from this round's iterate at relative gap ``KEEP_GAP`` (:func:`warm_start`; a
     warm round that fails is solved again from the default start). Each round runs to the
     tolerance ``gap / 100`` clipped to ``[ROUND_TOL_MIN, ROUND_TOL]``.
+
+    ``max_violated_per_point``: when round 0's solution violates more than this many free-free
+    rows per point, raise :class:`~mdp.errors.SolverError` instead of going on (``None``: never).
+    Those rows join the dense part of every later round, so a caller with another exact solver
+    (ConstOPTMech's ``solver="auto"``) hands such LPs to it after one cheap round.
 
     Returns
     -------
@@ -711,6 +717,11 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
             on_round(info)
         if rel <= gap or not viol.any():
             break
+        if (rnd == 0 and max_violated_per_point is not None
+                and info["violated"] > max_violated_per_point * lp.n):
+            raise SolverError(f"round 0 violates {info['violated']} free-free rows "
+                              f"({info['violated'] / lp.n:.1f} per point, more than "
+                              f"{max_violated_per_point:g}): too many for the row-block method")
         key = np.union1d(key, all_key[viol])
     nnz = 2 * int(np.count_nonzero(lp.L_Y[lp.n:])) + 2 * lp.f + lp.n + 2 * lp.mB
     return L, {"lp_objective": k_feas, "lower_bound": bound, "relative_gap": rel, "gap_target": gap,
