@@ -83,8 +83,8 @@ def calibrated_point(config: dict, *, space: MetricSpace) -> dict:
     """Task: the mechanism of ``config`` calibrated to ``config["eps_tight"]`` on ``space``.
 
     The mechanism is the one :func:`mdp.calibrate` accepts: built at the largest epsilon found
-    with ``target / (1 + rtol) <= eps_tight(delta) <= target`` (one build for OPTMech and
-    SpannerMech, whose LP optimum puts eps_tight within a fraction of a percent of epsilon). The
+    with ``target / (1 + rtol) <= eps_tight(delta) <= target`` (usually one build for OPTMech,
+    whose eps_tight is epsilon, and two for SpannerMech, whose eps_tight is 0.94-0.99 of it). The
     builders' rng is the config's seed, so the result depends on the config only.
     """
     t0 = time.perf_counter()
