@@ -310,6 +310,18 @@ def test_auto_solver_hands_an_lp_with_many_violated_rows_to_highs(monkeypatch):
     assert "HiGHS" in mech.stats["solver"] and "free-free rows" in mech.stats["ipm_failure"]
     assert mech.stats["lp_objective"] == pytest.approx(full["lp_objective"], rel=2e-6)
     assert mech.stats["privacy"]["measured_eps"] <= eps * (1 + 1e-9)
+    # with several lambdas, round 0 runs once: the others go to HiGHS directly
+    import mdp.families.constopt_ipm as constopt_ipm
+
+    calls = []
+    real = constopt_ipm.solve_constopt_gap
+    monkeypatch.setattr(constopt_ipm, "solve_constopt_gap",
+                        lambda *a, **k: calls.append(a[3]) or real(*a, **k))
+    monkeypatch.setattr(constopt, "ROW_BLOCK_MAX_VIOLATED", 0.0)
+    three = mdp.build("constopt", space, eps, r=5, lam=[0.001, 0.1, 1.0])
+    assert calls == [0.001] and len(three.stats["lambdas"]) == 3
+    assert "HiGHS" in three.stats["solver"] and "free-free rows" in three.stats["ipm_failure"]
+    monkeypatch.setattr(constopt_ipm, "solve_constopt_gap", real)
     # gap= asks for the row-block method by name: no such hand-over
     gapped = mdp.build("constopt", space, eps, r=5, lam=0.1, gap=1e-6)
     assert "row-block" in gapped.stats["solver"] and "ipm_failure" not in gapped.stats

@@ -450,7 +450,10 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
     highs_solver = "hipo" if solver == "auto" else solver
     if row_block:
         # constopt_ipm builds on this module's LP formulas, so it is imported here, not above
-        from .constopt_ipm import solve_constopt_gap
+        from .constopt_ipm import RowBlockTooDense, solve_constopt_gap
+    # set when round 0 of one lambda found the LP too dense for the row-block method: the
+    # other lambdas (same free-free rows, nearly the same violations) go to HiGHS directly
+    too_dense = None
     best = None
     runs = []
     limit = "none" if time_limit is None else f"{time_limit:g} s"
@@ -462,11 +465,15 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
                               on_failure="another solver ('simplex' or 'ipm'), lazy=False, or a "
                                          "smaller r"):
             ipm_failure = None
-            if row_block:
+            if row_block and too_dense is not None:
+                ipm_failure = too_dense
+            elif row_block:
                 try:
                     L, lp_stats = solve_constopt_gap(
                         D, e, free, lam_i, target, time_limit=time_limit,
                         max_violated_per_point=None if gap is not None else ROW_BLOCK_MAX_VIOLATED)
+                except RowBlockTooDense as exc:
+                    ipm_failure = too_dense = str(exc)
                 except LPError as exc:
                     if isinstance(exc, LPTimeout):
                         raise

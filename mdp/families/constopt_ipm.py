@@ -50,8 +50,12 @@ from ..lp.dense import CPUSchur, SparseColumns, blas_threads, matvec, rmatvec, s
 from ..lp.reporting import LPProgress, report
 from .constopt import _bound_factors, free_free_pairs, lipschitz_log_matrix
 
-__all__ = ["ConstOptLP", "RowBlockResult", "solve_row_block_ipm", "default_start", "warm_start", "certified_lower_bound",
+__all__ = ["ConstOptLP", "RowBlockResult", "RowBlockTooDense", "solve_row_block_ipm", "default_start", "warm_start", "certified_lower_bound",
            "free_free_pairs", "feasible_log_matrix", "solve_constopt_gap"]
+
+
+class RowBlockTooDense(SolverError):
+    """Round 0 of :func:`solve_constopt_gap` violates more free-free rows than its caller allows."""
 
 
 #: Relative violation above which a free-free row joins the next round. Smaller violations are at
@@ -636,7 +640,8 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
     tolerance ``gap / 100`` clipped to ``[ROUND_TOL_MIN, ROUND_TOL]``.
 
     ``max_violated_per_point``: when round 0's solution violates more than this many free-free
-    rows per point, raise :class:`~mdp.errors.SolverError` instead of going on (``None``: never).
+    rows per point, raise :class:`RowBlockTooDense` (a :class:`~mdp.errors.SolverError`) instead
+    of going on (``None``: never).
     Those rows join the dense part of every later round, so a caller with another exact solver
     (ConstOPTMech's ``solver="auto"``) hands such LPs to it after one cheap round.
 
@@ -719,7 +724,7 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
             break
         if (rnd == 0 and max_violated_per_point is not None
                 and info["violated"] > max_violated_per_point * lp.n):
-            raise SolverError(f"round 0 violates {info['violated']} free-free rows "
+            raise RowBlockTooDense(f"round 0 violates {info['violated']} free-free rows "
                               f"({info['violated'] / lp.n:.1f} per point, more than "
                               f"{max_violated_per_point:g}): too many for the row-block method")
         key = np.union1d(key, all_key[viol])
