@@ -90,9 +90,10 @@ ROW_BLOCK_MIN_N = 300
 ROW_BLOCK_MAX_SCALE = 25.0
 #: ... and as long as round 0 of that method violates at most this many free-free rows per point
 #: (they join the dense part of every later round); beyond it HiGHS solves the LP. GloVe, 300
-#: words, eps 2 (product 5.8): 25.7 per point, 55.6 s against 9.9 s for HiPO; every space where
-#: the method won had at most 7.8 (Geolife cells, n = 600, eps 5: 269 s against more than 558 s).
-ROW_BLOCK_MAX_VIOLATED = 12.0
+#: words, eps 2 (product 5.8): 25.7 per point, 55.6 s against 9.9 s for HiPO; 400 words, eps 1.8:
+#: 10.3 per point, 35.1 s against 15.2 s; every space where the method won had at most 7.8
+#: (Geolife cells, n = 600, eps 5: 269 s against more than 558 s).
+ROW_BLOCK_MAX_VIOLATED = 9.0
 #: What "exact" means for the row-block method: the certified relative gap of the returned LP
 #: point (the registry's exactness for every LP mechanism).
 EXACT_GAP = 1e-6
@@ -405,7 +406,7 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
         distance is at most ``ROW_BLOCK_MAX_SCALE`` (25), the row-block interior point method of
         ``gap`` with the target ``EXACT_GAP`` (1e-6), which is faster there
         (``docs/design/lp.md``), and HiGHS with ``"hipo"`` when it cannot certify that gap or
-        when its first round violates more than ``ROW_BLOCK_MAX_VIOLATED`` (12) free-free rows
+        when its first round violates more than ``ROW_BLOCK_MAX_VIOLATED`` (9) free-free rows
         per point; otherwise HiGHS with ``"hipo"``. Any other value is the HiGHS method for every size (see
         :class:`mdp.lp.SparseLP`); with ``lazy`` the method of the first round.
         ``"hipo"`` (HiGHS's HiPO interior point, then crossover) needs HiGHS's extension
