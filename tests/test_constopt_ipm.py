@@ -327,6 +327,12 @@ def test_auto_solver_hands_an_lp_with_many_violated_rows_to_highs(monkeypatch):
     assert "row-block" in gapped.stats["solver"] and "ipm_failure" not in gapped.stats
     monkeypatch.setattr(constopt, "ROW_BLOCK_MAX_VIOLATED", v / 40)
     assert "row-block" in mdp.build("constopt", space, eps, r=5, lam=0.1).stats["solver"]
+    # where HiGHS meets a wide coefficient range (eps / 2 x median distance from
+    # ROW_BLOCK_WIDE_SCALE on), no violation limit applies
+    monkeypatch.setattr(constopt, "ROW_BLOCK_MAX_VIOLATED", 0.0)
+    monkeypatch.setattr(constopt, "ROW_BLOCK_WIDE_SCALE", eps / 2 * space.median_distance)
+    wide = mdp.build("constopt", space, eps, r=5, lam=0.1)
+    assert "row-block" in wide.stats["solver"] and "ipm_failure" not in wide.stats
 
 
 def test_default_start_is_positive_scaled_and_reaches_the_same_optimum():

@@ -65,7 +65,7 @@ from .exponential import exponential_floor
 
 __all__ = ["nn_replacement", "free_free_pairs", "constopt_lp", "solve_constopt_lp", "lipschitz_log_matrix",
            "theorem1_counts", "ROW_BLOCK_MIN_N", "ROW_BLOCK_MAX_SCALE", "ROW_BLOCK_MAX_VIOLATED",
-           "EXACT_GAP"]
+           "ROW_BLOCK_WIDE_SCALE", "EXACT_GAP"]
 
 #: Quantile used to choose among several lambdas (Imola et al. 2022, section 5.1, eq. 11).
 SELECTION_Q = 0.95
@@ -88,12 +88,16 @@ ROW_BLOCK_MIN_N = 300
 #: it won or came close (product 2.7-2.9: 1.6-2.2x faster at n = 1000; 9.1: 41 s against 32 s;
 #: 22.8: 269 s against more than 9 minutes for HiGHS).
 ROW_BLOCK_MAX_SCALE = 25.0
-#: ... and as long as round 0 of that method violates at most this many free-free rows per point
-#: (they join the dense part of every later round); beyond it HiGHS solves the LP. GloVe, 300
-#: words, eps 2 (product 5.8): 25.7 per point, 55.6 s against 9.9 s for HiPO; 400 words, eps 1.8:
-#: 10.3 per point, 35.1 s against 15.2 s; every space where the method won had at most 7.8
-#: (Geolife cells, n = 600, eps 5: 269 s against more than 558 s).
-ROW_BLOCK_MAX_VIOLATED = 9.0
+#: ... and, where that product is below ``ROW_BLOCK_WIDE_SCALE``, as long as round 0 of the method
+#: violates at most this many free-free rows per point (they join the dense part of every later
+#: round); beyond it HiGHS solves the LP. GloVe, eps ~2 (product 5.2-5.8): 300 words 25.7 per
+#: point, 55.6 s against 9.9 s for HiPO; 400 words 10.3 and 8.9 per point, 35-46 s against 15 s.
+#: Up to 3.5 the method won, tied or lost by at most 1.3x everywhere measured (``docs/design/lp.md``).
+ROW_BLOCK_MAX_VIOLATED = 6.0
+#: From this product on HiGHS slows down on the LP's wide coefficient range, and the method won
+#: with more violated rows (Geolife cells, n = 600, eps 5, product 22.9: 7.8 per point, 269 s
+#: against more than 558 s for HiGHS), so no violation limit applies.
+ROW_BLOCK_WIDE_SCALE = 15.0
 #: What "exact" means for the row-block method: the certified relative gap of the returned LP
 #: point (the registry's exactness for every LP mechanism).
 EXACT_GAP = 1e-6
@@ -365,8 +369,9 @@ PARAMS = {
     "solver": Param("choice", "auto", choices=("auto",) + tuple(SOLVERS),
                     help="'auto': the row-block interior point method to a certified gap of 1e-6 "
                          "from ROW_BLOCK_MIN_N points where eps/2 x median distance <= "
-                         "ROW_BLOCK_MAX_SCALE (and its first round violates at most "
-                         "ROW_BLOCK_MAX_VIOLATED free-free rows per point), else HiGHS's HiPO; "
+                         "ROW_BLOCK_MAX_SCALE (and, below ROW_BLOCK_WIDE_SCALE, its first round "
+                         "violates at most ROW_BLOCK_MAX_VIOLATED free-free rows per point), else "
+                         "HiGHS's HiPO; "
                          "else the HiGHS method "
                          "(lazy: of the first round; 'hipo' runs 'ipm' without HiGHS's extension "
                          "package, and again when HiPO fails)"),
@@ -406,8 +411,9 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
         distance is at most ``ROW_BLOCK_MAX_SCALE`` (25), the row-block interior point method of
         ``gap`` with the target ``EXACT_GAP`` (1e-6), which is faster there
         (``docs/design/lp.md``), and HiGHS with ``"hipo"`` when it cannot certify that gap or
-        when its first round violates more than ``ROW_BLOCK_MAX_VIOLATED`` (9) free-free rows
-        per point; otherwise HiGHS with ``"hipo"``. Any other value is the HiGHS method for every size (see
+        when its first round violates more than ``ROW_BLOCK_MAX_VIOLATED`` (6) free-free rows
+        per point while the product is below ``ROW_BLOCK_WIDE_SCALE`` (15); otherwise HiGHS
+        with ``"hipo"``. Any other value is the HiGHS method for every size (see
         :class:`mdp.lp.SparseLP`); with ``lazy`` the method of the first round.
         ``"hipo"`` (HiGHS's HiPO interior point, then crossover) needs HiGHS's extension
         package (module ``highspy_extras``) and runs IPX (``"ipm"``) without it;
@@ -445,8 +451,11 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
         if free.shape != (n, n):
             raise ParameterError(f"replacement must return an ({n}, {n}) boolean mask, got shape {free.shape}")
     e = epsilon / 2.0
+    scale = e * space.median_distance
     row_block = gap is not None or (solver == "auto" and n >= ROW_BLOCK_MIN_N
-                                    and e * space.median_distance <= ROW_BLOCK_MAX_SCALE)
+                                    and scale <= ROW_BLOCK_MAX_SCALE)
+    max_violated = (None if gap is not None or scale >= ROW_BLOCK_WIDE_SCALE
+                    else ROW_BLOCK_MAX_VIOLATED)
     target = gap if gap is not None else EXACT_GAP
     highs_solver = "hipo" if solver == "auto" else solver
     if row_block:
@@ -472,7 +481,7 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
                 try:
                     L, lp_stats = solve_constopt_gap(
                         D, e, free, lam_i, target, time_limit=time_limit,
-                        max_violated_per_point=None if gap is not None else ROW_BLOCK_MAX_VIOLATED)
+                        max_violated_per_point=max_violated)
                 except RowBlockTooDense as exc:
                     ipm_failure = too_dense = str(exc)
                 except LPError as exc:
