@@ -137,6 +137,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
                    help="local worker processes (default min(2, cores); 0 = serial, in this process)")
     g.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                    help="stop any single task after this many seconds (stored as 'timeout')")
+    g.add_argument("--retry-timeouts", action="store_true",
+                   help="recompute tasks the store holds as 'timeout' (after the code got faster, "
+                        "or with a larger --time-limit); by default a timeout is final")
     g.add_argument("--store", default=None, metavar="PATH",
                    help="results store (default OUT/results.sqlite); finished tasks found there are reused")
 
@@ -156,7 +159,8 @@ def sweep(tasks: list[Task], args, out: Path, *, desc: str, timeout: float | Non
     with ResultStore(store_path(args, out)) as store:
         records = run_sweep(tasks, store, scheduler=args.scheduler, workers=args.workers,
                             timeout=timeout if timeout is not None else args.time_limit,
-                            progress=not args.no_progress, desc=desc)
+                            progress=not args.no_progress, desc=desc,
+                            retry_timeouts=getattr(args, "retry_timeouts", False))
     return _task_rows(records, tasks)
 
 

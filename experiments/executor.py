@@ -228,8 +228,9 @@ class _Claims:
     tasks back to pending, to be claimed when their holder died or finished.
     """
 
-    def __init__(self, store: ResultStore, tasks: list[Task], retry_errors: bool):
-        self.store, self.retry_errors = store, retry_errors
+    def __init__(self, store: ResultStore, tasks: list[Task], retry_errors: bool,
+                 retry_timeouts: bool = False):
+        self.store, self.retry_errors, self.retry_timeouts = store, retry_errors, retry_timeouts
         self.started = time.time()
         self.pending = deque(tasks)
         self.busy: list[Task] = []
@@ -243,7 +244,8 @@ class _Claims:
         while self.pending:
             task = self.pending.popleft()
             state = self.store.claim(task.config, retry_errors=self.retry_errors,
-                                     errors_before=self.started)
+                                     errors_before=self.started,
+                                     retry_timeouts=self.retry_timeouts)
             if state == CLAIMED:
                 return task
             if state == BUSY:
@@ -265,7 +267,8 @@ def _runner(scheduler, workers: int, timeout):
 
 def run_sweep(tasks: Sequence[Task], store: ResultStore, *, scheduler=None,
               workers: int | None = None, timeout: float | None = None, progress: bool = True,
-              desc: str = "sweep", retry_errors: bool = True) -> list[dict]:
+              desc: str = "sweep", retry_errors: bool = True,
+              retry_timeouts: bool = False) -> list[dict]:
     """Run every task not yet in ``store`` and return all their records, in task order.
 
     Parameters
@@ -282,12 +285,15 @@ def run_sweep(tasks: Sequence[Task], store: ResultStore, *, scheduler=None,
         Local processes (default :func:`default_workers`); ``0`` runs serially in this process.
     timeout : float, optional
         Per-task time limit in seconds; a task over it is stopped and stored as ``"timeout"``
-        (not retried: rerun with a larger limit, which is a different configuration only if the
-        task puts it in its config).
+        (not retried unless ``retry_timeouts``; a larger limit is a different configuration only
+        if the task puts it in its config).
     progress : bool
         tqdm progress bar.
     retry_errors : bool, default True
         Recompute tasks stored with status ``"error"``.
+    retry_timeouts : bool, default False
+        Recompute tasks stored with status ``"timeout"`` (after the code got faster, or with a
+        larger ``timeout``).
 
     Returns
     -------
@@ -314,12 +320,13 @@ def run_sweep(tasks: Sequence[Task], store: ResultStore, *, scheduler=None,
     todo = []
     for t in unique.values():
         rec = store.get_record(t.config)
-        if rec is None or (retry_errors and rec["status"] == "error"):
+        if (rec is None or (retry_errors and rec["status"] == "error")
+                or (retry_timeouts and rec["status"] == "timeout")):
             todo.append(t)
     done_before = len(unique) - len(todo)
     bar = tqdm(total=len(unique), initial=done_before, desc=desc, disable=not progress,
                unit="task", dynamic_ncols=True)
-    claims = _Claims(store, todo, retry_errors)
+    claims = _Claims(store, todo, retry_errors, retry_timeouts)
     try:
         with store.leasing():
             runner = _runner(scheduler, workers, timeout) if todo else None

@@ -277,7 +277,7 @@ class ResultStore:
         return expires < now or (host == self.host and not _pid_alive(pid))
 
     def claim(self, config: Mapping, *, retry_errors: bool = True,
-              errors_before: float | None = None) -> str:
+              errors_before: float | None = None, retry_timeouts: bool = False) -> str:
         """Take the lease on ``config`` unless it is finished or another live run holds it.
 
         Check and take happen in one ``BEGIN IMMEDIATE`` transaction, so of several runs
@@ -291,6 +291,9 @@ class ResultStore:
         errors_before : float, optional
             ... but only when that error was stored before this time (``time.time()``; a run
             passes its start time, so an error another run stored meanwhile is final for it).
+        retry_timeouts : bool, default False
+            Likewise for a task stored with status ``"timeout"`` (final unless asked: a timeout
+            is a result of the configuration's time limit).
 
         Returns
         -------
@@ -304,7 +307,8 @@ class ResultStore:
             row = conn.execute("SELECT status, finished_at FROM results WHERE key = ?",
                                (key,)).fetchone()
             if row is not None:
-                retry = retry_errors and row[0] == "error" and (
+                retry = ((retry_errors and row[0] == "error")
+                         or (retry_timeouts and row[0] == "timeout")) and (
                     errors_before is None or row[1] is None or row[1] < errors_before)
                 if not retry:
                     return DONE

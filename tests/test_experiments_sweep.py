@@ -204,6 +204,42 @@ def test_time_limit_stops_a_task_and_is_stored(tmp_path):
         os.environ["PYTHONPATH"] = env_path
 
 
+def test_timeouts_are_final_unless_retried(tmp_path):
+    # a stored timeout is a result; --retry-timeouts (after the code got faster) recomputes it,
+    # and only it, then the new result is final like any other
+    log = tmp_path / "calls.log"
+    done, timed_out = _tasks(log, 2)
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        run_sweep([done], store, workers=0, progress=False)
+        store.put(timed_out.config, {"error": "time limit of 1 s exceeded", "time_limit": 1.0},
+                  status="timeout", seconds=1.0)
+        (_, rec) = run_sweep([done, timed_out], store, workers=0, progress=False)
+        assert rec["status"] == "timeout" and _calls(log) == [0]
+        (_, rec) = run_sweep([done, timed_out], store, workers=0, progress=False,
+                             retry_timeouts=True)
+        assert rec["status"] == "ok" and rec["computed"] == 2 and _calls(log) == [0, 1]
+        run_sweep([done, timed_out], store, workers=0, progress=False, retry_timeouts=True)
+        assert _calls(log) == [0, 1]
+
+
+def test_retry_timeouts_flag_reaches_the_sweep(tmp_path, monkeypatch):
+    import argparse
+
+    import experiments.common as common
+
+    seen = {}
+    monkeypatch.setattr(common, "run_sweep",
+                        lambda tasks, store, **kw: seen.update(kw) or [])
+    monkeypatch.setattr(common, "_task_rows", lambda records, tasks: None)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--no-progress", action="store_true")
+    common.add_sweep_arguments(parser)
+    for argv, expected in ([], False), (["--retry-timeouts"], True):
+        common.sweep([], parser.parse_args(argv + ["--store", str(tmp_path / "r.sqlite")]),
+                     tmp_path, desc="x")
+        assert seen["retry_timeouts"] is expected
+
+
 def test_bad_arguments(tmp_path):
     with pytest.raises(ValueError, match="needs a non-empty string 'task'"):
         Task({"experiment": "x"})
