@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .store import BUSY, CLAIMED, ResultStore, config_key
+from .store import BUSY, CLAIMED, ResultStore, config_key, rerun_status
 
 __all__ = ["Task", "run_sweep", "execute_task", "records_frame", "flatten", "default_workers"]
 
@@ -320,8 +320,8 @@ def run_sweep(tasks: Sequence[Task], store: ResultStore, *, scheduler=None,
     todo = []
     for t in unique.values():
         rec = store.get_record(t.config)
-        if (rec is None or (retry_errors and rec["status"] == "error")
-                or (retry_timeouts and rec["status"] == "timeout")):
+        if rec is None or rerun_status(rec["status"], retry_errors=retry_errors,
+                                       retry_timeouts=retry_timeouts):
             todo.append(t)
     done_before = len(unique) - len(todo)
     bar = tqdm(total=len(unique), initial=done_before, desc=desc, disable=not progress,

@@ -37,7 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ResultStore", "canonical_json", "config_key", "STORE_FORMAT", "CLAIMED", "DONE", "BUSY"]
+__all__ = ["ResultStore", "canonical_json", "config_key", "rerun_status", "STORE_FORMAT", "CLAIMED", "DONE",
+           "BUSY"]
 
 #: Part of every key: bump it when the meaning of stored results changes.
 STORE_FORMAT = 1
@@ -69,6 +70,12 @@ CREATE TABLE IF NOT EXISTS leases (
 
 #: Results of :meth:`ResultStore.claim`.
 CLAIMED, DONE, BUSY = "claimed", "done", "busy"
+
+
+def rerun_status(status: str, *, retry_errors: bool, retry_timeouts: bool) -> bool:
+    """Whether a task stored with ``status`` is computed again (an error when ``retry_errors``,
+    a timeout when ``retry_timeouts``; a result never)."""
+    return (retry_errors and status == "error") or (retry_timeouts and status == "timeout")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -307,8 +314,8 @@ class ResultStore:
             row = conn.execute("SELECT status, finished_at FROM results WHERE key = ?",
                                (key,)).fetchone()
             if row is not None:
-                retry = ((retry_errors and row[0] == "error")
-                         or (retry_timeouts and row[0] == "timeout")) and (
+                retry = rerun_status(row[0], retry_errors=retry_errors,
+                                     retry_timeouts=retry_timeouts) and (
                     errors_before is None or row[1] is None or row[1] < errors_before)
                 if not retry:
                     return DONE

@@ -725,8 +725,8 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
         if (rnd == 0 and max_violated_per_point is not None
                 and info["violated"] > max_violated_per_point * lp.n):
             raise RowBlockTooDense(f"round 0 violates {info['violated']} free-free rows "
-                              f"({info['violated'] / lp.n:.1f} per point, more than "
-                              f"{max_violated_per_point:g}): too many for the row-block method")
+                                   f"({info['violated'] / lp.n:.1f} per point, more than "
+                                   f"{max_violated_per_point:g}): too many for the row-block method")
         key = np.union1d(key, all_key[viol])
     nnz = 2 * int(np.count_nonzero(lp.L_Y[lp.n:])) + 2 * lp.f + lp.n + 2 * lp.mB
     return L, {"lp_objective": k_feas, "lower_bound": bound, "relative_gap": rel, "gap_target": gap,
