@@ -272,3 +272,47 @@ def test_default_solver_is_interior_on_large_map_spaces(monkeypatch):
     assert "dual simplex" in opt.build_optimal(text_like, 1.0).stats["formulation"]
     with pytest.raises(ValueError, match="solver"):
         mdp.build("optimal", small, 1.0, solver="pdlp")
+
+
+def test_two_hop_distances_and_median_detour_against_brute_force_and_closed_forms():
+    from mdp.families.optimal import median_detour, two_hop_distances
+
+    D = MetricSpace.from_points(np.random.default_rng(3).normal(size=(9, 4))).distances
+    n = len(D)
+    T = two_hop_distances(D)
+    detours = []
+    for u in range(n):
+        assert T[u, u] == np.inf
+        for v in range(n):
+            if u != v:
+                best = min(D[u, z] + D[z, v] for z in range(n) if z not in (u, v))
+                assert T[u, v] == pytest.approx(best, rel=1e-15)
+                if u < v:
+                    detours.append(best / D[u, v] - 1)
+    assert median_detour(D) == pytest.approx(np.median(detours), rel=1e-14)
+    # equally spaced points on a line: every non-adjacent pair has a point exactly between, the
+    # n - 1 adjacent ones a detour of 2 (via the next point beyond): median 0 for n >= 4
+    line = MetricSpace.from_points(np.c_[np.arange(6.0), np.zeros(6)]).distances
+    assert median_detour(line) == 0.0
+    assert median_detour(line[:3, :3]) == pytest.approx(2.0)
+    # the vertices of a regular simplex: every detour is 2 sqrt(2) / sqrt(2) - 1 = 1
+    assert median_detour(MetricSpace.from_points(np.eye(7)).distances) == pytest.approx(1.0)
+    assert median_detour(line[:2, :2]) == np.inf
+
+
+def test_default_solver_follows_the_detour_not_the_dimension(monkeypatch):
+    import mdp.families.optimal as opt
+
+    rng = np.random.default_rng(4)
+    t = rng.random(60)
+    # points near a curve in 10 dimensions (not a map space, like our fastText vectors), and a
+    # spread-out Gaussian cloud in 20 (like GloVe)
+    curve = MetricSpace.from_points(np.c_[np.cos(3 * t), np.sin(3 * t), t, 0.01 * rng.normal(size=(60, 7))])
+    cloud = MetricSpace.from_points(rng.normal(size=(60, 20)))
+    assert not opt.is_map_space(curve)
+    assert opt.median_detour(curve.distances) < opt.CHAIN_DETOUR < opt.median_detour(cloud.distances)
+    assert opt.default_solver(curve, "lazy") == "ipm"
+    assert opt.default_solver(cloud, "lazy") == "simplex"
+    assert opt.default_solver(cloud, "full") == "ipm"
+    monkeypatch.setattr(opt, "IPM_MIN_N", 61)
+    assert opt.default_solver(curve, "lazy") == "simplex"

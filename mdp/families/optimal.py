@@ -15,8 +15,9 @@ How it is solved here (the LP engine is :mod:`mdp.lp`; design notes in ``docs/de
 * **Lazy row generation (default, ``method="lazy"``).** Start from the rows through each column's
   own point, plus near-neighbour pairs on map spaces (:func:`is_map_space`), and generate the
   violated rows round by round (:func:`mdp.lp.worst_case.solve_worst_case_lp_lazy`, run by the
-  state machine of :class:`mdp.lp.RowGeneration`: warm dual simplex rounds, or on large map
-  spaces interior rounds, then crossover and warm dual simplex for the last ones).
+  state machine of :class:`mdp.lp.RowGeneration`: warm dual simplex rounds, or on large spaces
+  where points lie nearly between others (:func:`median_detour`: maps, fastText) interior rounds,
+  then crossover and warm dual simplex for the last ones).
 * **Dualised full solve (``method="full"``).** Every non-redundant row at once, in the LP's dual
   form (:func:`mdp.lp.worst_case.solve_worst_case_lp`).
 * **Coefficient limits.** Rows with a coefficient ``e^{eps D_uv}`` above a limit are left out and
@@ -54,8 +55,8 @@ from ..registry import register
 from ..space import MetricSpace
 from .exponential import exponential_floor
 
-__all__ = ["nonredundant_pairs", "is_map_space", "default_knn", "default_solver", "OPTIMAL_MAX_N",
-           "METHODS"]
+__all__ = ["two_hop_distances", "nonredundant_pairs", "median_detour", "is_map_space", "default_knn",
+           "default_solver", "OPTIMAL_MAX_N", "CHAIN_DETOUR", "METHODS"]
 
 #: Largest space on which "optimal" applies: the full LP has n^2 (n-1) rows (10^7 at n=216).
 OPTIMAL_MAX_N = 250
@@ -70,33 +71,73 @@ RETRY_RTOL = 1e-6
 #: Smallest map space on which ``build_optimal`` defaults to interior rounds (below it the simplex
 #: rounds are cheaper; figures in ``docs/design/lp.md``).
 IPM_MIN_N = 45
+#: Largest :func:`median_detour` at which ``build_optimal`` defaults to interior rounds: below it
+#: the simplex rounds chain rows slowly (fastText n = 100 at 0.004: over 900 s against 187 s),
+#: above it they are cheaper (GloVe n = 100 at 0.46: 14 s against 21 s); figures in
+#: ``docs/design/lp.md``, "Which rounds for which space".
+CHAIN_DETOUR = 0.2
 #: Ways to solve the LP: lazy row generation or every row at once (dualised).
 METHODS = ("lazy", "full")
 
 
-def nonredundant_pairs(distances: np.ndarray, rtol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
+def two_hop_distances(distances: np.ndarray) -> np.ndarray:
+    r"""``T[u, v] = min_{z \notin \{u, v\}} D[u, z] + D[z, v]``: the shortest way from ``u`` to ``v``
+    through a third point (``inf`` on the diagonal and when ``n < 3``).
+
+    Shared by :func:`nonredundant_pairs` (a pair is implied when ``T = D``) and
+    :func:`median_detour` (how nearly some point lies between the two).
+    """
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    T = np.full((n, n), np.inf)
+    idx = np.arange(n)
+    for u in range(n):
+        S = D[u][:, None] + D  # S[z, v] = D[u, z] + D[z, v]
+        S[u, :] = np.inf
+        S[idx, idx] = np.inf
+        T[u] = S.min(axis=0)
+    T[idx, idx] = np.inf
+    return T
+
+
+def nonredundant_pairs(distances: np.ndarray, rtol: float = 1e-12, *,
+                       two_hop: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     r"""Ordered pairs ``(u, v)``, ``u != v``, whose privacy rows are not implied by others.
 
     ``(u, v)`` is implied when some ``z`` outside ``{u, v}`` has
     ``D[u, z] + D[z, v] <= D[u, v] (1 + rtol)``: then ``M_uw <= e^{eps D_uz} M_zw <=
     e^{eps (D_uz + D_zv)} M_vw``. Ties are resolved transitively (the shortest-path witness chain
     of an implied pair consists of strictly shorter pairs, which are kept or implied in turn).
+    ``two_hop``: :func:`two_hop_distances` of ``distances`` if already computed.
 
     Returns
     -------
     pu, pv : int arrays of the kept ordered pairs.
     """
     D = np.asarray(distances, dtype=float)
-    n = D.shape[0]
-    keep = ~np.eye(n, dtype=bool)
-    idx = np.arange(n)
-    for u in range(n):
-        S = D[u][:, None] + D  # S[z, v] = D[u, z] + D[z, v]
-        S[u, :] = np.inf
-        S[idx, idx] = np.inf
-        keep[u] &= ~(S.min(axis=0) <= D[u] * (1.0 + rtol))
+    T = two_hop_distances(D) if two_hop is None else two_hop
+    keep = ~np.eye(D.shape[0], dtype=bool) & ~(T <= D * (1.0 + rtol))
     keep[D <= 0] = False  # zero distance: only possible on the diagonal (metric space)
     return np.nonzero(keep)
+
+
+def median_detour(distances: np.ndarray, *, two_hop: np.ndarray | None = None) -> float:
+    r"""Median over the pairs ``u < v`` of the least detour through a third point,
+    ``min_z (D_uz + D_zv) / D_uv - 1`` (``inf`` when ``n < 3``).
+
+    OPTMech's binding rows ``M_vw >= e^{-eps D_uv} M_uw`` join points that lie nearly on the way
+    to the column's point, so the smaller this is, the longer the chains of rows the lazy solve
+    must discover round by round: 0.0004 on the Geolife cells, 0.004 on our fastText vectors,
+    0.4-0.5 on GloVe, 0.02 / 0.15 / 0.38 / 0.5 for Gaussian points in 3 / 5 / 12 / 20
+    dimensions (n = 70-100; ``docs/design/lp.md``, "Which rounds for which space").
+    """
+    D = np.asarray(distances, dtype=float)
+    T = two_hop_distances(D) if two_hop is None else two_hop
+    iu, iv = np.triu_indices(D.shape[0], 1)
+    ok = D[iu, iv] > 0
+    if not ok.any():
+        return float("inf")
+    return float(np.median(T[iu, iv][ok] / D[iu, iv][ok] - 1.0))
 
 
 def is_map_space(space: MetricSpace) -> bool:
@@ -104,10 +145,9 @@ def is_map_space(space: MetricSpace) -> bool:
 
     On such spaces (location cells, grids) many points are close to each other in few directions,
     so the optimum chains mass through near pairs and the lazy solve converges faster when it
-    starts with the near-neighbour rows and, on large spaces, runs interior rounds
-    (:func:`default_knn`, :func:`default_solver`). Text embeddings (tens of dimensions) are not:
-    there the rows through each column's own point hold most of the binding rows. A space built
-    from distances alone (no points) is not map-like.
+    starts with the near-neighbour rows (:func:`default_knn`). Text embeddings (tens of
+    dimensions) are not. A space built from distances alone (no points) is not map-like. (Whether
+    the rounds are interior is decided by the distances themselves, :func:`median_detour`.)
     """
     pts = space.points
     return space.metric == "haversine" or (pts is not None and np.ndim(pts) == 2 and pts.shape[1] <= 3)
@@ -118,13 +158,18 @@ def default_knn(space: MetricSpace) -> int:
     return 2 if is_map_space(space) else 0
 
 
-def default_solver(space: MetricSpace, method: str) -> str:
+def default_solver(space: MetricSpace, method: str, *, two_hop: np.ndarray | None = None) -> str:
     """HiGHS method when ``solver=None``.
 
-    ``"full"``: ``"ipm"`` (the dualised LP). ``"lazy"``: ``"ipm"`` (interior rounds) on map spaces
-    with ``n >= IPM_MIN_N``, ``"simplex"`` (warm dual simplex rounds) otherwise.
+    ``"full"``: ``"ipm"`` (the dualised LP). ``"lazy"``: ``"ipm"`` (interior rounds) on spaces of
+    ``n >= IPM_MIN_N`` points whose :func:`median_detour` is at most ``CHAIN_DETOUR`` (maps,
+    grids, graph metrics, clustered or low-dimensional embeddings such as our fastText vectors),
+    ``"simplex"`` (warm dual simplex rounds) otherwise (spread-out embeddings such as GloVe).
+    ``two_hop``: :func:`two_hop_distances` of the space if already computed.
     """
-    if method == "full" or (is_map_space(space) and space.n >= IPM_MIN_N):
+    if method == "full":
+        return "ipm"
+    if space.n >= IPM_MIN_N and median_detour(space.distances, two_hop=two_hop) <= CHAIN_DETOUR:
         return "ipm"
     return "simplex"
 
@@ -310,13 +355,14 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     n = space.n
     if knn is None:
         knn = default_knn(space)
-    if solver is None:
-        solver = default_solver(space, method)
-    if method == "lazy" and solver not in LAZY_SOLVERS:
+    if method == "lazy" and solver is not None and solver not in LAZY_SOLVERS:
         raise ParameterError(f"solver must be 'simplex' or 'ipm' with method='lazy', got {solver!r}")
     if gap is not None and method != "lazy":
         raise ParameterError(f"gap needs method='lazy' (the full solve is exact), got method={method!r}")
-    pu, pv = nonredundant_pairs(space.distances, redundancy_rtol)
+    two_hop = two_hop_distances(space.distances)
+    if solver is None:
+        solver = default_solver(space, method, two_hop=two_hop)
+    pu, pv = nonredundant_pairs(space.distances, redundancy_rtol, two_hop=two_hop)
 
     def solve(max_coefficient: float, left: float | None) -> _Solved:
         return _solve_at_limit(space, epsilon, pu, pv, method=method, solver=solver, knn=knn,
