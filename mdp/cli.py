@@ -98,10 +98,15 @@ def _lp_progress(show: bool):
         else:
             where = (f"LP round {event.round}" if event.iteration is None
                      else f"LP round {event.round}, iteration {event.iteration}")
-            gap = f"{event.gap:.2e}" if np.isfinite(event.gap) else "n/a"
-            kind = "certified gap" if event.certified else "gap"
-            msg = (f"{where}: {event.rows:,} rows, objective {event.objective:.8g}, {kind} {gap}, "
-                   f"{time.perf_counter() - t0:.0f} s")
+            if event.violated:
+                # a relaxation's objective: its gap to the bound is no distance to the optimum
+                status = (f"relaxation objective {event.objective:.8g}, "
+                          f"{event.violated:,} rows still violated")
+            else:
+                gap = f"{event.gap:.2e}" if np.isfinite(event.gap) else "n/a"
+                kind = "certified gap" if event.certified else "gap"
+                status = f"objective {event.objective:.8g}, {kind} {gap}"
+            msg = f"{where}: {event.rows:,} rows, {status}, {time.perf_counter() - t0:.0f} s"
         width[0] = max(width[0], len(msg))          # a shorter line overwrites a longer one
         print(f"\r{msg.ljust(width[0])}", end="", file=sys.stderr, flush=True)
 

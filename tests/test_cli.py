@@ -124,6 +124,14 @@ def test_build_progress_line_only_on_a_terminal(tmp_path, capsys, monkeypatch):
     assert code == 0 and "LP round 1:" in e and "rows" in e and "gap" in e
     code, o, e = run(args + ["--no-progress", "-o", str(tmp_path / "c.npz")], capsys)
     assert code == 0 and "LP round" not in e
+    # rounds whose solution still violates rows show the relaxation's objective and no gap; the
+    # last round, which meets every row, its certified gap
+    xy = np.random.default_rng(2).random((14, 2)) * 4
+    pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1]}).to_csv(pts, index=False)
+    code, o, e = run(args + ["--param", "solver=simplex", "-o", str(tmp_path / "d.npz")], capsys)
+    assert code == 0
+    assert re.search(r"LP round 1: [\d,]+ rows, relaxation objective [\d.]+, 74 rows still violated", e)
+    assert re.search(r"LP round 3: [\d,]+ rows, objective [\d.]+, certified gap [\d.e+-]+", e)
 
 
 def test_build_progress_of_the_row_block_method(tmp_path, capsys, monkeypatch):

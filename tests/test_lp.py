@@ -583,3 +583,30 @@ def test_progress_from_inside_a_highs_solve(monkeypatch, solver):
         lp.cold_start()
         lp.solve()
     assert events[-1].round == 3
+
+
+def test_row_generation_progress_certifies_only_solutions_that_meet_every_row():
+    # a round whose solution still violates rows has a relaxation's objective (below the optimum):
+    # its gap to the bound is no distance to the optimum and must not be reported as certified
+    from mdp.lp import progress
+
+    space = MetricSpace.from_points(np.random.default_rng(2).random((14, 2)) * 4)
+    for kw in ({"solver": "simplex"}, {"solver": "ipm", "gap": 1e-2}):
+        events = []
+        with progress(events.append):
+            mech = mdp.build("optimal", space, 1.0, **kw)
+        rounds = [e for e in events if e.method is None]
+        assert len(rounds) == mech.stats["rounds"] >= 2
+        for e in rounds:
+            assert e.certified == (e.violated == 0)
+        if "gap" in kw:
+            # the loop stopped on the repaired matrix's certified gap, with rows still violated:
+            # the relaxation's gap to the bound (finite here) is far below the certified one
+            last = rounds[-1]
+            assert last.violated > 0 and not last.certified
+            assert np.isfinite(last.gap) and last.gap < mech.stats["relative_gap"] / 10
+        else:
+            last = rounds[-1]
+            assert last.violated == 0 and last.certified
+            assert last.objective == pytest.approx(mech.stats["lp_objective"], rel=1e-12)
+            assert last.objective * (1 - last.gap) == pytest.approx(mech.stats["lower_bound"], rel=1e-12)

@@ -30,12 +30,20 @@ class LPProgress:
     objective : float
         The round's objective (of the current iterate where ``iteration`` is set).
     gap : float
-        Relative gap: to a rigorous lower bound where ``certified``, else the interior point
-        iterate's own primal-dual gap; NaN where none is known.
+        Relative gap of ``objective``: to a rigorous lower bound on the full LP's optimum at the
+        end of a round, else the interior point iterate's own primal-dual gap; NaN where none is
+        known.
     iteration : int or None
         Interior point iteration within the round, for reports during a round.
     certified : bool
-        Whether ``gap`` is certified (a rigorous bound).
+        Whether ``gap`` certifies ``objective``: it is the value of a solution that meets every
+        row of the full LP (within the solver's tolerance) and lies within ``gap`` of a rigorous
+        lower bound. A row-generation round whose solution still violates rows (``violated >
+        0``) is not certified: its objective is that of a relaxation, below the optimum, and its
+        gap to the bound says nothing about how far a private matrix is from the optimum.
+    violated : int or None
+        End of a row-generation round: rows of the full LP that the round's solution violates
+        and the next round adds (0: none); ``None`` elsewhere.
     method : str or None
         Set on reports from inside one HiGHS solve (``"hipo"``, ``"simplex"``, ...; HiGHS shares
         no objective there, so ``objective`` is NaN and ``round`` counts the LP's solves).
@@ -48,6 +56,7 @@ class LPProgress:
     iteration: int | None = None
     certified: bool = False
     method: str | None = None
+    violated: int | None = None
 
 
 _CALLBACK: contextvars.ContextVar[Callable[[LPProgress], None] | None] = contextvars.ContextVar(

@@ -450,9 +450,10 @@ class RowGeneration:
         if self._on_round is not None:
             self._on_round(st)
         obj = st.solution.objective if st.solution is not None else math.nan
+        # rows still violated: the objective is a relaxation's, not that of any feasible solution
         report(LPProgress(round=st.rounds, rows=self.lp.num_row, objective=obj,
                           gap=(obj - st.bound) / abs(obj) if math.isfinite(st.bound) and obj else math.nan,
-                          certified=math.isfinite(st.bound)))
+                          certified=math.isfinite(st.bound) and len(keys) == 0, violated=len(keys)))
         return nxt
 
     def run(self) -> RowGenerationResult:
