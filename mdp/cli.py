@@ -98,7 +98,7 @@ def _lp_progress(show: bool):
         else:
             where = (f"LP round {event.round}" if event.iteration is None
                      else f"LP round {event.round}, iteration {event.iteration}")
-            if event.violated:
+            if event.violated and not event.certified:
                 # a relaxation's objective: its gap to the bound is no distance to the optimum
                 status = (f"relaxation objective {event.objective:.8g}, "
                           f"{event.violated:,} rows still violated")

@@ -132,6 +132,10 @@ def test_build_progress_line_only_on_a_terminal(tmp_path, capsys, monkeypatch):
     assert code == 0
     assert re.search(r"LP round 1: [\d,]+ rows, relaxation objective [\d.]+, 74 rows still violated", e)
     assert re.search(r"LP round 3: [\d,]+ rows, objective [\d.]+, certified gap [\d.e+-]+", e)
+    code, o, e = run(args + ["--param", "solver=ipm", "--param", "gap=1e-2", "-o", str(tmp_path / "e.npz")],
+                     capsys)
+    assert code == 0
+    assert re.search(r"LP round 2: [\d,]+ rows, objective [\d.]+, certified gap 3\.00e-04", e)
 
 
 def test_build_progress_of_the_row_block_method(tmp_path, capsys, monkeypatch):

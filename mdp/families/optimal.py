@@ -226,7 +226,7 @@ def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, 
 
         def stop(M, bound):
             loss = _certified_loss(M, D, epsilon)
-            return loss - bound <= gap * loss
+            return loss - bound <= gap * loss, loss
 
         M, stats = solve_worst_case_lp_lazy(D, allowed, epsilon, time_limit=time_limit, solver=solver,
                                             knn=knn, max_coefficient=max_coefficient,

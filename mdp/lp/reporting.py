@@ -37,10 +37,11 @@ class LPProgress:
         Interior point iteration within the round, for reports during a round.
     certified : bool
         Whether ``gap`` certifies ``objective``: it is the value of a solution that meets every
-        row of the full LP (within the solver's tolerance) and lies within ``gap`` of a rigorous
-        lower bound. A row-generation round whose solution still violates rows (``violated >
-        0``) is not certified: its objective is that of a relaxation, below the optimum, and its
-        gap to the bound says nothing about how far a private matrix is from the optimum.
+        row of the full LP (within the solver's tolerance; in ``gap=`` mode, of the private
+        matrix repaired from the round's solution) and lies within ``gap`` of a rigorous lower
+        bound. Otherwise a row-generation round whose solution still violates rows
+        (``violated > 0``) reports its own objective, a relaxation's, below the optimum: its gap
+        to the bound says nothing about how far a private matrix is from the optimum.
     violated : int or None
         End of a row-generation round: rows of the full LP that the round's solution violates
         and the next round adds (0: none); ``None`` elsewhere.

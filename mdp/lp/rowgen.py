@@ -281,12 +281,13 @@ class RowGeneration:
         ``time.perf_counter()`` at which the time limit started (default: now).
     on_round : callable ``(state) -> None`` or None
         Called after every round with the :class:`RowGenerationState` (progress display).
-    stop : callable ``(solution, bound) -> bool`` or None
+    stop : callable ``(solution, bound) -> (bool, float)`` or None
         Certified near-optimal mode: after a round that found violated rows, the Lagrangian
-        ``bound`` (a valid lower bound on the full optimum) is computed and ``stop`` decides
-        whether the caller's repaired solution is close enough; ``True`` ends the run (``DONE``)
-        with this solution, which may violate rows (the caller repairs and certifies it).
-        Needs ``bound``.
+        ``bound`` (a valid lower bound on the full optimum) is computed and ``stop`` returns
+        whether the caller's repaired solution is close enough and that solution's objective
+        (it meets every row, so the progress report certifies its gap to ``bound``); ``True``
+        ends the run (``DONE``) with this solution, which may violate rows (the caller repairs
+        and certifies it). Needs ``bound``.
 
     Examples
     --------
@@ -313,7 +314,7 @@ class RowGeneration:
                  bound: Callable[[sp.csr_matrix, LPSolution], float] | None = None,
                  policy: RowGenerationPolicy | None = None, time_limit: float | None = None,
                  started: float | None = None, on_round: Callable | None = None,
-                 stop: Callable[[LPSolution, float], bool] | None = None):
+                 stop: Callable[[LPSolution, float], tuple[bool, float]] | None = None):
         if stop is not None and bound is None:
             raise ValueError("RowGeneration's stop test needs a bound")
         self._stop = stop
@@ -429,9 +430,16 @@ class RowGeneration:
         # rows already in the LP are violated only within HiGHS's (scaled) tolerances: adding them
         # again cannot make progress (the callers' final checks and certification cover them)
         keys = keys[~self._in_lp[keys]]
+        obj = sol.objective
+        # a round whose solution violates rows reports a feasible objective only where the caller
+        # repairs one (stop test): its own is a relaxation's, below the optimum
+        feasible = math.nan if len(keys) else obj
+        done = False
+        if len(keys) and self._stop is not None:
+            done, feasible = self._stop(sol, self._round_bound(sol))
         if len(keys) == 0:
             nxt = self._when_satisfied(phase, sol)
-        elif self._stop is not None and self._stop(sol, self._round_bound(sol)):
+        elif done:
             nxt = Phase.DONE
         else:
             self._in_lp[keys] = True
@@ -449,11 +457,11 @@ class RowGeneration:
             self._enter(nxt)
         if self._on_round is not None:
             self._on_round(st)
-        obj = st.solution.objective if st.solution is not None else math.nan
-        # rows still violated: the objective is a relaxation's, not that of any feasible solution
-        report(LPProgress(round=st.rounds, rows=self.lp.num_row, objective=obj,
-                          gap=(obj - st.bound) / abs(obj) if math.isfinite(st.bound) and obj else math.nan,
-                          certified=math.isfinite(st.bound) and len(keys) == 0, violated=len(keys)))
+        certified = math.isfinite(st.bound) and math.isfinite(feasible)
+        shown = feasible if certified else obj
+        report(LPProgress(round=st.rounds, rows=self.lp.num_row, objective=shown,
+                          gap=(shown - st.bound) / abs(shown) if math.isfinite(st.bound) and shown else math.nan,
+                          certified=certified, violated=len(keys)))
         return nxt
 
     def run(self) -> RowGenerationResult:

@@ -342,9 +342,11 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
         Rows whose coefficient ``e^{eps D_uv}`` exceeds it are left out (see ``MAX_COEFFICIENTS``).
     on_round : callable or None
         Progress callback (:class:`~mdp.lp.RowGeneration`).
-    stop : callable ``(M, bound) -> bool`` or None
+    stop : callable ``(M, bound) -> (bool, float)`` or None
         Certified near-optimal mode: after a round with violated rows, ``M`` (the round's matrix)
-        and the Lagrangian bound are passed; ``True`` ends the loop with that ``M``.
+        and the Lagrangian bound are passed; it returns whether to end the loop with that ``M``
+        and the loss of the private matrix repaired from it (reported as the round's certified
+        objective).
     gap : float or None
         The relative gap ``stop`` tests (only the rounds' policy uses it:
         :func:`lazy_policy`).
