@@ -274,13 +274,13 @@ def test_default_solver_is_interior_on_large_map_spaces(monkeypatch):
         mdp.build("optimal", small, 1.0, solver="pdlp")
 
 
-def test_two_hop_distances_and_median_detour_against_brute_force_and_closed_forms():
-    from mdp.families.optimal import median_detour, two_hop_distances
+def test_two_hop_distances_and_median_slack_against_brute_force_and_closed_forms():
+    from mdp.families.optimal import median_two_hop_slack, two_hop_distances
 
     D = MetricSpace.from_points(np.random.default_rng(3).normal(size=(9, 4))).distances
     n = len(D)
     T = two_hop_distances(D)
-    detours = []
+    slacks = []
     for u in range(n):
         assert T[u, u] == np.inf
         for v in range(n):
@@ -288,19 +288,22 @@ def test_two_hop_distances_and_median_detour_against_brute_force_and_closed_form
                 best = min(D[u, z] + D[z, v] for z in range(n) if z not in (u, v))
                 assert T[u, v] == pytest.approx(best, rel=1e-15)
                 if u < v:
-                    detours.append(best / D[u, v] - 1)
-    assert median_detour(D) == pytest.approx(np.median(detours), rel=1e-14)
-    # equally spaced points on a line: every non-adjacent pair has a point exactly between, the
-    # n - 1 adjacent ones a detour of 2 (via the next point beyond): median 0 for n >= 4
+                    slacks.append(0.7 * (best - D[u, v]))
+    assert median_two_hop_slack(D, 0.7) == pytest.approx(np.median(slacks), rel=1e-14)
+    assert median_two_hop_slack(D, 1.4, two_hop=T) == pytest.approx(2 * np.median(slacks), rel=1e-14)
+    # equally spaced points on a line (spacing 1): every non-adjacent pair has a point exactly
+    # between, the n - 1 adjacent ones go 2 further (via the next point beyond): median 0 for
+    # n >= 4; for three points the slacks are 2, 2 and 0
     line = MetricSpace.from_points(np.c_[np.arange(6.0), np.zeros(6)]).distances
-    assert median_detour(line) == 0.0
-    assert median_detour(line[:3, :3]) == pytest.approx(2.0)
-    # the vertices of a regular simplex: every detour is 2 sqrt(2) / sqrt(2) - 1 = 1
-    assert median_detour(MetricSpace.from_points(np.eye(7)).distances) == pytest.approx(1.0)
-    assert median_detour(line[:2, :2]) == np.inf
+    assert median_two_hop_slack(line, 5.0) == 0.0
+    assert median_two_hop_slack(line[:3, :3], 0.5) == pytest.approx(1.0)
+    # the vertices of a regular simplex (edge sqrt 2): every two-hop path is sqrt 2 longer
+    simplex = MetricSpace.from_points(np.eye(7)).distances
+    assert median_two_hop_slack(simplex, 3.0) == pytest.approx(3.0 * np.sqrt(2.0))
+    assert median_two_hop_slack(line[:2, :2], 1.0) == np.inf
 
 
-def test_default_solver_follows_the_detour_not_the_dimension(monkeypatch):
+def test_default_solver_follows_the_detour_and_the_slack_not_the_dimension(monkeypatch):
     import mdp.families.optimal as opt
 
     rng = np.random.default_rng(4)
@@ -311,8 +314,15 @@ def test_default_solver_follows_the_detour_not_the_dimension(monkeypatch):
     cloud = MetricSpace.from_points(rng.normal(size=(60, 20)))
     assert not opt.is_map_space(curve)
     assert opt.median_detour(curve.distances) < opt.CHAIN_DETOUR < opt.median_detour(cloud.distances)
-    assert opt.default_solver(curve, "lazy") == "ipm"
-    assert opt.default_solver(cloud, "lazy") == "simplex"
-    assert opt.default_solver(cloud, "full") == "ipm"
+    eps = 1.0
+    assert opt.median_two_hop_slack(curve.distances, eps) < opt.CHAIN_SLACK
+    assert opt.default_solver(curve, "lazy", eps) == "ipm"
+    assert opt.default_solver(cloud, "lazy", eps) == "simplex"
+    assert opt.default_solver(cloud, "lazy", eps / 100) == "simplex"  # GloVe at eps 0.1: simplex 3x faster
+    assert opt.default_solver(cloud, "full", eps) == "ipm"
+    # the curve at an eps where each two-hop path is loose by a factor e^{1.2}: simplex rounds
+    big = 2 * opt.CHAIN_SLACK / opt.median_two_hop_slack(curve.distances, 1.0)
+    assert opt.default_solver(curve, "lazy", big) == "simplex"
+    assert "dual simplex" in opt.build_optimal(curve, big).stats["formulation"]
     monkeypatch.setattr(opt, "IPM_MIN_N", 61)
-    assert opt.default_solver(curve, "lazy") == "simplex"
+    assert opt.default_solver(curve, "lazy", eps) == "simplex"

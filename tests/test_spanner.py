@@ -55,8 +55,9 @@ def test_lazy_and_full_spanner_lp_agree():
         mdp.build("spanner", SPACE, 1.0, method="magic")
 
 
+@pytest.mark.parametrize("solver", ["simplex", "ipm"])
 @pytest.mark.parametrize("eps", [0.5, 2.0])
-def test_lazy_spanner_matches_linprog(eps):
+def test_lazy_spanner_matches_linprog(eps, solver):
     # independent reference: the spanner LP (edge rows only, at eps / stretch) with scipy linprog
     import scipy.sparse as sp
     from scipy.optimize import linprog
@@ -77,7 +78,8 @@ def test_lazy_spanner_matches_linprog(eps):
     c[-1] = 1
     ref = linprog(c, A_ub=sp.vstack([Ap, Al]), b_ub=np.zeros(m + n), A_eq=Aeq, b_eq=np.ones(n),
                   bounds=[(0, None)] * N + [(None, None)], method="highs-ds").fun
-    lazy = mdp.build("spanner", SPACE, eps, method="lazy")
+    lazy = mdp.build("spanner", SPACE, eps, method="lazy", solver=solver)
+    assert lazy.stats["method"] == "lazy"
     assert lazy.stats["lp_objective"] == pytest.approx(ref, abs=1e-7)
     assert lazy.loss() == pytest.approx(ref, abs=1e-6)
     assert lazy.stats["privacy"]["measured_eps"] <= eps * (1 + 1e-9)
@@ -152,3 +154,45 @@ def test_full_interior_fallback_skips_a_second_ipx(monkeypatch):
     assert calls[:2] == [("ipm", False), ("ipx", True)]
     assert stats["failed_solves"] == ["ipm: simulated failure"]
     assert stats["final_method"] == "ipx with crossover"
+
+
+def test_auto_method_follows_the_spanner_density():
+    from mdp.families.spanner import LAZY_EDGES_PER_POINT, default_method
+
+    assert LAZY_EDGES_PER_POINT == 6.0
+    assert default_method(10, 60) == "full" and default_method(10, 61) == "lazy"
+    # points in the plane: a sparse spanner, solved in full
+    sparse = mdp.build("spanner", SPACE, 1.0)
+    assert sparse.stats["method"] == "full"
+    assert sparse.stats["spanner_edges"] <= LAZY_EDGES_PER_POINT * SPACE.n
+    # spread-out points in 20 dimensions (like GloVe): a dense spanner, solved lazily, to the full
+    # LP's optimum (IPX with crossover, an independent path) on fewer rows
+    cloud = MetricSpace.from_points(np.random.default_rng(8).normal(size=(30, 20)))
+    auto = mdp.build("spanner", cloud, 2.0)
+    full = mdp.build("spanner", cloud, 2.0, method="full", solver="ipm")
+    assert auto.stats["method"] == "lazy" and full.stats["method"] == "full"
+    assert auto.stats["spanner_edges"] > LAZY_EDGES_PER_POINT * cloud.n
+    assert auto.stats["lp_objective"] == pytest.approx(full.stats["lp_objective"], abs=1e-8)
+    assert auto.stats["rows"] < full.stats["rows"]
+    assert auto.stats["privacy"]["measured_eps"] <= 2.0 * (1 + 1e-9)
+    # a solver that only the full LP takes asks for the full LP; lazily it is refused
+    assert mdp.build("spanner", cloud, 2.0, solver="hipo").stats["method"] == "full"
+    with pytest.raises(ValueError, match="solver"):
+        mdp.build("spanner", cloud, 2.0, method="lazy", solver="hipo")
+
+
+def test_lazy_rounds_follow_the_slack_at_the_spanner_level():
+    from mdp.families.optimal import CHAIN_SLACK, median_two_hop_slack
+    from mdp.families.spanner import default_lazy_solver
+
+    cloud = MetricSpace.from_points(np.random.default_rng(9).normal(size=(50, 20)))
+    unit = median_two_hop_slack(cloud.distances, 1.0)
+    low, high = 0.5 * CHAIN_SLACK / unit, 2.0 * CHAIN_SLACK / unit
+    assert default_lazy_solver(cloud, low) == "ipm"  # GloVe n = 100 at eps 0.1: 34 s vs 114 s
+    assert default_lazy_solver(cloud, high) == "simplex"  # at eps 1.5: 11 s vs 37 s
+    assert default_lazy_solver(MetricSpace.from_points(cloud.points[:40]), low) == "simplex"
+    # the rows' level is eps / stretch: this eps is above the threshold, eps / 4 below it
+    eps = 1.5 * CHAIN_SLACK / unit
+    assert default_lazy_solver(cloud, eps) == "simplex"
+    stats = mdp.build("spanner", cloud, eps, stretch=4.0, method="lazy").stats
+    assert "IPM rounds" in stats["formulation"]

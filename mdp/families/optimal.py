@@ -16,7 +16,8 @@ How it is solved here (the LP engine is :mod:`mdp.lp`; design notes in ``docs/de
   own point, plus near-neighbour pairs on map spaces (:func:`is_map_space`), and generate the
   violated rows round by round (:func:`mdp.lp.worst_case.solve_worst_case_lp_lazy`, run by the
   state machine of :class:`mdp.lp.RowGeneration`: warm dual simplex rounds, or on large spaces
-  where points lie nearly between others (:func:`median_detour`: maps, fastText) interior rounds,
+  where points lie nearly between others (:func:`median_detour`, :func:`median_two_hop_slack`:
+  maps, fastText) interior rounds,
   then crossover and warm dual simplex for the last ones).
 * **Dualised full solve (``method="full"``).** Every non-redundant row at once, in the LP's dual
   form (:func:`mdp.lp.worst_case.solve_worst_case_lp`).
@@ -55,8 +56,9 @@ from ..registry import register
 from ..space import MetricSpace
 from .exponential import exponential_floor
 
-__all__ = ["two_hop_distances", "nonredundant_pairs", "median_detour", "is_map_space", "default_knn",
-           "default_solver", "OPTIMAL_MAX_N", "CHAIN_DETOUR", "METHODS"]
+__all__ = ["two_hop_distances", "nonredundant_pairs", "median_detour", "median_two_hop_slack",
+           "is_map_space", "default_knn", "default_solver", "OPTIMAL_MAX_N", "CHAIN_DETOUR",
+           "CHAIN_SLACK", "METHODS"]
 
 #: Largest space on which "optimal" applies: the full LP has n^2 (n-1) rows (10^7 at n=216).
 OPTIMAL_MAX_N = 250
@@ -76,6 +78,11 @@ IPM_MIN_N = 45
 #: above it they are cheaper (GloVe n = 100 at 0.46: 14 s against 21 s); figures in
 #: ``docs/design/lp.md``, "Which rounds for which space".
 CHAIN_DETOUR = 0.2
+#: Largest :func:`median_two_hop_slack` at which the lazy solves default to interior rounds
+#: (OPTMech: together with ``CHAIN_DETOUR``; SpannerMech: alone, at ``eps / stretch``): the two
+#: solvers tie near 0.6 on every space measured (``docs/design/lp.md``, "Which rounds for which
+#: space").
+CHAIN_SLACK = 0.6
 #: Ways to solve the LP: lazy row generation or every row at once (dualised).
 METHODS = ("lazy", "full")
 
@@ -85,7 +92,8 @@ def two_hop_distances(distances: np.ndarray) -> np.ndarray:
     through a third point (``inf`` on the diagonal and when ``n < 3``).
 
     Shared by :func:`nonredundant_pairs` (a pair is implied when ``T = D``) and
-    :func:`median_detour` (how nearly some point lies between the two).
+    :func:`median_detour` and :func:`median_two_hop_slack` (how nearly some point lies between
+    the two).
     """
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
@@ -140,6 +148,30 @@ def median_detour(distances: np.ndarray, *, two_hop: np.ndarray | None = None) -
     return float(np.median(T[iu, iv][ok] / D[iu, iv][ok] - 1.0))
 
 
+def median_two_hop_slack(distances: np.ndarray, epsilon: float, *,
+                         two_hop: np.ndarray | None = None) -> float:
+    r"""Median over the pairs ``u < v`` of ``eps (T_uv - D_uv)``, ``T`` the
+    :func:`two_hop_distances` (``inf`` when ``n < 3``).
+
+    The privacy row of ``(u, v)`` at ``eps`` is implied by the rows through the best third point
+    ``z`` up to the factor ``e^{eps (D_uz + D_zv - D_uv)}``: this is the logarithm of that
+    factor for the median pair, :func:`median_detour` in units of ``1 / eps``. At large values
+    the rows through each column's own point and a few more decide the optimum and warm simplex
+    rounds are cheap even where points lie nearly between others (Gaussian points in 5-d at
+    ``eps = 6 / median distance``, slack 0.9: 3.3 s against 12.8 s for interior rounds).
+    Our spaces: ~0.001 on the Geolife cells, ~0.01 on our fastText vectors, 2.4-2.8 on GloVe
+    at eps 1 and 0.28 at eps 0.1; Gaussian points at ``eps = 2 / median distance``: 0.06 / 0.3 /
+    0.56 / 0.77 / 1.0 in 3 / 5 / 8 / 12 / 20 dimensions (``docs/design/lp.md``, "Which rounds
+    for which space").
+    """
+    D = np.asarray(distances, dtype=float)
+    T = two_hop_distances(D) if two_hop is None else two_hop
+    iu, iv = np.triu_indices(D.shape[0], 1)
+    if iu.size == 0 or not np.isfinite(T[iu, iv]).all():
+        return float("inf")
+    return float(epsilon) * float(np.median(T[iu, iv] - D[iu, iv]))
+
+
 def is_map_space(space: MetricSpace) -> bool:
     """Whether ``space`` is a map-like space: points on the sphere, or in at most 3 dimensions.
 
@@ -147,7 +179,7 @@ def is_map_space(space: MetricSpace) -> bool:
     so the optimum chains mass through near pairs and the lazy solve converges faster when it
     starts with the near-neighbour rows (:func:`default_knn`). Text embeddings (tens of
     dimensions) are not. A space built from distances alone (no points) is not map-like. (Whether
-    the rounds are interior is decided by the distances themselves, :func:`median_detour`.)
+    the rounds are interior is decided by the distances and eps, :func:`default_solver`.)
     """
     pts = space.points
     return space.metric == "haversine" or (pts is not None and np.ndim(pts) == 2 and pts.shape[1] <= 3)
@@ -158,18 +190,22 @@ def default_knn(space: MetricSpace) -> int:
     return 2 if is_map_space(space) else 0
 
 
-def default_solver(space: MetricSpace, method: str, *, two_hop: np.ndarray | None = None) -> str:
+def default_solver(space: MetricSpace, method: str, epsilon: float, *,
+                   two_hop: np.ndarray | None = None) -> str:
     """HiGHS method when ``solver=None``.
 
     ``"full"``: ``"ipm"`` (the dualised LP). ``"lazy"``: ``"ipm"`` (interior rounds) on spaces of
-    ``n >= IPM_MIN_N`` points whose :func:`median_detour` is at most ``CHAIN_DETOUR`` (maps,
-    grids, graph metrics, clustered or low-dimensional embeddings such as our fastText vectors),
-    ``"simplex"`` (warm dual simplex rounds) otherwise (spread-out embeddings such as GloVe).
-    ``two_hop``: :func:`two_hop_distances` of the space if already computed.
+    ``n >= IPM_MIN_N`` points whose :func:`median_detour` is at most ``CHAIN_DETOUR`` and whose
+    :func:`median_two_hop_slack` at ``epsilon`` is at most ``CHAIN_SLACK`` (maps, grids, graph
+    metrics, clustered or low-dimensional embeddings such as our fastText vectors, unless eps is
+    large), ``"simplex"`` (warm dual simplex rounds) otherwise (spread-out embeddings such as
+    GloVe at any eps). ``two_hop``: :func:`two_hop_distances` of the space if already computed.
     """
-    if method == "full":
-        return "ipm"
-    if space.n >= IPM_MIN_N and median_detour(space.distances, two_hop=two_hop) <= CHAIN_DETOUR:
+    if method == "full" or space.n < IPM_MIN_N:
+        return "ipm" if method == "full" else "simplex"
+    T = two_hop_distances(space.distances) if two_hop is None else two_hop
+    if (median_detour(space.distances, two_hop=T) <= CHAIN_DETOUR
+            and median_two_hop_slack(space.distances, epsilon, two_hop=T) <= CHAIN_SLACK):
         return "ipm"
     return "simplex"
 
@@ -361,7 +397,7 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         raise ParameterError(f"gap needs method='lazy' (the full solve is exact), got method={method!r}")
     two_hop = two_hop_distances(space.distances)
     if solver is None:
-        solver = default_solver(space, method, two_hop=two_hop)
+        solver = default_solver(space, method, epsilon, two_hop=two_hop)
     pu, pv = nonredundant_pairs(space.distances, redundancy_rtol, two_hop=two_hop)
 
     def solve(max_coefficient: float, left: float | None) -> _Solved:

@@ -30,17 +30,31 @@ from ..candidate import Candidate
 from ..errors import ParameterError
 from ..lp import SOLVERS, LPError, LPTimeout, explain_failures, stochastic_rows
 from ..lp.output import LOG_DOMAIN_C, candidate_loss, private_candidate
-from ..lp.worst_case import MAX_COEFFICIENTS, solve_worst_case_lp, solve_worst_case_lp_lazy
+from ..lp.worst_case import (
+    LAZY_SOLVERS,
+    MAX_COEFFICIENTS,
+    solve_worst_case_lp,
+    solve_worst_case_lp_lazy,
+)
 from ..params import Param
 from ..registry import register
 from ..space import MetricSpace
 from .exponential import exponential_floor
+from .optimal import CHAIN_SLACK, IPM_MIN_N, median_two_hop_slack
 
-__all__ = ["greedy_spanner", "FULL_SOLVER"]
+__all__ = ["greedy_spanner", "default_method", "default_lazy_solver", "FULL_SOLVER",
+           "LAZY_EDGES_PER_POINT"]
 
 #: HiGHS method of the full (dualised) spanner LP when ``solver=None``: HiPO without crossover
 #: (figures in ``docs/design/lp.md``, "Scaling (issue 18)").
 FULL_SOLVER = "hipo"
+#: ``method="auto"`` solves the spanner LP lazily when the spanner has more edges than this per
+#: point (the full LP then has over ``12 n^2`` privacy rows, most never binding): GloVe's spanners
+#: have 14-41 edges per point (n = 50-300; lazy 35x faster at n = 100), the Geolife cells' and
+#: our fastText vectors' 1.3-4 (full 2-3x faster); Gaussian points tie at 5.7 (5-d) and are
+#: solved 3x faster lazily at 9.5 (8-d). Figures in ``docs/design/lp.md``, "SpannerMech: the
+#: full LP or lazy rows by the spanner's density".
+LAZY_EDGES_PER_POINT = 6.0
 
 
 def greedy_spanner(distances: np.ndarray, stretch: float) -> np.ndarray:
@@ -74,18 +88,48 @@ PARAMS = {
     "stretch": Param("float", 1.5, low=1.0, help="spanner dilation delta (1: OPTMech's LP)"),
     "time_limit": Param("float", None, low=0.0, low_open=True, allow_none=True,
                         help="seconds for the LP (None: no limit)"),
-    "method": Param("choice", "full", choices=("lazy", "full"),
-                    help="'full' LP (dualised) or 'lazy' row generation over the spanner rows"),
+    "method": Param("choice", "auto", choices=("auto", "lazy", "full"),
+                    help="'full' LP (dualised), 'lazy' row generation over the spanner rows, or "
+                         "'auto': lazy on dense spanners (more than LAZY_EDGES_PER_POINT edges "
+                         "per point)"),
     "solver": Param("choice", None, choices=SOLVERS, allow_none=True,
-                    help="HiGHS method; None: 'simplex' (lazy) or 'hipo' without crossover (full)"),
+                    help="HiGHS method; None: by the space and eps (lazy, as OPTMech's rounds) or "
+                         "'hipo' without crossover (full)"),
     "knn": Param("int", 0, low=0, help="near-neighbour pairs in the lazy starting rows"),
 }
+
+
+def default_method(n: int, edges: int) -> str:
+    """``"lazy"`` when a spanner of ``edges`` edges on ``n`` points has more than
+    :data:`LAZY_EDGES_PER_POINT` edges per point, else ``"full"``.
+
+    The full LP has ``2 E n`` privacy rows; the lazy solve's final row set grows like OPTMech's
+    (its binding rows), whatever the spanner's density, so dense spanners (spread-out embeddings
+    such as GloVe) are solved lazily and sparse ones (maps, clustered embeddings) in full.
+    """
+    return "lazy" if edges > LAZY_EDGES_PER_POINT * n else "full"
+
+
+def default_lazy_solver(space: MetricSpace, level: float) -> str:
+    """HiGHS method of the lazy rounds when ``solver=None``: ``"ipm"`` (interior rounds) on spaces
+    of ``n >= IPM_MIN_N`` points whose
+    :func:`~mdp.families.optimal.median_two_hop_slack` at the spanner rows' level
+    ``eps / stretch`` is at most ``CHAIN_SLACK``, else ``"simplex"`` (warm dual simplex rounds).
+
+    Unlike OPTMech's rows, the spanner's join only neighbours in the spanner, so the binding rows
+    form chains along its paths on every space, GloVe included: GloVe n = 100 at eps 0.1 (slack
+    0.18) took 64 simplex rounds, 114 s, against 34 s for interior rounds, and at eps 1.5 (slack
+    2.8) 11 s against 37 s (``docs/design/lp.md``, "SpannerMech: the full LP or lazy rows").
+    """
+    if space.n >= IPM_MIN_N and median_two_hop_slack(space.distances, level) <= CHAIN_SLACK:
+        return "ipm"
+    return "simplex"
 
 
 @register("spanner", description="SpannerMech: LP with privacy rows on a greedy delta-spanner (Bordenabe et al. 2014)",
           quick_max_n=30, display_name="SpannerMech", params=PARAMS)
 def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: float = 1.5,
-                  time_limit: float | None = None, method: str = "full", solver: str | None = None,
+                  time_limit: float | None = None, method: str = "auto", solver: str | None = None,
                   knn: int = 0) -> Candidate:
     """SpannerMech: worst-case-loss LP with privacy rows on spanner edges at ``eps / stretch``.
 
@@ -98,12 +142,16 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         Spanner dilation ``delta``. ``1`` keeps every non-implied pair (then the LP is OPTMech's).
     time_limit : float > 0 or None
         Seconds for the LP; :class:`mdp.lp.LPTimeout` on timeout.
-    method : {"lazy", "full"}, default "full"
+    method : {"auto", "lazy", "full"}, default "auto"
         ``"lazy"``: row generation over the spanner rows
         (:func:`mdp.lp.worst_case.solve_worst_case_lp_lazy`); ``"full"``: all spanner rows at
-        once, dualised (:func:`mdp.lp.worst_case.solve_worst_case_lp`).
+        once, dualised (:func:`mdp.lp.worst_case.solve_worst_case_lp`); ``"auto"``:
+        :func:`default_method` (lazy when the spanner has more than ``LAZY_EDGES_PER_POINT``
+        edges per point; full when ``solver`` is one the lazy rounds do not take).
+        ``stats["method"]`` records the one used.
     solver : str or None
-        HiGHS method (default: "simplex" for the lazy rounds; for the full LP ``"hipo"``, HiGHS's
+        HiGHS method (default for the lazy rounds: interior or warm dual simplex rounds by
+        :func:`default_lazy_solver`; for the full LP ``"hipo"``, HiGHS's
         HiPO interior point code, *without crossover*: on these dualised LPs its direct
         factorisation beats IPX's iterative one from n ~ 200 on, and the interior optimum
         (optimality tolerance 1e-10) is repaired to its private envelope; an explicit ``"ipm"``
@@ -119,11 +167,18 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         loss against that bound).
     """
     E = greedy_spanner(space.distances, stretch)
+    if method == "auto":
+        # a solver that only the full LP takes (e.g. "hipo") asks for the full LP
+        method = default_method(space.n, len(E)) if solver in (None, *LAZY_SOLVERS) else "full"
     pu = np.r_[E[:, 0], E[:, 1]]
     pv = np.r_[E[:, 1], E[:, 0]]
     level = epsilon / stretch
     limit = "none" if time_limit is None else f"{time_limit:g} s"
     D = space.distances
+    if method == "lazy":
+        lazy_solver = solver or default_lazy_solver(space, level)
+        if lazy_solver not in LAZY_SOLVERS:
+            raise ParameterError(f"solver must be 'simplex' or 'ipm' with method='lazy', got {solver!r}")
     attempts = []
     M = None
     t0 = time.perf_counter()
@@ -144,7 +199,7 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                     allowed = np.zeros((space.n, space.n), dtype=bool)
                     allowed[pu, pv] = True
                     M, stats = solve_worst_case_lp_lazy(D, allowed, level, time_limit=left,
-                                                        solver=solver or "simplex", knn=knn,
+                                                        solver=lazy_solver, knn=knn,
                                                         max_coefficient=max_coefficient)
                 else:
                     M, stats = solve_worst_case_lp(D, pu, pv, level, time_limit=left,
@@ -159,7 +214,8 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                 M = None
                 continue
             break
-    base = {"spanner_edges": len(E), "stretch": float(stretch), "attempts": attempts}
+    base = {"spanner_edges": len(E), "stretch": float(stretch), "attempts": attempts,
+            "method": method}
     if M is None:
         return exponential_floor(None, True, D, epsilon, base, family="SpannerMech",
                                  reason="HiGHS found no optimum of the LP with any coefficient "
