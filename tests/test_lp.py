@@ -163,7 +163,9 @@ def test_solver_options_between_solves():
     lp.set_crossover(True)
     lp.set_tolerances(primal=1e-10, dual=1e-10)
     lp.cold_start()
+    assert lp.runs_ipx
     lp.set_solver("simplex")
+    assert not lp.runs_ipx
     assert lp.solve().objective == pytest.approx(ref, abs=1e-9)
     assert lp.stats["simplex_iterations"] > 0 and lp.stats["solves"] == 2
     with pytest.raises(ParameterError, match="primal"):
@@ -418,6 +420,7 @@ def test_hipo_solver_or_its_fallback(monkeypatch, hipo_installed):
     m, n = 40, 25
     c, A, b, ref = _box_lp(5, m, n, 0.3, 0.1)
     lp = SparseLP(c, A, row_upper=b, col_upper=np.ones(n), solver="hipo")
+    assert lp.runs_ipx is (not hipo_installed)
     got = lp.solve()
     assert got.objective == pytest.approx(ref, abs=1e-8)
     assert ("unavailable" in lp.stats["solver"]) is (not hipo_installed)

@@ -383,6 +383,11 @@ class SparseLP:
         return int(self._h.getNumCol())
 
     @property
+    def runs_ipx(self) -> bool:
+        """Whether the current method is IPX (``"ipm"``/``"ipx"``, or ``"hipo"`` without extras)."""
+        return _highs_solver_name(self._solver) == "ipx"
+
+    @property
     def time_limit(self) -> float | None:
         """Seconds for all solves together (``None``: no limit)."""
         return self._time_limit

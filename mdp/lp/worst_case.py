@@ -29,7 +29,7 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from .highs import LPError, LPTimeout, SparseLP, _highs_solver_name
+from .highs import LPError, LPTimeout, SparseLP
 from .rowgen import Cuts, Phase, RowGeneration, RowGenerationPolicy
 
 __all__ = ["primal_rows", "privacy_rows", "lagrangian_lower_bound", "max_privacy_violation",
@@ -473,7 +473,7 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         if crossover:
             raise
         failures.append(f"{solver}: {exc}")
-    if sol is None and _highs_solver_name(solver) != "ipx":
+    if sol is None and not lp.runs_ipx:
         # HiPO can stall short of the tight tolerance at large eps * D (Geolife cells at eps 4 per
         # km: relative gap 1.7e-6 for 20 iterations, then "Solve error"). IPX from scratch, also
         # without crossover, solves such LPs; the caller repairs its point as it repairs HiPO's
