@@ -196,3 +196,9 @@ def test_lazy_rounds_follow_the_slack_at_the_spanner_level():
     assert default_lazy_solver(cloud, eps) == "simplex"
     stats = mdp.build("spanner", cloud, eps, stretch=4.0, method="lazy").stats
     assert "IPM rounds" in stats["formulation"]
+
+
+@pytest.mark.parametrize(("method", "other"), [("lazy", "full"), ("full", "lazy")])
+def test_timeout_suggests_the_other_method(method, other):
+    with pytest.raises(mdp.errors.SolverTimeout, match=f"method='{other}'"):
+        mdp.build("spanner", SPACE, 1.0, method=method, time_limit=1e-9)

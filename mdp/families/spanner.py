@@ -50,7 +50,7 @@ __all__ = ["greedy_spanner", "default_method", "default_lazy_solver", "FULL_SOLV
 FULL_SOLVER = "hipo"
 #: ``method="auto"`` solves the spanner LP lazily when the spanner has more edges than this per
 #: point (the full LP then has over ``12 n^2`` privacy rows, most never binding): GloVe's spanners
-#: have 14-41 edges per point (n = 50-300; lazy 35x faster at n = 100), the Geolife cells' and
+#: have 14-41 edges per point (n = 50-300; lazy 22x faster at n = 100), the Geolife cells' and
 #: our fastText vectors' 1.3-4 (full 2-3x faster); Gaussian points tie at 5.7 (5-d) and are
 #: solved 3x faster lazily at 9.5 (8-d). Figures in ``docs/design/lp.md``, "SpannerMech: the
 #: full LP or lazy rows by the spanner's density".
@@ -179,14 +179,14 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         lazy_solver = solver or default_lazy_solver(space, level)
         if lazy_solver not in LAZY_SOLVERS:
             raise ParameterError(f"solver must be 'simplex' or 'ipm' with method='lazy', got {solver!r}")
+    other = "full" if method == "lazy" else "lazy"
     attempts = []
     M = None
     t0 = time.perf_counter()
     with explain_failures("SpannerMech", space.n, epsilon,
                           on_timeout=f"a larger time_limit (now {limit}), a larger stretch (fewer "
-                                     "edges), or method='lazy'",
-                          on_failure="the other method (method='lazy' or 'full') or another solver "
-                                     "('simplex', 'ipm')"):
+                                     f"edges), or method='{other}'",
+                          on_failure=f"method='{other}' or another solver ('simplex', 'ipm')"):
         # HiGHS mis-solves these bounded LPs when e^{eps D} spans too many orders of magnitude:
         # retry with fewer rows (a relaxation; the envelope decides the entries left open)
         for max_coefficient in MAX_COEFFICIENTS:
