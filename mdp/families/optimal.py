@@ -45,8 +45,8 @@ from ..errors import ParameterError
 from ..lp import SOLVERS, LPError, LPTimeout, explain_failures, stochastic_rows
 from ..lp.output import LOG_DOMAIN_C, balanced_envelope, candidate_loss, private_candidate
 from ..lp.worst_case import (
-    LAZY_SOLVERS,
     MAX_COEFFICIENTS,
+    check_lazy_solver,
     max_privacy_violation,
     solve_worst_case_lp,
     solve_worst_case_lp_lazy,
@@ -201,8 +201,10 @@ def default_solver(space: MetricSpace, method: str, epsilon: float, *,
     large), ``"simplex"`` (warm dual simplex rounds) otherwise (spread-out embeddings such as
     GloVe at any eps). ``two_hop``: :func:`two_hop_distances` of the space if already computed.
     """
-    if method == "full" or space.n < IPM_MIN_N:
-        return "ipm" if method == "full" else "simplex"
+    if method == "full":
+        return "ipm"
+    if space.n < IPM_MIN_N:
+        return "simplex"
     T = two_hop_distances(space.distances) if two_hop is None else two_hop
     if (median_detour(space.distances, two_hop=T) <= CHAIN_DETOUR
             and median_two_hop_slack(space.distances, epsilon, two_hop=T) <= CHAIN_SLACK):
@@ -391,8 +393,8 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     n = space.n
     if knn is None:
         knn = default_knn(space)
-    if method == "lazy" and solver is not None and solver not in LAZY_SOLVERS:
-        raise ParameterError(f"solver must be 'simplex' or 'ipm' with method='lazy', got {solver!r}")
+    if method == "lazy":
+        check_lazy_solver(solver)
     if gap is not None and method != "lazy":
         raise ParameterError(f"gap needs method='lazy' (the full solve is exact), got method={method!r}")
     two_hop = two_hop_distances(space.distances)

@@ -33,6 +33,7 @@ from ..lp.output import LOG_DOMAIN_C, candidate_loss, private_candidate
 from ..lp.worst_case import (
     LAZY_SOLVERS,
     MAX_COEFFICIENTS,
+    check_lazy_solver,
     solve_worst_case_lp,
     solve_worst_case_lp_lazy,
 )
@@ -116,8 +117,8 @@ def default_lazy_solver(space: MetricSpace, level: float) -> str:
     :func:`~mdp.families.optimal.median_two_hop_slack` at the spanner rows' level
     ``eps / stretch`` is at most ``CHAIN_SLACK``, else ``"simplex"`` (warm dual simplex rounds).
 
-    Unlike OPTMech's rows, the spanner's join only neighbours in the spanner, so the binding rows
-    form chains along its paths on every space, GloVe included: GloVe n = 100 at eps 0.1 (slack
+    Unlike OPTMech's rows, the spanner's rows join only neighbours in the spanner, so the binding
+    rows form chains along its paths on every space, GloVe included: GloVe n = 100 at eps 0.1 (slack
     0.18) took 64 simplex rounds, 114 s, against 34 s for interior rounds, and at eps 1.5 (slack
     2.8) 11 s against 37 s (``docs/design/lp.md``, "SpannerMech: the full LP or lazy rows").
     """
@@ -176,9 +177,8 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
     limit = "none" if time_limit is None else f"{time_limit:g} s"
     D = space.distances
     if method == "lazy":
+        check_lazy_solver(solver)
         lazy_solver = solver or default_lazy_solver(space, level)
-        if lazy_solver not in LAZY_SOLVERS:
-            raise ParameterError(f"solver must be 'simplex' or 'ipm' with method='lazy', got {solver!r}")
     other = "full" if method == "lazy" else "lazy"
     attempts = []
     M = None

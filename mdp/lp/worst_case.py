@@ -29,13 +29,14 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import ParameterError
 from .highs import LPError, LPTimeout, SparseLP
 from .rowgen import Cuts, Phase, RowGeneration, RowGenerationPolicy
 
 __all__ = ["primal_rows", "privacy_rows", "lagrangian_lower_bound", "max_privacy_violation",
            "pair_violation", "initial_triples", "separate", "lazy_policy", "gap_ipm_tolerance",
            "solve_worst_case_lp", "solve_worst_case_lp_lazy", "MAX_COEFFICIENTS",
-           "LAZY_SOLVERS"]
+           "LAZY_SOLVERS", "check_lazy_solver"]
 
 #: Rows ``M_uw <= e^{eps D_uv} M_vw`` with a coefficient above ``C`` are left out of the LPs, for
 #: ``C`` tried in this order by :func:`mdp.families.optimal.build_optimal`. A left-out row only
@@ -78,6 +79,13 @@ FULL_IPM_TOL = 1e-10
 WARM_PRICING = "devex"
 #: Methods of the lazy solve: warm dual simplex rounds, or interior rounds first.
 LAZY_SOLVERS = ("simplex", "ipm")
+
+
+def check_lazy_solver(solver: str | None) -> None:
+    """Raise :class:`~mdp.errors.ParameterError` unless ``solver`` is ``None`` or one of
+    :data:`LAZY_SOLVERS` (the families' ``solver=`` with ``method="lazy"``)."""
+    if solver is not None and solver not in LAZY_SOLVERS:
+        raise ParameterError(f"solver must be 'simplex' or 'ipm' with method='lazy', got {solver!r}")
 
 
 def primal_rows(D: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair: np.ndarray) -> sp.csr_matrix:
