@@ -109,7 +109,7 @@ def main() -> None:
                     row = {"space": space_name, "n": n, "mechanism": name, "lp_s": round(st["seconds"], 2),
                            "total_s": round(total, 2), "variables": st["variables"], "rows": st["rows"],
                            "nnz": st["nnz"], "loss": round(mech.loss(), 4), "L_0.95": round(mech.loss(0.95), 4),
-                           "method": st.get("method"), "rounds": st.get("rounds"), "rel_gap": st.get("relative_gap"),
+                           "method": st.get("method"), "lazy_rows": st.get("lazy_rows"), "rounds": st.get("rounds"), "rel_gap": st.get("relative_gap"),
                            "gap_target": st.get("gap_target"), "solver": st.get("solver"),
                            "threads": args.threads or "default", "device": st.get("device", "cpu"),
                            "load": load}

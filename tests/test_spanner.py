@@ -69,9 +69,10 @@ def test_lazy_and_full_spanner_lp_agree():
         mdp.build("spanner", SPACE, 1.0, method="magic")
 
 
-@pytest.mark.parametrize("solver", ["simplex", "ipm"])
+@pytest.mark.parametrize(("solver", "rows"), [("simplex", "edges"), ("ipm", "edges"),
+                                             ("simplex", "paths"), ("ipm", "paths")])
 @pytest.mark.parametrize("eps", [0.5, 2.0])
-def test_lazy_spanner_matches_linprog(eps, solver):
+def test_lazy_spanner_matches_linprog(eps, solver, rows):
     # independent reference: the spanner LP (edge rows only, at eps / stretch) with scipy linprog
     import scipy.sparse as sp
     from scipy.optimize import linprog
@@ -92,8 +93,8 @@ def test_lazy_spanner_matches_linprog(eps, solver):
     c[-1] = 1
     ref = linprog(c, A_ub=sp.vstack([Ap, Al]), b_ub=np.zeros(m + n), A_eq=Aeq, b_eq=np.ones(n),
                   bounds=[(0, None)] * N + [(None, None)], method="highs-ds").fun
-    lazy = mdp.build("spanner", SPACE, eps, method="lazy", solver=solver)
-    assert lazy.stats["method"] == "lazy"
+    lazy = mdp.build("spanner", SPACE, eps, method="lazy", solver=solver, rows=rows)
+    assert lazy.stats["method"] == "lazy" and lazy.stats["lazy_rows"] == rows
     assert lazy.stats["lp_objective"] == pytest.approx(ref, abs=1e-7)
     assert lazy.loss() == pytest.approx(ref, abs=1e-6)
     assert lazy.stats["privacy"]["measured_eps"] <= eps * (1 + 1e-9)
@@ -205,11 +206,60 @@ def test_lazy_rounds_follow_the_slack_at_the_spanner_level():
     assert default_lazy_solver(cloud, low) == "ipm"  # GloVe n = 100 at eps 0.1: 34 s vs 114 s
     assert default_lazy_solver(cloud, high) == "simplex"  # at eps 1.5: 11 s vs 37 s
     assert default_lazy_solver(MetricSpace.from_points(cloud.points[:40]), low) == "simplex"
-    # the rows' level is eps / stretch: this eps is above the threshold, eps / 4 below it
+    # the rows' level is eps / stretch: this eps is above the threshold, eps / 2 below it (and
+    # above PATH_SLACK, so the rows stay the edges')
     eps = 1.5 * CHAIN_SLACK / unit
     assert default_lazy_solver(cloud, eps) == "simplex"
-    stats = mdp.build("spanner", cloud, eps, stretch=4.0, method="lazy").stats
-    assert "IPM rounds" in stats["formulation"]
+    stats = mdp.build("spanner", cloud, eps, stretch=2.0, method="lazy").stats
+    assert stats["lazy_rows"] == "edges" and "IPM rounds" in stats["formulation"]
+
+
+def test_spanner_distances():
+    from mdp.families.spanner import spanner_distances
+
+    D = SPACE.distances
+    E = greedy_spanner(D, 1.5)
+    dG = spanner_distances(D, E)
+    assert np.array_equal(dG[E[:, 0], E[:, 1]], D[E[:, 0], E[:, 1]])
+    assert np.all(dG >= D - 1e-12) and np.all(dG <= 1.5 * D + 1e-12)
+    # brute force: Floyd-Warshall on the edge weights
+    n = SPACE.n
+    F = np.full((n, n), np.inf)
+    np.fill_diagonal(F, 0.0)
+    F[E[:, 0], E[:, 1]] = F[E[:, 1], E[:, 0]] = D[E[:, 0], E[:, 1]]
+    for k in range(n):
+        F = np.minimum(F, F[:, k, None] + F[None, k, :])
+    assert np.allclose(dG, F, rtol=1e-14, atol=0)
+
+
+def test_path_rows_follow_the_slack_and_solve_the_same_lp():
+    from mdp.families.optimal import median_two_hop_slack
+    from mdp.families.spanner import PATH_SLACK
+
+    # a dense spanner (solved lazily); at a small slack the rows are the spanner's paths, solved
+    # by simplex rounds, to the edge rows' optimum and the full LP's (IPX with crossover)
+    cloud = MetricSpace.from_points(np.random.default_rng(10).normal(size=(30, 12)))
+    unit = median_two_hop_slack(cloud.distances, 1.0)
+    low = 0.5 * PATH_SLACK / unit * 1.5  # the rows' level is eps / 1.5
+    paths = mdp.build("spanner", cloud, low)
+    assert paths.stats["method"] == "lazy" and paths.stats["lazy_rows"] == "paths"
+    assert "warm dual simplex" in paths.stats["formulation"]
+    edges = mdp.build("spanner", cloud, low, rows="edges", solver="simplex")
+    full = mdp.build("spanner", cloud, low, method="full", solver="ipm")
+    assert paths.stats["lp_objective"] == pytest.approx(full.stats["lp_objective"], rel=1e-9)
+    assert edges.stats["lp_objective"] == pytest.approx(full.stats["lp_objective"], rel=1e-9)
+    assert paths.loss() == pytest.approx(edges.loss(), rel=1e-7)
+    assert paths.stats["privacy"]["measured_eps"] <= low * (1 + 1e-9)
+    # above PATH_SLACK, or with interior rounds asked for, the rows stay the edges'
+    assert mdp.build("spanner", cloud, 4 * low).stats["lazy_rows"] == "edges"
+    assert mdp.build("spanner", cloud, low, solver="ipm").stats["lazy_rows"] == "edges"
+    # explicit rows ask for the lazy method; the full LP refuses them
+    assert mdp.build("spanner", SPACE, 1.0, rows="paths").stats["method"] == "lazy"
+    assert mdp.build("spanner", SPACE, 1.0).stats.get("lazy_rows") is None
+    with pytest.raises(ValueError, match="rows='paths'.*method='full'"):
+        mdp.build("spanner", SPACE, 1.0, method="full", rows="paths")
+    with pytest.raises(ValueError, match="rows"):
+        mdp.build("spanner", SPACE, 1.0, rows="triangles")
 
 
 @pytest.mark.parametrize(("method", "other"), [("lazy", "full"), ("full", "lazy")])

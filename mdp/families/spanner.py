@@ -25,6 +25,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import shortest_path
 
 from ..candidate import Candidate
 from ..errors import ParameterError
@@ -43,8 +45,8 @@ from ..space import MetricSpace
 from .exponential import exponential_floor
 from .optimal import CHAIN_SLACK, IPM_MIN_N, median_two_hop_slack
 
-__all__ = ["greedy_spanner", "default_method", "default_lazy_solver", "FULL_SOLVER",
-           "LAZY_EDGES_PER_POINT"]
+__all__ = ["greedy_spanner", "spanner_distances", "default_method", "default_lazy_solver",
+           "FULL_SOLVER", "LAZY_EDGES_PER_POINT", "PATH_SLACK"]
 
 #: HiGHS method of the full (dualised) spanner LP when ``solver=None``: HiPO without crossover
 #: (figures in ``docs/design/lp.md``, "Scaling (issue 18)").
@@ -56,6 +58,14 @@ FULL_SOLVER = "hipo"
 #: solved 3x faster lazily at 9.5 (8-d). Figures in ``docs/design/lp.md``, "SpannerMech: the
 #: full LP or lazy rows by the spanner's density".
 LAZY_EDGES_PER_POINT = 6.0
+#: ``rows="auto"`` generates the lazy rows over every pair at its spanner-path distance, with warm
+#: dual simplex rounds, when the two-hop slack at ``eps / stretch`` is at most this: there the
+#: binding rows chain along the spanner's paths, and one path row replaces a chain of edge rows
+#: (n = 100, slack 0.08-0.18: 5-13 s against 35-38 s for interior rounds on the edges and 79-750 s
+#: for simplex rounds; GloVe n = 200 at eps 0.1: 172 s, where the edges did not finish in 1500 s).
+#: From 0.33 on the edge rows are as fast or faster. Figures in ``docs/design/lp.md``,
+#: "SpannerMech: lazy rows over the spanner's paths".
+PATH_SLACK = 0.25
 
 
 def greedy_spanner(distances: np.ndarray, stretch: float) -> np.ndarray:
@@ -97,7 +107,20 @@ PARAMS = {
                     help="HiGHS method; None: by the space and eps (lazy, as OPTMech's rounds) or "
                          "'hipo' without crossover (full)"),
     "knn": Param("int", 0, low=0, help="near-neighbour pairs in the lazy starting rows"),
+    "rows": Param("choice", "auto", choices=("auto", "edges", "paths"),
+                  help="rows the lazy method generates: the spanner's 'edges', or every pair at "
+                       "its spanner-path distance ('paths', the same LP); 'auto': paths when the "
+                       "two-hop slack at eps/stretch is at most PATH_SLACK (with simplex rounds)"),
 }
+
+
+def spanner_distances(distances: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Shortest-path distances ``d_G`` of the spanner with ``edges`` (weights ``D[u, v]``), by
+    SciPy's Dijkstra; ``d_G(u, v) = D[u, v]`` on the edges and ``D <= d_G <= stretch D`` elsewhere."""
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    graph = csr_matrix((D[edges[:, 0], edges[:, 1]], (edges[:, 0], edges[:, 1])), shape=(n, n))
+    return shortest_path(graph, method="D", directed=False)
 
 
 def default_method(n: int, edges: int) -> str:
@@ -111,7 +134,7 @@ def default_method(n: int, edges: int) -> str:
     return "lazy" if edges > LAZY_EDGES_PER_POINT * n else "full"
 
 
-def default_lazy_solver(space: MetricSpace, level: float) -> str:
+def default_lazy_solver(space: MetricSpace, level: float, *, slack: float | None = None) -> str:
     """HiGHS method of the lazy rounds when ``solver=None``: ``"ipm"`` (interior rounds) on spaces
     of ``n >= IPM_MIN_N`` points whose
     :func:`~mdp.families.optimal.median_two_hop_slack` at the spanner rows' level
@@ -121,8 +144,12 @@ def default_lazy_solver(space: MetricSpace, level: float) -> str:
     rows form chains along its paths on every space, GloVe included: GloVe n = 100 at eps 0.1 (slack
     0.18) took 64 simplex rounds, 114 s, against 34 s for interior rounds, and at eps 1.5 (slack
     2.8) 11 s against 37 s (``docs/design/lp.md``, "SpannerMech: the full LP or lazy rows").
+    ``slack``: that slack if already computed. (With ``rows="auto"``, slacks up to
+    :data:`PATH_SLACK` are solved by simplex rounds over the path rows instead.)
     """
-    if space.n >= IPM_MIN_N and median_two_hop_slack(space.distances, level) <= CHAIN_SLACK:
+    if slack is None:
+        slack = median_two_hop_slack(space.distances, level)
+    if space.n >= IPM_MIN_N and slack <= CHAIN_SLACK:
         return "ipm"
     return "simplex"
 
@@ -131,7 +158,7 @@ def default_lazy_solver(space: MetricSpace, level: float) -> str:
           quick_max_n=30, display_name="SpannerMech", params=PARAMS)
 def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: float = 1.5,
                   time_limit: float | None = None, method: str = "auto", solver: str | None = None,
-                  knn: int = 0) -> Candidate:
+                  knn: int = 0, rows: str = "auto") -> Candidate:
     """SpannerMech: worst-case-loss LP with privacy rows on spanner edges at ``eps / stretch``.
 
     Parameters
@@ -159,6 +186,16 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         or ``"ipx"`` runs IPX with crossover).
     knn : int >= 0, default 0
         Near-neighbour pairs (that are spanner edges) in the initial lazy rows.
+    rows : {"auto", "edges", "paths"}, default "auto"
+        Rows the lazy method generates. ``"edges"``: the spanner's edge rows above.
+        ``"paths"``: every pair ``(u, v)`` at its spanner-path distance,
+        ``M_uw <= e^{(eps/delta) d_G(u,v)} M_vw``; each is implied by a chain of edge rows and the
+        edges are among the pairs, so the LP and its optimum are the same, but a violation spread
+        along a path is cut by one row instead of one round per edge. ``"auto"``: ``"paths"``
+        (with simplex rounds) when the two-hop slack at ``eps / delta`` is at most
+        :data:`PATH_SLACK` and ``solver`` is ``None`` or ``"simplex"``, else ``"edges"``. An
+        explicit ``"edges"`` or ``"paths"`` with ``method="auto"`` asks for the lazy method.
+        ``stats["lazy_rows"]`` records the one used.
 
     Returns
     -------
@@ -168,9 +205,17 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         loss against that bound).
     """
     E = greedy_spanner(space.distances, stretch)
+    if method == "full" and rows != "auto":
+        raise ParameterError(f"rows={rows!r} applies to method='lazy' (the full LP holds every "
+                             f"edge row), got method='full'")
     if method == "auto":
-        # a solver that only the full LP takes (e.g. "hipo") asks for the full LP
-        method = default_method(space.n, len(E)) if solver in (None, *LAZY_SOLVERS) else "full"
+        # a solver that only the full LP takes (e.g. "hipo") asks for the full LP; rows, the lazy one
+        if rows != "auto":
+            method = "lazy"
+        elif solver in (None, *LAZY_SOLVERS):
+            method = default_method(space.n, len(E))
+        else:
+            method = "full"
     pu = np.r_[E[:, 0], E[:, 1]]
     pv = np.r_[E[:, 1], E[:, 0]]
     level = epsilon / stretch
@@ -178,7 +223,11 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
     D = space.distances
     if method == "lazy":
         check_lazy_solver(solver)
-        lazy_solver = solver or default_lazy_solver(space, level)
+        slack = median_two_hop_slack(D, level)
+        if rows == "auto":
+            rows = "paths" if solver in (None, "simplex") and slack <= PATH_SLACK else "edges"
+        lazy_solver = solver or ("simplex" if rows == "paths" else
+                                 default_lazy_solver(space, level, slack=slack))
     other = "full" if method == "lazy" else "lazy"
     attempts = []
     M = None
@@ -196,11 +245,19 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                 raise LPTimeout(f"time limit of {time_limit:g} s reached before the LP was solved")
             try:
                 if method == "lazy":
-                    allowed = np.zeros((space.n, space.n), dtype=bool)
-                    allowed[pu, pv] = True
+                    if rows == "paths":
+                        # every pair at its path distance; pairs beyond the coefficient limit are
+                        # left out, but the edges of their paths are not (unless too long themselves)
+                        allowed = ~np.eye(space.n, dtype=bool)
+                        path_distances = spanner_distances(D, E)
+                    else:
+                        allowed = np.zeros((space.n, space.n), dtype=bool)
+                        allowed[pu, pv] = True
+                        path_distances = None
                     M, stats = solve_worst_case_lp_lazy(D, allowed, level, time_limit=left,
                                                         solver=lazy_solver, knn=knn,
-                                                        max_coefficient=max_coefficient)
+                                                        max_coefficient=max_coefficient,
+                                                        privacy_distances=path_distances)
                 else:
                     M, stats = solve_worst_case_lp(D, pu, pv, level, time_limit=left,
                                                    solver=solver or FULL_SOLVER,
@@ -216,6 +273,8 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
             break
     base = {"spanner_edges": len(E), "stretch": float(stretch), "attempts": attempts,
             "method": method}
+    if method == "lazy":
+        base["lazy_rows"] = rows
     if M is None:
         return exponential_floor(None, True, D, epsilon, base, family="SpannerMech",
                                  reason="HiGHS found no optimum of the LP with any coefficient "

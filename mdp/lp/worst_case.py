@@ -314,7 +314,8 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
                              max_coefficient: float = MAX_COEFFICIENTS[0],
                              on_round: Callable | None = None,
                              stop: Callable | None = None,
-                             gap: float | None = None) -> tuple[np.ndarray, dict]:
+                             gap: float | None = None,
+                             privacy_distances: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     r"""Worst-case-loss LP with privacy rows on the ``allowed`` pairs, by lazy row generation.
 
     Solves the primal LP (variables ``M``, ``k``) restricted to :func:`initial_triples`, then
@@ -358,6 +359,12 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
     gap : float or None
         The relative gap ``stop`` tests (only the rounds' policy uses it:
         :func:`lazy_policy`).
+    privacy_distances : ndarray (n, n) or None
+        Distances ``P`` of the privacy rows, ``M_uw <= e^{eps P_uv} M_vw`` (starting rows,
+        separation and coefficient limit too); ``None``: ``distances``, which always give the
+        loss rows. SpannerMech passes its spanner's shortest-path distances with every pair
+        allowed: the same feasible set as its edge rows alone, with a chain of edge rows replaced
+        by one row.
 
     Returns
     -------
@@ -368,11 +375,12 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
         allowed-row violation).
     """
     t0 = time.perf_counter()
-    D = np.asarray(distances, dtype=float)
+    loss_distances = np.asarray(distances, dtype=float)
+    D = loss_distances if privacy_distances is None else np.asarray(privacy_distances, dtype=float)
     n = D.shape[0]
     N = n * n
     allowed = allowed & (eps * D <= np.log(max_coefficient))
-    base = primal_rows(D, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    base = primal_rows(loss_distances, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
     iu, iv, iw = initial_triples(D, allowed, knn)
     A = sp.vstack([base, privacy_rows(D, eps, iu, iv, iw)], format="csr")
     m = A.shape[0]
