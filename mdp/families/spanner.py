@@ -223,11 +223,22 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
     D = space.distances
     if method == "lazy":
         check_lazy_solver(solver)
-        slack = median_two_hop_slack(D, level)
+        # the slack is an O(n^3) pass: only when a default needs it
+        slack = (median_two_hop_slack(D, level)
+                 if solver is None or (rows == "auto" and solver == "simplex") else None)
         if rows == "auto":
             rows = "paths" if solver in (None, "simplex") and slack <= PATH_SLACK else "edges"
         lazy_solver = solver or ("simplex" if rows == "paths" else
                                  default_lazy_solver(space, level, slack=slack))
+        if rows == "paths":
+            # every pair at its path distance; pairs beyond the coefficient limit are left out,
+            # the edges of their paths are not (unless too long themselves)
+            allowed = ~np.eye(space.n, dtype=bool)
+            path_distances = spanner_distances(D, E)
+        else:
+            allowed = np.zeros((space.n, space.n), dtype=bool)
+            allowed[pu, pv] = True
+            path_distances = None
     other = "full" if method == "lazy" else "lazy"
     attempts = []
     M = None
@@ -245,15 +256,6 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                 raise LPTimeout(f"time limit of {time_limit:g} s reached before the LP was solved")
             try:
                 if method == "lazy":
-                    if rows == "paths":
-                        # every pair at its path distance; pairs beyond the coefficient limit are
-                        # left out, but the edges of their paths are not (unless too long themselves)
-                        allowed = ~np.eye(space.n, dtype=bool)
-                        path_distances = spanner_distances(D, E)
-                    else:
-                        allowed = np.zeros((space.n, space.n), dtype=bool)
-                        allowed[pu, pv] = True
-                        path_distances = None
                     M, stats = solve_worst_case_lp_lazy(D, allowed, level, time_limit=left,
                                                         solver=lazy_solver, knn=knn,
                                                         max_coefficient=max_coefficient,
