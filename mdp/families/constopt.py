@@ -382,7 +382,7 @@ PARAMS = {
 }
 
 
-@register("constopt", description="ConstOPTMech: LP over weighted-exponential weights + r-NN free entries "
+@register("constopt", description="LP over weighted-exponential weights + r-NN free entries "
           "(Imola et al. 2022, Alg. 1)", quick_max_n=200, display_name="ConstOPTMech", params=PARAMS)
 def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
                    lam: float | Sequence[float] = (0.001, 0.1, 1.0),

@@ -258,7 +258,7 @@ def _applies(space: MetricSpace) -> str | None:
 
 
 @register("madlib",
-          description="Madlib: Gamma(d, 1/eps)-radius noise + nearest point (Feyisetan et al. 2020); "
+          description="Gamma(d, 1/eps)-radius noise + nearest point (Feyisetan et al. 2020); "
                       "analytic guarantee, matrix estimated by sampling",
           applies=_applies, guarantee="analytic", quick_max_n=200, display_name="Madlib",
           mechanism_class=MadlibMechanism,

@@ -154,7 +154,7 @@ def default_lazy_solver(space: MetricSpace, level: float, *, slack: float | None
     return "simplex"
 
 
-@register("spanner", description="SpannerMech: LP with privacy rows on a greedy delta-spanner (Bordenabe et al. 2014)",
+@register("spanner", description="LP with privacy rows on a greedy delta-spanner (Bordenabe et al. 2014)",
           quick_max_n=30, display_name="SpannerMech", params=PARAMS)
 def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: float = 1.5,
                   time_limit: float | None = None, method: str = "auto", solver: str | None = None,
