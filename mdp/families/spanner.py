@@ -223,13 +223,19 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
     D = space.distances
     if method == "lazy":
         check_lazy_solver(solver)
-        # the slack is an O(n^3) pass: only when a default needs it
-        slack = (median_two_hop_slack(D, level)
-                 if solver is None or (rows == "auto" and solver == "simplex") else None)
+        slack = None  # an O(n^3) pass, made once and only when a default needs it
         if rows == "auto":
-            rows = "paths" if solver in (None, "simplex") and slack <= PATH_SLACK else "edges"
-        lazy_solver = solver or ("simplex" if rows == "paths" else
-                                 default_lazy_solver(space, level, slack=slack))
+            if solver in (None, "simplex"):
+                slack = median_two_hop_slack(D, level)
+                rows = "paths" if slack <= PATH_SLACK else "edges"
+            else:
+                rows = "edges"
+        if solver is not None:
+            lazy_solver = solver
+        elif rows == "paths":
+            lazy_solver = "simplex"
+        else:
+            lazy_solver = default_lazy_solver(space, level, slack=slack)
         if rows == "paths":
             # every pair at its path distance; pairs beyond the coefficient limit are left out,
             # the edges of their paths are not (unless too long themselves)
