@@ -142,33 +142,52 @@ def _full_spanner_lp(solver: str) -> tuple[np.ndarray, dict]:
     return solve_worst_case_lp(SPACE.distances, pu, pv, 0.5 / 1.5, solver=solver, crossover=False)
 
 
-@pytest.mark.parametrize("failing", [1, 2])
+@pytest.mark.parametrize("failing", [1, 2, 3])
 def test_full_interior_fallbacks(monkeypatch, failing):
     # the first `failing` solves fail: HiPO, then IPX without crossover (the interior point is
-    # repaired like HiPO's), then IPX with crossover; every path reaches the vertex reference
+    # repaired like HiPO's), then Clarabel on the primal LP (repaired too), then IPX with
+    # crossover; every path reaches the vertex reference
+    from mdp.lp import LPError, worst_case
+
     reference = mdp.build("spanner", SPACE, 0.5, solver="ipm")
-    calls = _failing_solves(monkeypatch, failing)
+    calls = _failing_solves(monkeypatch, min(failing, 2))
+    conic = []
+    real_clarabel = worst_case.solve_clarabel
+
+    def clarabel(*args, **kwargs):
+        conic.append(kwargs["time_limit"])
+        if failing >= 3:
+            raise LPError("simulated failure")
+        return real_clarabel(*args, **kwargs)
+
+    monkeypatch.setattr(worst_case, "solve_clarabel", clarabel)
     M, stats = _full_spanner_lp("hipo")
-    assert calls[:failing + 1] == [("hipo", False), ("ipx", False), ("ipx", True)][:failing + 1]
-    assert stats["failed_solves"] == [f"{s}: simulated failure" for s in ("hipo", "ipx")[:failing]]
-    assert stats["final_method"] == ("ipx without crossover", "ipx with crossover")[failing - 1]
+    methods = [("hipo", False), ("ipx", False), ("ipx", True)]
+    assert calls == (methods[:2] if failing < 3 else methods)
+    assert conic == ([None] if failing >= 2 else [])
+    assert stats["failed_solves"] == [f"{s}: simulated failure" for s in ("hipo", "ipx", "clarabel")[:failing]]
+    final = ("ipx without crossover", "clarabel", "ipx with crossover")[failing - 1]
+    assert stats["final_method"] == final
+    assert stats["solver"].startswith("Clarabel" if failing == 2 else "HiGHS")
     assert stats["lp_objective"] == pytest.approx(reference.stats["lp_objective"], abs=1e-8)
     assert stats["lower_bound"] <= reference.stats["lp_objective"] + 1e-12
+    assert stats["lower_bound"] == pytest.approx(reference.stats["lp_objective"], rel=1e-7)
     # through the registry: the same fallbacks give a certified matrix as good as the vertex's
     calls.clear()
     built = mdp.build("spanner", SPACE, 0.5)
-    assert built.stats["final_method"] == ("ipx without crossover", "ipx with crossover")[failing - 1]
+    assert built.stats["final_method"] == final
     assert reference.loss() - 1e-9 <= built.loss() <= reference.loss() + 1e-6
+    assert built.stats["relative_gap"] <= 1e-6
     assert built.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)
 
 
 def test_full_interior_fallback_skips_a_second_ipx(monkeypatch):
-    # a failed solve that ran IPX already ("ipm") goes straight to IPX with crossover
+    # a failed solve that ran IPX already ("ipm") goes straight to Clarabel, not to IPX again
     calls = _failing_solves(monkeypatch, 1)
     M, stats = _full_spanner_lp("ipm")
-    assert calls[:2] == [("ipm", False), ("ipx", True)]
+    assert calls == [("ipm", False)]
     assert stats["failed_solves"] == ["ipm: simulated failure"]
-    assert stats["final_method"] == "ipx with crossover"
+    assert stats["final_method"] == "clarabel"
 
 
 def test_auto_method_follows_the_spanner_density():

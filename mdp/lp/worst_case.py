@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ParameterError
+from .conic import solve_clarabel
 from .highs import LPError, LPTimeout, SparseLP
 from .rowgen import Cuts, Phase, RowGeneration, RowGenerationPolicy
 
@@ -451,7 +452,9 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         ``FULL_IPM_TOL`` is returned as it is, without crossover nor the simplex re-solve; its rows
         hold to about that tolerance and the caller repairs it
         (:func:`mdp.lp.output.private_candidate`). When that solve fails, IPX without crossover
-        tries next, then IPX with crossover (then the result is a vertex, as with ``True``).
+        tries next, then Clarabel on the primal LP (:func:`mdp.lp.conic.solve_clarabel`, its
+        point repaired in the same way), then IPX with crossover (then the result is a vertex, as
+        with ``True``).
 
     Returns
     -------
@@ -502,7 +505,28 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
             raise
         except LPError as exc:
             failures.append(f"{solver}: {exc}")
+    conic = None
     if sol is None:
+        # Both HiGHS interior codes can stop with "no progress" far from the optimum (Geolife
+        # cells at eps 0.05 per km, coefficients e^{eps D} between 1 and 3); Clarabel converges
+        # there. Its primal point is M itself, its multipliers give the bound.
+        left = None if time_limit is None else time_limit - lp.stats["seconds"]
+        if left is not None and left <= 0:
+            raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {lp.stats['seconds']:.1f} s")
+        cost = np.zeros(N + 1)
+        cost[-1] = 1.0
+        t_conic = time.perf_counter()
+        try:
+            conic, conic_stats = solve_clarabel(
+                cost, A, row_lower=b, row_upper=np.r_[np.ones(n), np.full(m - n, np.inf)],
+                col_lower=np.r_[np.zeros(N), -np.inf], time_limit=left)
+        except LPTimeout:
+            raise
+        except LPError as exc:
+            failures.append(f"clarabel: {exc}")
+            if time_limit is not None:
+                lp.set_time_limit(max(time_limit - (time.perf_counter() - t_conic), 1e-3))
+    if sol is None and conic is None:
         # the dependable path, IPX with crossover (and the simplex check below)
         crossover, solver = True, "ipx"
         lp.set_solver(solver)
@@ -510,22 +534,34 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         lp.set_tolerances(primal=1e-9, dual=1e-9, ipm=1e-8)
         lp.cold_start()
         sol = lp.solve()
-    # The primal M is (minus) the dual value of the dual's row j (HiGHS's sign convention for <=).
-    M = np.maximum(-sol.row_dual[:N].reshape(n, n), 0.0)
-    if crossover and solver in ("ipm", "ipx", "hipo") and pair_violation(M, D, pu, pv, eps_pair) > 1e-10:
-        # crossover's vertex can carry ~1e-8 violations (tolerances hold in the scaled model),
-        # which the certification repair would fix at a ~1e-6 loss cost; a simplex re-solve
-        # returns exact basic duals instead (slower, only run when needed)
-        lp.set_solver("simplex")
-        lp.set_tolerances(dual=1e-10)
-        lp.cold_start()
-        sol = lp.solve()
+    if conic is not None:
+        M = np.maximum(conic.x[:N].reshape(n, n), 0.0)
+        multipliers, lp_objective = conic.row_dual, conic.objective
+        solver = "clarabel"
+    else:
+        # The primal M is (minus) the dual value of the dual's row j (HiGHS's sign convention for <=).
         M = np.maximum(-sol.row_dual[:N].reshape(n, n), 0.0)
-    bound = lagrangian_lower_bound(A, sol.x, n)
+        if crossover and solver in ("ipm", "ipx", "hipo") and pair_violation(M, D, pu, pv, eps_pair) > 1e-10:
+            # crossover's vertex can carry ~1e-8 violations (tolerances hold in the scaled model),
+            # which the certification repair would fix at a ~1e-6 loss cost; a simplex re-solve
+            # returns exact basic duals instead (slower, only run when needed)
+            lp.set_solver("simplex")
+            lp.set_tolerances(dual=1e-10)
+            lp.cold_start()
+            sol = lp.solve()
+            M = np.maximum(-sol.row_dual[:N].reshape(n, n), 0.0)
+        multipliers, lp_objective = sol.x, -sol.objective
+    bound = lagrangian_lower_bound(A, multipliers, n)
     stats = {k: v for k, v in lp.stats.items() if k not in ("variables", "rows", "nnz")}
     stats.update(variables=N + 1, rows=m, nnz=int(A.nnz), privacy_rows=m - 2 * n,
-                 formulation="dual of the worst-case-loss LP", lp_objective=-sol.objective,
+                 formulation="dual of the worst-case-loss LP", lp_objective=lp_objective,
                  lower_bound=bound)
+    if conic is not None:
+        stats.update(solver=conic_stats["solver"], model_status=conic_stats["model_status"],
+                     formulation="worst-case-loss LP (primal, Clarabel)",
+                     seconds=stats["seconds"] + conic_stats["seconds"],
+                     ipm_iterations=stats["ipm_iterations"] + conic_stats["ipm_iterations"])
     if failures:
-        stats.update(failed_solves=failures, final_method=f"{solver} {'with' if crossover else 'without'} crossover")
+        final = "clarabel" if conic is not None else f"{solver} {'with' if crossover else 'without'} crossover"
+        stats.update(failed_solves=failures, final_method=final)
     return M, stats
