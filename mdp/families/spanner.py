@@ -182,8 +182,10 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         :func:`default_lazy_solver`; for the full LP ``"hipo"``, HiGHS's
         HiPO interior point code, *without crossover*: on these dualised LPs its direct
         factorisation beats IPX's iterative one from n ~ 200 on, and the interior optimum
-        (optimality tolerance 1e-10) is repaired to its private envelope; an explicit ``"ipm"``
-        or ``"ipx"`` runs IPX with crossover).
+        (optimality tolerance 1e-10) is repaired to its private envelope; where HiPO fails, IPX
+        without crossover, then Clarabel (:func:`mdp.lp.conic.solve_clarabel`), then IPX with
+        crossover take over, ``stats["final_method"]`` says which; an explicit ``"ipm"`` or
+        ``"ipx"`` runs IPX with crossover).
     knn : int >= 0, default 0
         Near-neighbour pairs (that are spanner edges) in the initial lazy rows.
     rows : {"auto", "edges", "paths"}, default "auto"

@@ -8,6 +8,8 @@ r"""The LP engine: sparse models on HiGHS, lazy row generation, the worst-case-l
   shared by OPTMech, SpannerMech and ConstOPTMech.
 * :mod:`mdp.lp.worst_case` -- the worst-case-loss LP of OPTMech and SpannerMech (row assembly,
   separation, Lagrangian bound, full and lazy solves).
+* :mod:`mdp.lp.conic` -- :func:`mdp.lp.conic.solve_clarabel`, an LP on Clarabel, the full
+  worst-case LP's fall-back where HiGHS's interior point codes stop short.
 * :mod:`mdp.lp.output` -- stochastic rows and failure messages for LP builders.
 * :mod:`mdp.lp.dense` -- the dense Schur step of the structured interior point methods, on the
   CPU or, where CuPy finds a CUDA device, on a GPU (``MDP_DEVICE``).
