@@ -47,7 +47,9 @@ class LPProgress:
         and the next round adds (0: none); ``None`` elsewhere.
     method : str or None
         Set on reports from inside one HiGHS solve (``"hipo"``, ``"simplex"``, ...; HiGHS shares
-        no objective there, so ``objective`` is NaN and ``round`` counts the LP's solves).
+        no objective there, so ``objective`` is NaN and ``round`` counts the LP's solves) or one
+        Clarabel solve (``"clarabel"``: ``objective`` and ``gap`` are its iterate's primal cost
+        and relative gap).
     """
 
     round: int
