@@ -190,6 +190,21 @@ def test_full_interior_fallback_skips_a_second_ipx(monkeypatch):
     assert stats["final_method"] == "clarabel"
 
 
+def test_clarabel_by_name_matches_the_vertex():
+    # solver="clarabel": Clarabel alone on the primal LP, repaired like HiPO's interior point
+    vertex = mdp.build("spanner", SPACE, 0.5, solver="ipm")
+    conic = mdp.build("spanner", SPACE, 0.5, solver="clarabel")
+    assert conic.stats["method"] == "full" and conic.stats["solver"].startswith("Clarabel")
+    assert "failed_solves" not in conic.stats
+    assert conic.stats["lp_objective"] == pytest.approx(vertex.stats["lp_objective"], rel=1e-7)
+    assert conic.stats["lower_bound"] <= vertex.stats["lp_objective"] + 1e-12
+    assert vertex.loss() - 1e-9 <= conic.loss() <= vertex.loss() * (1 + 1e-6)
+    assert conic.stats["relative_gap"] <= 1e-6
+    assert conic.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)
+    with pytest.raises(ValueError, match="solver"):
+        mdp.build("spanner", SPACE, 0.5, method="lazy", solver="clarabel")
+
+
 def test_auto_method_follows_the_spanner_density():
     from mdp.families.spanner import LAZY_EDGES_PER_POINT, default_method
 

@@ -33,6 +33,7 @@ from ..errors import ParameterError
 from ..lp import SOLVERS, LPError, LPTimeout, explain_failures, stochastic_rows
 from ..lp.output import LOG_DOMAIN_C, candidate_loss, private_candidate
 from ..lp.worst_case import (
+    CLARABEL,
     LAZY_SOLVERS,
     MAX_COEFFICIENTS,
     check_lazy_solver,
@@ -103,9 +104,9 @@ PARAMS = {
                     help="'full' LP (dualised), 'lazy' row generation over the spanner rows, or "
                          "'auto': lazy on dense spanners (more than LAZY_EDGES_PER_POINT edges "
                          "per point)"),
-    "solver": Param("choice", None, choices=SOLVERS, allow_none=True,
-                    help="HiGHS method; None: by the space and eps (lazy, as OPTMech's rounds) or "
-                         "'hipo' without crossover (full)"),
+    "solver": Param("choice", None, choices=(*SOLVERS, CLARABEL), allow_none=True,
+                    help="HiGHS method, or 'clarabel' (full LP only); None: by the space and eps "
+                         "(lazy, as OPTMech's rounds) or 'hipo' without crossover (full)"),
     "knn": Param("int", 0, low=0, help="near-neighbour pairs in the lazy starting rows"),
     "rows": Param("choice", "auto", choices=("auto", "edges", "paths"),
                   help="rows the lazy method generates: the spanner's 'edges', or every pair at "
@@ -185,7 +186,8 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         (optimality tolerance 1e-10) is repaired to its private envelope; where HiPO fails, IPX
         without crossover, then Clarabel (:func:`mdp.lp.conic.solve_clarabel`), then IPX with
         crossover take over, ``stats["final_method"]`` says which; an explicit ``"ipm"`` or
-        ``"ipx"`` runs IPX with crossover).
+        ``"ipx"`` runs IPX with crossover, ``"clarabel"`` Clarabel alone, repaired like HiPO's
+        point: the fast choice at small eps on map spaces, where HiPO and IPX stop short).
     knn : int >= 0, default 0
         Near-neighbour pairs (that are spanner edges) in the initial lazy rows.
     rows : {"auto", "edges", "paths"}, default "auto"
@@ -291,7 +293,7 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                                         "limit: " + "; ".join(attempts))
     left_out = int(np.count_nonzero(level * D[pu, pv] > np.log(max_coefficient))) * space.n
     stats.update(base, max_coefficient=max_coefficient, unresolved_rows=left_out)
-    interior = method == "full" and solver is None
+    interior = method == "full" and solver in (None, CLARABEL)
     if left_out or interior or epsilon * D.max() > LOG_DOMAIN_C:
         # entries only a left-out row bounds, or an interior optimum's tolerance-level violations:
         # decided by the envelope at eps (in log-probabilities where e^{-eps D} underflows), never

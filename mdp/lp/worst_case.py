@@ -37,7 +37,7 @@ from .rowgen import Cuts, Phase, RowGeneration, RowGenerationPolicy
 __all__ = ["primal_rows", "privacy_rows", "lagrangian_lower_bound", "max_privacy_violation",
            "pair_violation", "initial_triples", "separate", "lazy_policy", "gap_ipm_tolerance",
            "solve_worst_case_lp", "solve_worst_case_lp_lazy", "MAX_COEFFICIENTS",
-           "LAZY_SOLVERS", "check_lazy_solver"]
+           "LAZY_SOLVERS", "CLARABEL", "check_lazy_solver"]
 
 #: Rows ``M_uw <= e^{eps D_uv} M_vw`` with a coefficient above ``C`` are left out of the LPs, for
 #: ``C`` tried in this order by :func:`mdp.families.optimal.build_optimal`. A left-out row only
@@ -80,6 +80,8 @@ FULL_IPM_TOL = 1e-10
 WARM_PRICING = "devex"
 #: Methods of the lazy solve: warm dual simplex rounds, or interior rounds first.
 LAZY_SOLVERS = ("simplex", "ipm")
+#: ``solver`` name of :func:`solve_worst_case_lp` that runs Clarabel (:mod:`mdp.lp.conic`) alone.
+CLARABEL = "clarabel"
 
 
 def check_lazy_solver(solver: str | None) -> None:
@@ -444,7 +446,9 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         Privacy level per pair.
     time_limit : float or None
     solver : str
-        HiGHS method for the dualised LP (see :class:`mdp.lp.SparseLP`).
+        HiGHS method for the dualised LP (see :class:`mdp.lp.SparseLP`), or ``"clarabel"``
+        (:data:`CLARABEL`): Clarabel alone on the primal LP (:func:`mdp.lp.conic.solve_clarabel`),
+        an interior point the caller repairs as it repairs HiPO's; its failure raises.
     max_coefficient : float
         Rows whose coefficient ``e^{eps D_uv}`` exceeds it are left out (see ``MAX_COEFFICIENTS``).
     crossover : bool, default True
@@ -472,9 +476,21 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
     A = primal_rows(D, pu, pv, eps_pair)
     N = n * n
     m = A.shape[0]
+    b = np.r_[np.ones(n), np.zeros(m - n)]
+    cost = np.zeros(N + 1)
+    cost[-1] = 1.0
+
+    def clarabel(left: float | None):
+        # the primal LP (Clarabel's point is M itself; its multipliers give the bound)
+        return solve_clarabel(cost, A, row_lower=b, row_upper=np.r_[np.ones(n), np.full(m - n, np.inf)],
+                              col_lower=np.r_[np.zeros(N), -np.inf], time_limit=left)
+
+    sizes = dict(variables=N + 1, rows=m, nnz=int(A.nnz), privacy_rows=m - 2 * n)
+    if solver == CLARABEL:
+        conic, stats = clarabel(time_limit)
+        return _clarabel_result(conic, stats, A, n, sizes), stats
     # Dual of  min k  s.t. A x >= b:  max b^T y  s.t. (A^T y)_j <= c_j for M >= 0, = 1 for free k,
     # y free on the n equality rows and >= 0 elsewhere. HiGHS minimises, so the cost is -b.
-    b = np.r_[np.ones(n), np.zeros(m - n)]
     lp = SparseLP(-b, A.T.tocsr(), row_lower=np.r_[np.full(N, -np.inf), 1.0],
                   row_upper=np.r_[np.zeros(N), 1.0], col_lower=np.r_[np.full(n, -np.inf), np.zeros(m - n)],
                   solver=solver, time_limit=time_limit, crossover=crossover,
@@ -505,28 +521,29 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
             raise
         except LPError as exc:
             failures.append(f"{solver}: {exc}")
-    conic = None
     if sol is None:
         # Both HiGHS interior codes can stop with "no progress" far from the optimum (Geolife
         # cells at eps 0.05 per km, coefficients e^{eps D} between 1 and 3); Clarabel converges
-        # there. Its primal point is M itself, its multipliers give the bound.
+        # there (docs/design/lp.md)
         left = None if time_limit is None else time_limit - lp.stats["seconds"]
         if left is not None and left <= 0:
             raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {lp.stats['seconds']:.1f} s")
-        cost = np.zeros(N + 1)
-        cost[-1] = 1.0
         t_conic = time.perf_counter()
         try:
-            conic, conic_stats = solve_clarabel(
-                cost, A, row_lower=b, row_upper=np.r_[np.ones(n), np.full(m - n, np.inf)],
-                col_lower=np.r_[np.zeros(N), -np.inf], time_limit=left)
+            conic, conic_stats = clarabel(left)
         except LPTimeout:
             raise
         except LPError as exc:
             failures.append(f"clarabel: {exc}")
             if time_limit is not None:
                 lp.set_time_limit(max(time_limit - (time.perf_counter() - t_conic), 1e-3))
-    if sol is None and conic is None:
+        else:
+            M = _clarabel_result(conic, conic_stats, A, n, sizes)
+            conic_stats.update(seconds=conic_stats["seconds"] + lp.stats["seconds"],
+                               ipm_iterations=conic_stats["ipm_iterations"] + lp.stats["ipm_iterations"],
+                               failed_solves=failures, final_method=CLARABEL)
+            return M, conic_stats
+    if sol is None:
         # the dependable path, IPX with crossover (and the simplex check below)
         crossover, solver = True, "ipx"
         lp.set_solver(solver)
@@ -534,34 +551,28 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         lp.set_tolerances(primal=1e-9, dual=1e-9, ipm=1e-8)
         lp.cold_start()
         sol = lp.solve()
-    if conic is not None:
-        M = np.maximum(conic.x[:N].reshape(n, n), 0.0)
-        multipliers, lp_objective = conic.row_dual, conic.objective
-        solver = "clarabel"
-    else:
-        # The primal M is (minus) the dual value of the dual's row j (HiGHS's sign convention for <=).
+    # The primal M is (minus) the dual value of the dual's row j (HiGHS's sign convention for <=).
+    M = np.maximum(-sol.row_dual[:N].reshape(n, n), 0.0)
+    if crossover and solver in ("ipm", "ipx", "hipo") and pair_violation(M, D, pu, pv, eps_pair) > 1e-10:
+        # crossover's vertex can carry ~1e-8 violations (tolerances hold in the scaled model),
+        # which the certification repair would fix at a ~1e-6 loss cost; a simplex re-solve
+        # returns exact basic duals instead (slower, only run when needed)
+        lp.set_solver("simplex")
+        lp.set_tolerances(dual=1e-10)
+        lp.cold_start()
+        sol = lp.solve()
         M = np.maximum(-sol.row_dual[:N].reshape(n, n), 0.0)
-        if crossover and solver in ("ipm", "ipx", "hipo") and pair_violation(M, D, pu, pv, eps_pair) > 1e-10:
-            # crossover's vertex can carry ~1e-8 violations (tolerances hold in the scaled model),
-            # which the certification repair would fix at a ~1e-6 loss cost; a simplex re-solve
-            # returns exact basic duals instead (slower, only run when needed)
-            lp.set_solver("simplex")
-            lp.set_tolerances(dual=1e-10)
-            lp.cold_start()
-            sol = lp.solve()
-            M = np.maximum(-sol.row_dual[:N].reshape(n, n), 0.0)
-        multipliers, lp_objective = sol.x, -sol.objective
-    bound = lagrangian_lower_bound(A, multipliers, n)
     stats = {k: v for k, v in lp.stats.items() if k not in ("variables", "rows", "nnz")}
-    stats.update(variables=N + 1, rows=m, nnz=int(A.nnz), privacy_rows=m - 2 * n,
-                 formulation="dual of the worst-case-loss LP", lp_objective=lp_objective,
-                 lower_bound=bound)
-    if conic is not None:
-        stats.update(solver=conic_stats["solver"], model_status=conic_stats["model_status"],
-                     formulation="worst-case-loss LP (primal, Clarabel)",
-                     seconds=stats["seconds"] + conic_stats["seconds"],
-                     ipm_iterations=stats["ipm_iterations"] + conic_stats["ipm_iterations"])
+    stats.update(sizes, formulation="dual of the worst-case-loss LP", lp_objective=-sol.objective,
+                 lower_bound=lagrangian_lower_bound(A, sol.x, n))
     if failures:
-        final = "clarabel" if conic is not None else f"{solver} {'with' if crossover else 'without'} crossover"
-        stats.update(failed_solves=failures, final_method=final)
+        stats.update(failed_solves=failures,
+                     final_method=f"{solver} {'with' if crossover else 'without'} crossover")
     return M, stats
+
+
+def _clarabel_result(conic, stats: dict, A: sp.csr_matrix, n: int, sizes: dict) -> np.ndarray:
+    """``M`` of a Clarabel solve of the primal LP; its sizes, objective and bound go into ``stats``."""
+    stats.update(sizes, formulation="worst-case-loss LP (primal, Clarabel)", lp_objective=conic.objective,
+                 lower_bound=lagrangian_lower_bound(A, conic.row_dual, n))
+    return np.maximum(conic.x[:n * n].reshape(n, n), 0.0)
