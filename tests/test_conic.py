@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from mdp.errors import ParameterError
-from mdp.lp import LPError, LPTimeout, SparseLP, conic, progress
+from mdp.lp import LPError, LPTimeout, SparseLP, conic, highs, progress
 from mdp.lp.conic import solve_clarabel
 
 
@@ -63,6 +63,10 @@ def test_clarabel_errors():
         solve_clarabel([1.0, 1.0], A, row_lower=[2.0, -np.inf], row_upper=[np.inf, 1.0])
     with pytest.raises(ParameterError, match="do not match"):
         solve_clarabel([1.0], A, row_lower=[0.0, 0.0], row_upper=[1.0, 1.0])
+    # only Clarabel's reduced tolerances met ("AlmostSolved", here at a tolerance of 1e-16) is no optimum
+    c, A, lo, up, xl = _mixed_lp(0)
+    with pytest.raises(LPError, match="AlmostSolved"):
+        solve_clarabel(c, A, row_lower=lo, row_upper=up, col_lower=xl, tolerance=1e-16)
     c, A, lo, up, xl = _mixed_lp(7, m=400, n=300)
     with pytest.raises(LPTimeout, match="time limit"):
         solve_clarabel(c, A, row_lower=lo, row_upper=up, col_lower=xl, time_limit=1e-6)
@@ -70,7 +74,7 @@ def test_clarabel_errors():
 
 def test_clarabel_ctrl_c_and_progress(monkeypatch):
     c, A, lo, up, xl = _mixed_lp(8, m=300, n=200)
-    monkeypatch.setattr(conic, "_PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(highs, "PROGRESS_SECONDS", 0.0)
     events = []
     with progress(events.append):
         got, stats = solve_clarabel(c, A, row_lower=lo, row_upper=up, col_lower=xl)

@@ -190,6 +190,17 @@ def test_full_interior_fallback_skips_a_second_ipx(monkeypatch):
     assert stats["final_method"] == "clarabel"
 
 
+def test_clarabel_fallback_only_when_it_solves():
+    # at eps 20 on these points HiPO and IPX fail and Clarabel ends "AlmostSolved" with a bound
+    # 1.1e-3 below its objective: that is no optimum, IPX with crossover finishes (gap 5.0e-4)
+    space = MetricSpace.from_points(np.random.default_rng(42).random((40, 2)) * 10)
+    built = mdp.build("spanner", space, 20.0)
+    assert built.stats["final_method"] == "ipx with crossover"
+    assert any(f.startswith("clarabel:") and "AlmostSolved" in f for f in built.stats["failed_solves"])
+    assert built.stats["relative_gap"] <= 6e-4
+    assert built.stats["privacy"]["measured_eps"] <= 20.0 * (1 + 1e-9)
+
+
 def test_clarabel_by_name_matches_the_vertex():
     # solver="clarabel": Clarabel alone on the primal LP, repaired like HiPO's interior point
     vertex = mdp.build("spanner", SPACE, 0.5, solver="ipm")

@@ -538,11 +538,12 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
             if time_limit is not None:
                 lp.set_time_limit(max(time_limit - (time.perf_counter() - t_conic), 1e-3))
         else:
-            M = _clarabel_result(conic, conic_stats, A, n, sizes)
-            conic_stats.update(seconds=conic_stats["seconds"] + lp.stats["seconds"],
-                               ipm_iterations=conic_stats["ipm_iterations"] + lp.stats["ipm_iterations"],
-                               failed_solves=failures, final_method=CLARABEL)
-            return M, conic_stats
+            # the HiGHS solves' counters stay, their time and iterations add to Clarabel's
+            stats = {k: v for k, v in lp.stats.items() if k not in ("variables", "rows", "nnz")}
+            stats.update(conic_stats, seconds=conic_stats["seconds"] + lp.stats["seconds"],
+                         ipm_iterations=conic_stats["ipm_iterations"] + lp.stats["ipm_iterations"],
+                         failed_solves=failures, final_method=CLARABEL)
+            return _clarabel_result(conic, stats, A, n, sizes), stats
     if sol is None:
         # the dependable path, IPX with crossover (and the simplex check below)
         crossover, solver = True, "ipx"
