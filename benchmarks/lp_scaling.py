@@ -63,6 +63,9 @@ def main() -> None:
     p.add_argument("--constopt-solver", default=None, choices=mdp.lp.SOLVERS,
                    help="ConstOPTMech's solver= (a HiGHS method at every size; default the "
                         "family's 'auto')")
+    p.add_argument("--spanner-solver", default=None,
+                   choices=(*mdp.lp.SOLVERS, "clarabel", "blocks"),
+                   help="SpannerMech's solver= (default the family's choice by size)")
     p.add_argument("--csv", default=None, help="also write the table to this CSV file")
     p.add_argument("--threads", type=int, default=None,
                    help="threads of HiGHS and of the row-block method's BLAS (mdp.lp.set_threads; "
@@ -73,6 +76,8 @@ def main() -> None:
     mdp.lp.set_threads(args.threads)
     if args.constopt_solver is not None:
         PARAMS["constopt"] = {**PARAMS["constopt"], "solver": args.constopt_solver}
+    if args.spanner_solver is not None:
+        PARAMS["spanner"] = {**PARAMS["spanner"], "solver": args.spanner_solver}
     if args.constopt_gap is not None:
         PARAMS["constopt"] = {**PARAMS["constopt"], "gap": args.constopt_gap}
     if args.optimal_gap is not None:

@@ -31,8 +31,10 @@ from scipy.sparse.csgraph import shortest_path
 from ..candidate import Candidate
 from ..errors import ParameterError
 from ..lp import SOLVERS, LPError, LPTimeout, explain_failures, stochastic_rows
+from ..lp.column_blocks import MAX_BLOCK_BYTES
 from ..lp.output import LOG_DOMAIN_C, candidate_loss, private_candidate
 from ..lp.worst_case import (
+    BLOCKS,
     CLARABEL,
     LAZY_SOLVERS,
     MAX_COEFFICIENTS,
@@ -47,11 +49,16 @@ from .exponential import exponential_floor
 from .optimal import CHAIN_SLACK, IPM_MIN_N, median_two_hop_slack
 
 __all__ = ["greedy_spanner", "spanner_distances", "default_method", "default_lazy_solver",
-           "FULL_SOLVER", "LAZY_EDGES_PER_POINT", "PATH_SLACK"]
+           "FULL_SOLVER", "BLOCKS_FROM_N", "default_full_solver", "LAZY_EDGES_PER_POINT", "PATH_SLACK"]
 
 #: HiGHS method of the full (dualised) spanner LP when ``solver=None``: HiPO without crossover
 #: (figures in ``docs/design/lp.md``, "Scaling (issue 18)").
 FULL_SOLVER = "hipo"
+#: From this many points the full LP's default is the column-block interior point method
+#: (:mod:`mdp.lp.column_blocks`): Geolife cells at eps 0.5 per km, n = 300: 55 s against HiPO's
+#: ... s, n = 500: 373 s where HiPO had not finished in 590 s; its certified relative gap (about
+#: 1e-5) is looser than HiPO's (about 1e-9), so below it HiPO stays (``docs/design/lp.md``).
+BLOCKS_FROM_N = 300
 #: ``method="auto"`` solves the spanner LP lazily when the spanner has more edges than this per
 #: point (the full LP then has over ``12 n^2`` privacy rows, most never binding): GloVe's spanners
 #: have 14-41 edges per point (n = 50-300; lazy 22x faster at n = 100), the Geolife cells' and
@@ -104,9 +111,10 @@ PARAMS = {
                     help="'full' LP (dualised), 'lazy' row generation over the spanner rows, or "
                          "'auto': lazy on dense spanners (more than LAZY_EDGES_PER_POINT edges "
                          "per point)"),
-    "solver": Param("choice", None, choices=(*SOLVERS, CLARABEL), allow_none=True,
-                    help="HiGHS method, or 'clarabel' (full LP only); None: by the space and eps "
-                         "(lazy, as OPTMech's rounds) or 'hipo' without crossover (full)"),
+    "solver": Param("choice", None, choices=(*SOLVERS, CLARABEL, BLOCKS), allow_none=True,
+                    help="HiGHS method, or 'clarabel' or 'blocks' (full LP only); None: by the "
+                         "space and eps (lazy, as OPTMech's rounds) or 'hipo' without crossover "
+                         "(full)"),
     "knn": Param("int", 0, low=0, help="near-neighbour pairs in the lazy starting rows"),
     "rows": Param("choice", "auto", choices=("auto", "edges", "paths"),
                   help="rows the lazy method generates: the spanner's 'edges', or every pair at "
@@ -122,6 +130,13 @@ def spanner_distances(distances: np.ndarray, edges: np.ndarray) -> np.ndarray:
     n = D.shape[0]
     graph = csr_matrix((D[edges[:, 0], edges[:, 1]], (edges[:, 0], edges[:, 1])), shape=(n, n))
     return shortest_path(graph, method="D", directed=False)
+
+
+def default_full_solver(n: int) -> str:
+    """The full LP's default solver: the column-block method from :data:`BLOCKS_FROM_N` points
+    while its ``n^3`` doubles fit :data:`mdp.lp.column_blocks.MAX_BLOCK_BYTES`, else HiPO
+    (:data:`FULL_SOLVER`)."""
+    return BLOCKS if BLOCKS_FROM_N <= n and 8 * n ** 3 <= MAX_BLOCK_BYTES else FULL_SOLVER
 
 
 def default_method(n: int, edges: int) -> str:
@@ -180,14 +195,19 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         ``stats["method"]`` records the one used.
     solver : str or None
         HiGHS method (default for the lazy rounds: interior or warm dual simplex rounds by
-        :func:`default_lazy_solver`; for the full LP ``"hipo"``, HiGHS's
+        :func:`default_lazy_solver`; for the full LP from :data:`BLOCKS_FROM_N` points the
+        column-block method below (HiPO's chain if it fails), else ``"hipo"``, HiGHS's
         HiPO interior point code, *without crossover*: on these dualised LPs its direct
         factorisation beats IPX's iterative one from n ~ 200 on, and the interior optimum
         (optimality tolerance 1e-10) is repaired to its private envelope; where HiPO fails, IPX
         without crossover, then Clarabel (:func:`mdp.lp.conic.solve_clarabel`), then IPX with
         crossover take over, ``stats["final_method"]`` says which; an explicit ``"ipm"`` or
         ``"ipx"`` runs IPX with crossover, ``"clarabel"`` Clarabel alone, repaired like HiPO's
-        point: the fast choice at small eps on map spaces, where HiPO and IPX stop short).
+        point: the fast choice at small eps on map spaces, where HiPO and IPX stop short;
+        ``"blocks"`` the column-block interior point method
+        (:func:`mdp.lp.column_blocks.solve_worst_case_blocks`; ``n^3`` doubles of memory),
+        repaired the same way: much faster from n ~ 100 on sparse spanners, but certified only
+        to a relative gap of about 1e-6 to 1e-4, which ``stats["relative_gap"]`` reports).
     knn : int >= 0, default 0
         Near-neighbour pairs (that are spanner edges) in the initial lazy rows.
     rows : {"auto", "edges", "paths"}, default "auto"
@@ -272,7 +292,7 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                                                         privacy_distances=path_distances)
                 else:
                     M, stats = solve_worst_case_lp(D, pu, pv, level, time_limit=left,
-                                                   solver=solver or FULL_SOLVER,
+                                                   solver=solver or default_full_solver(space.n),
                                                    max_coefficient=max_coefficient,
                                                    crossover=solver is not None)
                 M = stochastic_rows(M)
@@ -289,11 +309,11 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         base["lazy_rows"] = rows
     if M is None:
         return exponential_floor(None, True, D, epsilon, base, family="SpannerMech",
-                                 reason="HiGHS found no optimum of the LP with any coefficient "
+                                 reason="no solver found an optimum of the LP with any coefficient "
                                         "limit: " + "; ".join(attempts))
     left_out = int(np.count_nonzero(level * D[pu, pv] > np.log(max_coefficient))) * space.n
     stats.update(base, max_coefficient=max_coefficient, unresolved_rows=left_out)
-    interior = method == "full" and solver in (None, CLARABEL)
+    interior = method == "full" and solver in (None, CLARABEL, BLOCKS)
     if left_out or interior or epsilon * D.max() > LOG_DOMAIN_C:
         # entries only a left-out row bounds, or an interior optimum's tolerance-level violations:
         # decided by the envelope at eps (in log-probabilities where e^{-eps D} underflows), never

@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ParameterError
+from .column_blocks import BLOCKS, solve_worst_case_blocks
 from .conic import solve_clarabel
 from .highs import LPError, LPTimeout, SparseLP
 from .rowgen import Cuts, Phase, RowGeneration, RowGenerationPolicy
@@ -37,7 +38,7 @@ from .rowgen import Cuts, Phase, RowGeneration, RowGenerationPolicy
 __all__ = ["primal_rows", "privacy_rows", "lagrangian_lower_bound", "max_privacy_violation",
            "pair_violation", "initial_triples", "separate", "lazy_policy", "gap_ipm_tolerance",
            "solve_worst_case_lp", "solve_worst_case_lp_lazy", "MAX_COEFFICIENTS",
-           "LAZY_SOLVERS", "CLARABEL", "check_lazy_solver"]
+           "LAZY_SOLVERS", "CLARABEL", "BLOCKS", "check_lazy_solver"]
 
 #: Rows ``M_uw <= e^{eps D_uv} M_vw`` with a coefficient above ``C`` are left out of the LPs, for
 #: ``C`` tried in this order by :func:`mdp.families.optimal.build_optimal`. A left-out row only
@@ -446,9 +447,13 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         Privacy level per pair.
     time_limit : float or None
     solver : str
-        HiGHS method for the dualised LP (see :class:`mdp.lp.SparseLP`), or ``"clarabel"``
+        HiGHS method for the dualised LP (see :class:`mdp.lp.SparseLP`), ``"clarabel"``
         (:data:`CLARABEL`): Clarabel alone on the primal LP (:func:`mdp.lp.conic.solve_clarabel`),
-        an interior point the caller repairs as it repairs HiPO's; its failure raises.
+        or ``"blocks"``: the column-block interior point method
+        (:func:`mdp.lp.column_blocks.solve_worst_case_blocks`); both return an interior point the
+        caller repairs as it repairs HiPO's. Clarabel's failure raises, and so does the
+        column-block method's with ``crossover=True``; with ``False`` HiPO's chain (below) takes
+        over.
     max_coefficient : float
         Rows whose coefficient ``e^{eps D_uv}`` exceeds it are left out (see ``MAX_COEFFICIENTS``).
     crossover : bool, default True
@@ -473,6 +478,24 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
     eps_pair = np.broadcast_to(np.asarray(eps_pair, dtype=float), pu.shape)
     keep = eps_pair * D[pu, pv] <= np.log(max_coefficient)
     pu, pv, eps_pair = pu[keep], pv[keep], eps_pair[keep]
+    failures = []
+    if solver == BLOCKS:
+        t_blocks = time.perf_counter()
+        try:
+            return solve_worst_case_blocks(D, pu, pv, eps_pair, time_limit=time_limit)
+        except LPTimeout:
+            raise
+        except LPError as exc:
+            if crossover:
+                raise
+            # the default order at large n: HiPO's chain goes on with the time left
+            failures.append(f"{BLOCKS}: {exc}")
+            solver = "hipo"
+            if time_limit is not None:
+                time_limit -= time.perf_counter() - t_blocks
+                if time_limit <= 0:
+                    raise LPTimeout("LP time limit reached after the column-block method "
+                                    "failed") from exc
     A = primal_rows(D, pu, pv, eps_pair)
     N = n * n
     m = A.shape[0]
@@ -498,7 +521,6 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
                   # M is read from the duals, so the dual tolerance bounds its privacy violations
                   dual_tolerance=1e-9 if crossover else 1e-10,
                   primal_tolerance=1e-9 if crossover else 1e-10)
-    failures = []
     sol = None
     try:
         sol = lp.solve()

@@ -1,0 +1,448 @@
+r"""The worst-case-loss LP by an interior point method over its column blocks.
+
+The LP of :mod:`mdp.lp.worst_case` (Imola et al. 2022, section 2.1) has ``n^2`` entries
+``M_uw``, ``n`` row sums, ``n`` loss rows and, for every column ``w``, the privacy rows of the
+pairs ``P`` on that column only. With the rows written as
+
+.. math:: M_{vw} - e^{-\epsilon_{uv} D_{uv}} M_{uw} \ge 0 \quad ((u, v) \in P),
+
+(the larger coefficient 1, so no coefficient exceeds 1 whatever ``eps * D``), the privacy rows
+are block-diagonal over the columns and only the ``2n`` row-sum and loss rows ``G`` couple them:
+the structure of a multicommodity flow. A Mehrotra predictor-corrector method (Wright 1997,
+ch. 10) solves at every iteration
+
+.. math:: K \Delta M + G^\top \lambda = r, \qquad
+          K = \operatorname{blockdiag}_w (B^\top D_w B + W_w X_w^{-1}),
+
+whose blocks ``K_w`` are ``n x n`` with the sparsity of the pair graph. Each block is factored
+densely (LAPACK ``potrf`` / ``potri``), and the coupling rows enter through the ``2n x 2n``
+Schur complement ``S = sum_w G_w K_w^{-1} G_w^T + diag(s_L / z_L, 0)`` (equality rows have no
+slack), so an iteration costs ``n`` dense factorisations of size ``n``, about ``n^4`` flops, and
+``n^3`` doubles of memory. On a sparse spanner that is far less than a general sparse
+factorisation of the whole LP fills in (``docs/design/lp.md``).
+
+**Accuracy.** Near the optimum the blocks of the used columns become ill-conditioned (their tight
+rows fix a column up to its scale, which only the coupling rows pin), and the explicit block
+inverses limit the method to a relative gap of about ``1e-6``. Each Newton solve is refined
+against the blocks applied in their sparse form, and the dual residual is kept exact (the
+multipliers of ``M >= 0`` take up what the solve misses), so the method ends at a point whose
+Lagrangian bound (:func:`lagrangian_bound`) holds whatever the accuracy. Callers repair the
+point to a private matrix (:func:`mdp.lp.output.private_candidate`) and report the certified gap.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import cho_factor, cho_solve, lapack
+
+from .dense import SERIAL_BLAS_BELOW, blas_threads
+from .highs import LPError, LPTimeout
+from .reporting import LPProgress, report
+
+__all__ = ["ColumnBlockLP", "solve_worst_case_blocks", "lagrangian_bound", "BLOCKS",
+           "MAX_BLOCK_BYTES"]
+
+#: ``solver`` name of the column-block method (:func:`mdp.families.spanner.build_spanner`).
+BLOCKS = "blocks"
+#: The method keeps ``n^3`` doubles (the block inverses); larger spaces are refused.
+MAX_BLOCK_BYTES = 8 * 2 ** 30
+#: Relative gap and infeasibilities at which the iterations stop.
+TOL = 1e-8
+#: The best iterate is returned once it has not halved its relative gap and infeasibilities for
+#: this many iterations and they are below ``STALL_ACCEPT`` (the plateau near ``1e-6``).
+STALL_ITERATIONS = 8
+STALL_ACCEPT = 1e-4
+#: Every starting multiplier of the privacy rows and of ``M >= 0`` (1e-3 to 1 gave 40 to 46
+#: iterations to a relative gap of 1e-5 at n = 100 on the Geolife cells).
+START_DUAL = 1e-2
+#: Iterative refinement of each Newton solve: at most this many steps, until the residual is
+#: below ``REFINE_RTOL`` relative to the right-hand side.
+REFINE_STEPS = 4
+REFINE_RTOL = 1e-13
+#: Looser refinement while the relative gap or an infeasibility exceeds ``REFINE_SWITCH``
+#: (n = 200: a third fewer block passes, the same iterations; strict throughout, the end is
+#: reached at n = 500 only with the strict one).
+REFINE_RTOL_EARLY = 1e-10
+REFINE_SWITCH = 1e-4
+#: Gondzio's multiple centrality correctors (Comput. Optim. Appl. 6, 1996): at most
+#: ``CORRECTORS`` per iteration, each aiming at steps longer by ``CORRECTOR_AIM`` and kept when it
+#: gains at least ``CORRECTOR_GAIN`` of that; products pulled into ``[BETA_MIN, BETA_MAX] x sigma mu``.
+CORRECTORS = 2
+CORRECTOR_AIM = 0.1
+CORRECTOR_GAIN = 0.1
+BETA_MIN, BETA_MAX = 0.1, 10.0
+#: Fraction of the largest step to the boundary taken.
+STEP_FACTOR = 0.99
+
+
+class ColumnBlockLP:
+    r"""The worst-case-loss LP over the ordered pairs ``(pu[i], pv[i])``, in column blocks.
+
+    Variables ``X[w, u] = M_uw`` (column ``w`` is row ``w`` of ``X``) and the free loss bound
+    ``k``; ``min k`` s.t. ``sum_w M_uw = 1`` (``G_E``), ``k - sum_w D_uw M_uw >= 0`` (``G_L``),
+    ``M_{pv,w} - e^{-eps_pair D_{pu,pv}} M_{pu,w} >= 0`` for every pair and column (``B``), and
+    ``M >= 0``.
+    """
+
+    def __init__(self, distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair):
+        D = np.asarray(distances, dtype=float)
+        n = D.shape[0]
+        pu, pv = np.asarray(pu, dtype=np.int64), np.asarray(pv, dtype=np.int64)
+        self.n, self.m, self.D = n, len(pu), D
+        self.DT = np.ascontiguousarray(D.T)
+        self.log_scale = np.broadcast_to(np.asarray(eps_pair, dtype=float), pu.shape) * D[pu, pv]
+        self.ri, self.rj = pv, pu
+        with np.errstate(under="ignore"):
+            self.cb = -np.exp(-self.log_scale)
+        rows = np.arange(self.m)
+        self._PiT = sp.csr_matrix((np.ones(self.m), (pv, rows)), shape=(n, self.m))
+        self._PjT = sp.csr_matrix((self.cb, (pu, rows)), shape=(n, self.m))
+        # flat positions and weights of B^T diag(d) B + diag(q) in one dense block
+        self._idx = np.r_[pv * n + pv, pu * n + pu, pv * n + pu, pu * n + pv, np.arange(n) * (n + 1)]
+        self._coef = np.r_[np.ones(self.m), self.cb ** 2, self.cb, self.cb]
+
+    def privacy(self, X: np.ndarray) -> np.ndarray:
+        """``B X``: the privacy rows' values, shape ``(n, m)`` (column, pair)."""
+        return X[:, self.ri] + X[:, self.rj] * self.cb
+
+    def privacy_t(self, Z: np.ndarray) -> np.ndarray:
+        """``B^T Z`` for multipliers of shape ``(n, m)``."""
+        Zt = Z.T
+        return np.asarray(self._PiT @ Zt + self._PjT @ Zt).T
+
+    def loss(self, X: np.ndarray) -> np.ndarray:
+        """``sum_w D_uw M_uw`` per row ``u``."""
+        return np.einsum("wu,wu->u", self.DT, X)
+
+    def block(self, d: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """``B^T diag(d) B + diag(q)`` for one column, dense."""
+        n = self.n
+        return np.bincount(self._idx, np.r_[np.tile(d, 4) * self._coef, q],
+                           minlength=n * n).reshape(n, n)
+
+
+def lagrangian_bound(lp: ColumnBlockLP, y_sum: np.ndarray, z_loss: np.ndarray,
+                     z_privacy: np.ndarray) -> float:
+    r"""A rigorous lower bound on the LP's optimum from any multipliers.
+
+    ``y_sum`` (free) for the row sums, ``z_loss`` and ``z_privacy`` (clipped to ``>= 0``; the
+    inequality multipliers scaled so that ``z_loss`` sums to 1): for every feasible ``M``,
+    ``k >= sum_u y_u + sum_u min_w r_uw`` with ``r`` the reduced costs of the entries, as in
+    :func:`mdp.lp.worst_case.lagrangian_lower_bound`.
+    """
+    zL = np.maximum(z_loss, 0.0)
+    total = zL.sum()
+    if not total > 0:
+        return 0.0
+    zL = zL / total
+    zB = np.maximum(z_privacy, 0.0) / total
+    red = lp.DT * zL[None, :] - y_sum[None, :] - lp.privacy_t(zB)
+    return float(y_sum.sum() + red.min(axis=0).sum())
+
+
+class _BlockFactor:
+    """The block inverses and the Schur complement of one iteration."""
+
+    def __init__(self, lp: ColumnBlockLP):
+        n = lp.n
+        self.lp = lp
+        self.Kinv = np.empty((n, n, n))
+        self.e = np.r_[np.ones(n), np.zeros(n)]
+
+    def factor(self, dB: np.ndarray, wx: np.ndarray, dL_inv: np.ndarray) -> None:
+        lp, n = self.lp, self.lp.n
+        for w in range(n):
+            c, info = lapack.dpotrf(lp.block(dB[w], wx[w]), lower=1, overwrite_a=1, clean=1)
+            if info == 0:
+                c, info = lapack.dpotri(c, lower=1, overwrite_c=1)
+            if info != 0:
+                raise LPError(f"a column block of the interior point method is not positive "
+                              f"definite (column {w})")
+            inv = self.Kinv[w]
+            np.add(c, c.T, out=inv)
+            inv[np.diag_indices(n)] *= 0.5
+        # S = sum_w G_w K_w^{-1} G_w^T with G_w = [-diag(D[:, w]); I], one pass over the inverses
+        # per row of S (faster than updating S block by block)
+        SEE = self.Kinv.sum(axis=0)
+        SLE, SLL = np.empty((n, n)), np.empty((n, n))
+        for i in range(n):
+            Ki, a = self.Kinv[:, i, :], lp.DT[:, i]
+            SLE[i] = -(a @ Ki)
+            SLL[i] = a @ (Ki * lp.DT)
+        SLL[np.diag_indices(n)] += dL_inv
+        try:
+            self.cho = cho_factor(np.block([[SLL, SLE], [SLE.T, SEE]]), lower=True)
+        except np.linalg.LinAlgError as exc:
+            raise LPError("the interior point method's coupling matrix lost positive "
+                          "definiteness") from exc
+        self.Se = cho_solve(self.cho, self.e)
+        self.eSe = float(self.e @ self.Se)
+        self.dB, self.wx, self.dL_inv = dB, wx, dL_inv
+
+    def _apply(self, R: np.ndarray) -> np.ndarray:
+        return np.matmul(self.Kinv, R[:, :, None])[:, :, 0]
+
+    def _solve_once(self, r, rE, rho, qL):
+        lp, n = self.lp, self.lp.n
+        t = self._apply(r)
+        a = cho_solve(self.cho, np.r_[-lp.loss(t) - qL, t.sum(axis=0) - rE])
+        dk = (rho - a[:n].sum()) / self.eSe
+        lam = a + dk * self.Se
+        dX = self._apply(r + lp.DT * lam[None, :n] - lam[None, n:])
+        return dX, dk, lam[:n], lam[n:]
+
+    def solve(self, r: np.ndarray, rE: np.ndarray, rho: float, rtol: float = REFINE_RTOL):
+        r"""``(dX, dk, u, lam_E)`` of ``K dX + G_L^T u + G_E^T lam_E = r``,
+        ``G_L dX + dk - diag(s_L / z_L) u = 0``, ``G_E dX = r_E``, ``sum u = rho``, refined
+        against ``K`` in its sparse form."""
+        lp = self.lp
+        qL = np.zeros(lp.n)
+        dX, dk, u, lE = self._solve_once(r, rE, rho, qL)
+        scale = max(float(np.abs(r).max()), float(np.abs(rE).max()), abs(rho), 1e-300)
+        for _ in range(REFINE_STEPS):
+            KdX = lp.privacy_t(self.dB * lp.privacy(dX)) + self.wx * dX
+            e1 = r - (KdX - lp.DT * u[None, :] + lE[None, :])
+            e2 = -(-lp.loss(dX) + dk - self.dL_inv * u)
+            e3 = rE - dX.sum(axis=0)
+            e4 = rho - u.sum()
+            if max(float(np.abs(e1).max()), float(np.abs(e2).max()), float(np.abs(e3).max()),
+                   abs(e4)) <= rtol * scale:
+                break
+            c = self._solve_once(e1, e3, e4, e2)
+            dX, dk, u, lE = dX + c[0], dk + c[1], u + c[2], lE + c[3]
+        return dX, dk, u, lE
+
+
+def _max_step(v: np.ndarray, dv: np.ndarray) -> float:
+    neg = dv < 0
+    return 1.0 if not neg.any() else float(min(1.0, np.min(-v[neg] / dv[neg])))
+
+
+def _centre(products: np.ndarray, target: float) -> np.ndarray:
+    """Gondzio's corrector term: products moved into ``[BETA_MIN, BETA_MAX] x target``, large
+    ones by at most ``BETA_MAX x target``."""
+    shift = np.clip(products, BETA_MIN * target, BETA_MAX * target) - products
+    return np.maximum(shift, -BETA_MAX * target)
+
+
+@dataclass
+class _Point:
+    """A primal-dual iterate: ``X[w, u] = M_uw``, ``k``, slacks and multipliers of the loss and
+    privacy rows, multipliers ``W`` of ``M >= 0`` and ``yE`` of the row sums."""
+
+    X: np.ndarray
+    k: float
+    sL: np.ndarray
+    sB: np.ndarray
+    zL: np.ndarray
+    zB: np.ndarray
+    W: np.ndarray
+    yE: np.ndarray
+
+    @classmethod
+    def start(cls, lp: ColumnBlockLP) -> _Point:
+        """The uniform matrix, ``k`` above its loss, slacks floored, multipliers ``START_DUAL``."""
+        n = lp.n
+        X = np.full((n, n), 1.0 / n)
+        k = 1.1 * float(lp.loss(X).max())
+        return cls(X=X, k=k, sL=np.maximum(k - lp.loss(X), 1e-2 * k),
+                   sB=np.maximum(lp.privacy(X), 1.0 / n), zL=np.full(n, 1.0 / n),
+                   zB=np.full((n, lp.m), START_DUAL), W=np.full((n, n), START_DUAL), yE=np.zeros(n))
+
+    def residuals(self, lp: ColumnBlockLP) -> _Residuals:
+        rdM = -(self.yE[None, :] - lp.DT * self.zL[None, :] + lp.privacy_t(self.zB) + self.W)
+        return _Residuals(E=1.0 - self.X.sum(axis=0), L=self.sL + lp.loss(self.X) - self.k,
+                          B=self.sB - lp.privacy(self.X), dM=rdM, dk=1.0 - float(self.zL.sum()))
+
+    def mu(self) -> float:
+        count = self.sL.size + self.sB.size + self.X.size
+        return float(self.sL @ self.zL + np.sum(self.sB * self.zB) + np.sum(self.X * self.W)) / count
+
+    def moved(self, d: _Point, ap: float, ad: float) -> _Point:
+        """The point ``ap`` along ``d``'s primal and ``ad`` along its dual components."""
+        return _Point(X=self.X + ap * d.X, k=self.k + ap * d.k, sL=self.sL + ap * d.sL,
+                      sB=self.sB + ap * d.sB, zL=self.zL + ad * d.zL, zB=self.zB + ad * d.zB,
+                      W=self.W + ad * d.W, yE=self.yE + ad * d.yE)
+
+    def pairs(self, d: _Point) -> tuple:
+        """``(value, direction, multiplier, direction)`` of the three complementary pairs."""
+        return ((self.sL, d.sL, self.zL, d.zL), (self.sB, d.sB, self.zB, d.zB),
+                (self.X, d.X, self.W, d.W))
+
+    def steps(self, d: _Point) -> tuple[float, float]:
+        """Largest primal and dual steps (at most 1) along ``d`` that keep the point positive."""
+        ps = self.pairs(d)
+        return (min(_max_step(v, dv) for v, dv, _, _ in ps),
+                min(_max_step(z, dz) for _, _, z, dz in ps))
+
+
+@dataclass
+class _Residuals:
+    """Primal residuals of the row sums, loss and privacy rows; dual ones of ``M`` and ``k``."""
+
+    E: np.ndarray
+    L: np.ndarray
+    B: np.ndarray
+    dM: np.ndarray
+    dk: float
+
+    def scores(self, p: _Point) -> tuple[float, float, float]:
+        """Relative gap, primal and dual infeasibility."""
+        n = len(self.E)
+        gap = abs(p.k - float(p.yE.sum())) / (1.0 + abs(p.k))
+        pinf = float(np.sqrt(self.E @ self.E + self.L @ self.L + np.sum(self.B * self.B)))
+        dinf = float(np.sqrt(np.sum(self.dM * self.dM) + self.dk ** 2))
+        return gap, pinf / (1.0 + np.sqrt(n)), dinf / 2.0
+
+
+def _newton(lp: ColumnBlockLP, fac: _BlockFactor, p: _Point, r: _Residuals, rs: tuple,
+            rtol: float) -> _Point:
+    """The Newton direction for complementarity targets ``rs = (rs_L, rs_B, rs_X)``.
+
+    The multipliers of ``M >= 0`` take ``dW`` from the dual rows of ``M`` (kept exact) rather
+    than from their complementarity: what the solve misses goes there, not into the residual.
+    """
+    rsL, rsB, rsX = rs
+    pL = (rsL + p.zL * r.L) / p.sL
+    rhs = -lp.DT * pL[None, :] + lp.privacy_t((rsB + p.zB * r.B) / p.sB) + rsX / p.X - r.dM
+    dX, dk, _, lE = fac.solve(rhs, r.E, float(pL.sum() - r.dk), rtol)
+    dsL = dk - lp.loss(dX) - r.L
+    dzL = (rsL - p.zL * dsL) / p.sL
+    dsB = lp.privacy(dX) - r.B
+    dzB = (rsB - p.zB * dsB) / p.sB
+    dyE = -lE
+    dW = r.dM - (dyE[None, :] - lp.DT * dzL[None, :] + lp.privacy_t(dzB))
+    return _Point(X=dX, k=dk, sL=dsL, sB=dsB, zL=dzL, zB=dzB, W=dW, yE=dyE)
+
+
+def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair, *,
+                            time_limit: float | None = None, tol: float = TOL,
+                            max_iter: int = 200) -> tuple[np.ndarray, dict]:
+    """Solve the worst-case-loss LP over the pairs given by the column-block method.
+
+    Parameters
+    ----------
+    distances : ndarray (n, n)
+    pu, pv : int arrays
+        Ordered pairs whose rows ``M[u,w] <= e^{eps_pair D[u,v]} M[v,w]`` hold for every ``w``.
+    eps_pair : float or array
+    time_limit : float or None
+        Seconds; :class:`mdp.lp.LPTimeout` when passed.
+    tol : float
+        Relative gap and infeasibilities to stop at.
+    max_iter : int
+
+    Returns
+    -------
+    M : ndarray (n, n)
+        The best iterate's entries (negatives clipped); its rows hold to the method's accuracy
+        and the caller repairs it.
+    stats : dict
+        ``solver`` (``"blocks"``), ``variables``, ``rows``, ``nnz`` (of the primal LP),
+        ``ipm_iterations``, ``seconds``, ``lp_objective`` (the iterate's ``k``), ``lower_bound``
+        (:func:`lagrangian_bound`), ``ipm_relative_gap`` and ``stalled``.
+
+    Raises
+    ------
+    LPError
+        Too large for :data:`MAX_BLOCK_BYTES`, or no iterate within ``STALL_ACCEPT``.
+    LPTimeout
+    """
+    t0 = time.perf_counter()
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    if 8 * n ** 3 > MAX_BLOCK_BYTES:
+        raise LPError(f"the column-block method keeps {8 * n ** 3 / 2 ** 30:.3g} GiB of block "
+                      f"inverses at n = {n}, more than its limit of {MAX_BLOCK_BYTES / 2 ** 30:.3g} "
+                      f"GiB (MAX_BLOCK_BYTES); use solver='hipo'")
+    lp = ColumnBlockLP(D, pu, pv, eps_pair)
+    deadline = None if time_limit is None else t0 + time_limit
+    # n factorisations of side n: on every core (n = 500: 3.0 ms per block on two threads, 5.1 ms
+    # on one), although each is smaller than a "large" dense step of mdp.lp.dense
+    with blas_threads(SERIAL_BLAS_BELOW):
+        best, it, stalled = _mehrotra(lp, tol=tol, max_iter=max_iter, deadline=deadline, t0=t0)
+    score, _, p, _ = best
+    M = np.maximum(p.X.T, 0.0)
+    stats = dict(solver=BLOCKS, variables=n * n + 1, rows=2 * n + lp.m * n,
+                 nnz=3 * n * n + n + 2 * lp.m * n, privacy_rows=lp.m * n, ipm_iterations=it,
+                 seconds=time.perf_counter() - t0, lp_objective=float(p.k),
+                 lower_bound=lagrangian_bound(lp, p.yE, p.zL, p.zB), ipm_relative_gap=float(score),
+                 stalled=stalled, formulation="worst-case-loss LP (column blocks)")
+    return M, stats
+
+
+def _mehrotra(lp: ColumnBlockLP, *, tol: float, max_iter: int, deadline: float | None,
+              t0: float) -> tuple[tuple, int, bool]:
+    """Iterations of :func:`solve_worst_case_blocks`: ``(best, iterations, stalled)`` with
+    ``best = (score, iteration, point, gap)``."""
+    fac = _BlockFactor(lp)
+    p = _Point.start(lp)
+    rows = 2 * lp.n + lp.m * lp.n
+    best = None
+    mark = (np.inf, 0)               # last iterate that halved the best score
+    for it in range(max_iter + 1):
+        r = p.residuals(lp)
+        gap, pinf, dinf = r.scores(p)
+        score = max(gap, pinf, dinf)
+        report(LPProgress(round=1, rows=rows, objective=float(p.k), gap=gap, iteration=it,
+                          method=BLOCKS))
+        if not np.isfinite(score):
+            break
+        if best is None or score < best[0]:
+            best = (score, it, p, gap)
+        if score <= 0.5 * mark[0]:
+            mark = (score, it)
+        if score <= tol:
+            return best, it, False
+        if best[0] <= STALL_ACCEPT and it - mark[1] >= STALL_ITERATIONS:
+            return best, it, True
+        if it == max_iter:
+            break
+        if deadline is not None and time.perf_counter() > deadline:
+            raise LPTimeout(f"LP time limit reached after {it} interior point iterations of the "
+                            f"column-block method (relative gap {gap:.1e})")
+        rtol = REFINE_RTOL_EARLY if score > REFINE_SWITCH else REFINE_RTOL
+        try:
+            fac.factor(p.zB / p.sB, p.W / p.X, p.sL / p.zL)
+        except LPError:
+            if best[0] > STALL_ACCEPT:
+                raise
+            return best, it, True
+        p = p.moved(*_mehrotra_step(lp, fac, p, r, rtol, gap))
+    if best is not None and best[0] <= STALL_ACCEPT:
+        return best, max_iter, True
+    raise LPError(f"the column-block interior point method stopped after {max_iter} iterations "
+                  f"without converging (best relative gap and infeasibilities "
+                  f"{np.nan if best is None else best[0]:.1e})")
+
+
+def _mehrotra_step(lp: ColumnBlockLP, fac: _BlockFactor, p: _Point, r: _Residuals,
+                   rtol: float, gap: float) -> tuple[_Point, float, float]:
+    """Predictor, corrector and Gondzio's centrality correctors: ``(direction, ap, ad)``."""
+    mu = p.mu()
+    # the predictor only sets sigma: the loose refinement is enough for it
+    aff = _newton(lp, fac, p, r, (-p.sL * p.zL, -p.sB * p.zB, -p.X * p.W),
+                  max(rtol, REFINE_RTOL_EARLY))
+    ap, ad = p.steps(aff)
+    trial = p.moved(aff, ap, ad)
+    sigma = min(1.0, (trial.mu() / mu) ** 3)
+    target = sigma * mu
+    rs = tuple(target - v * z - dv * dz for v, dv, z, dz in p.pairs(aff))
+    d = _newton(lp, fac, p, r, rs, rtol)
+    ap, ad = p.steps(d)
+    for _ in range(CORRECTORS):
+        # aim at longer steps: pull the products of that trial point into the band around target
+        tp, td = min(1.0, ap + CORRECTOR_AIM), min(1.0, ad + CORRECTOR_AIM)
+        shifts = [_centre((v + tp * dv) * (z + td * dz), target) for v, dv, z, dz in p.pairs(d)]
+        rs_c = tuple(a + b for a, b in zip(rs, shifts, strict=True))
+        d_c = _newton(lp, fac, p, r, rs_c, rtol)
+        ap_c, ad_c = p.steps(d_c)
+        if min(ap_c, ad_c) < min(ap, ad) + CORRECTOR_GAIN * CORRECTOR_AIM:
+            break
+        rs, d, ap, ad = rs_c, d_c, ap_c, ad_c
+    eta = STEP_FACTOR if gap > 1e-6 else max(STEP_FACTOR, 0.995)
+    return d, min(1.0, eta * ap), min(1.0, eta * ad)

@@ -1,0 +1,159 @@
+"""The column-block interior point method (mdp.lp.column_blocks) against independent solvers."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+import mdp
+from mdp.families.spanner import greedy_spanner
+from mdp.lp import LPError, LPTimeout, progress
+from mdp.lp import column_blocks as cb
+from mdp.lp.column_blocks import ColumnBlockLP, lagrangian_bound, solve_worst_case_blocks
+from mdp.lp.worst_case import lagrangian_lower_bound, primal_rows
+from mdp.space import MetricSpace
+
+
+def spanner_pairs(D, stretch=1.5):
+    E = greedy_spanner(D, stretch)
+    return np.r_[E[:, 0], E[:, 1]], np.r_[E[:, 1], E[:, 0]]
+
+
+def linprog_optimum(D, pu, pv, level):
+    """The worst-case-loss LP over the pairs, by HiGHS's dual simplex through SciPy."""
+    A = primal_rows(D, pu, pv, np.full(len(pu), level))
+    n = D.shape[0]
+    c = np.zeros(A.shape[1])
+    c[-1] = 1.0
+    res = linprog(c, A_ub=-A[n:], b_ub=np.zeros(A.shape[0] - n), A_eq=A[:n], b_eq=np.ones(n),
+                  bounds=[(0, None)] * (n * n) + [(None, None)], method="highs-ds")
+    assert res.status == 0
+    return res.fun
+
+
+def grid(side):
+    g = np.arange(side, dtype=float)
+    return MetricSpace.from_points(np.stack(np.meshgrid(g, g), -1).reshape(-1, 2))
+
+
+SPACES = [MetricSpace.from_points(np.random.default_rng(s).random((n, 2)) * 5)
+          for s, n in ((1, 12), (2, 20), (3, 25))] + [grid(4), grid(5)]
+
+
+@pytest.mark.parametrize("space", SPACES, ids=lambda s: f"n{s.n}")
+@pytest.mark.parametrize("level", [0.05, 0.4, 2.0, 8.0])
+def test_matches_linprog_and_bounds_it(space, level):
+    D = space.distances
+    pu, pv = spanner_pairs(D)
+    ref = linprog_optimum(D, pu, pv, level)
+    M, stats = solve_worst_case_blocks(D, pu, pv, level)
+    assert stats["solver"] == "blocks"
+    # the bound is rigorous, and bound and iterate are near the optimum (the method's plateau
+    # is about 1e-6 in relative gap |k - bound| / (1 + k))
+    near = 2e-5 * (1 + ref)
+    assert stats["lower_bound"] <= ref + 1e-9
+    assert stats["lower_bound"] >= ref - near
+    assert stats["lp_objective"] == pytest.approx(ref, abs=near)
+    # the iterate meets the rows to the method's accuracy
+    assert np.abs(M.sum(axis=1) - 1).max() <= 1e-6
+    assert np.max(np.einsum("uw,uw->u", M, D)) <= ref + near
+    ratio = M[pu] - np.exp(level * D[pu, pv])[:, None] * M[pv]
+    assert ratio.max() <= 1e-6
+
+
+def test_operators_and_bound_match_the_primal_rows():
+    space = SPACES[1]
+    D, n = space.distances, space.n
+    pu, pv = spanner_pairs(D)
+    lp = ColumnBlockLP(D, pu, pv, 0.7)
+    A = primal_rows(D, pu, pv, np.full(len(pu), 0.7))
+    rng = np.random.default_rng(0)
+    X = rng.random((n, n))                              # X[w, u] = M_uw
+    x = np.r_[X.T.ravel(), 3.0]
+    Ax = A @ x
+    assert np.allclose(X.sum(axis=0), Ax[:n])
+    assert np.allclose(3.0 - lp.loss(X), Ax[n:2 * n])
+    scale = np.exp(-lp.log_scale)                       # rows scaled to coefficient 1
+    assert np.allclose(lp.privacy(X).T.ravel(), np.repeat(scale, n) * Ax[2 * n:])
+    Z = rng.random((n, lp.m))
+    assert np.allclose(lp.privacy_t(Z).T.ravel(),
+                       A[2 * n:, :-1].T @ (Z * scale[None, :]).T.ravel())
+    d, q = rng.random(lp.m), rng.random(n)
+    Bm = sp.csr_matrix((np.r_[np.ones(lp.m), lp.cb],
+                        (np.r_[np.arange(lp.m), np.arange(lp.m)], np.r_[pv, pu])), shape=(lp.m, n))
+    assert np.allclose(lp.block(d, q), (Bm.T @ sp.diags(d) @ Bm).toarray() + np.diag(q))
+    for _ in range(3):
+        yE, zL, zB = rng.normal(size=n), rng.random(n), rng.random((n, lp.m))
+        y = np.r_[yE, zL, (zB * scale[None, :]).T.ravel()]
+        assert lagrangian_bound(lp, yE, zL, zB) == pytest.approx(lagrangian_lower_bound(A, y, n),
+                                                                 rel=1e-12, abs=1e-12)
+
+
+def test_spanner_by_name_is_certified_near_the_vertex():
+    space = SPACES[2]
+    vertex = mdp.build("spanner", space, 0.5, solver="ipm")
+    blocks = mdp.build("spanner", space, 0.5, solver="blocks")
+    assert blocks.stats["method"] == "full" and blocks.stats["solver"] == "blocks"
+    assert blocks.stats["lower_bound"] <= vertex.stats["lp_objective"] + 1e-12
+    assert vertex.loss() - 1e-9 <= blocks.loss() <= vertex.loss() * (1 + 1e-5)
+    assert 0 <= blocks.stats["relative_gap"] <= 1e-5
+    assert blocks.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)
+    with pytest.raises(ValueError, match="solver"):
+        mdp.build("spanner", space, 0.5, method="lazy", solver="blocks")
+
+
+def test_refusals_timeout_and_progress(monkeypatch):
+    D = SPACES[0].distances
+    pu, pv = spanner_pairs(D)
+    with pytest.raises(LPTimeout, match="time limit"):
+        solve_worst_case_blocks(D, pu, pv, 0.5, time_limit=1e-9)
+    events = []
+    with progress(events.append):
+        solve_worst_case_blocks(D, pu, pv, 0.5)
+    assert events and all(e.method == "blocks" and e.iteration is not None for e in events)
+    assert events[-1].gap < 1e-4 and events[0].iteration == 0
+    monkeypatch.setattr(cb, "MAX_BLOCK_BYTES", 8 * 11 ** 3)
+    with pytest.raises(LPError, match="GiB"):
+        solve_worst_case_blocks(D, pu, pv, 0.5)
+    # through the registry a failed LP falls back to the exponential mechanism, and says why
+    mech = mdp.build("spanner", SPACES[0], 0.5, solver="blocks")
+    assert "GiB" in mech.stats["fallback"]["reason"]
+    assert mech.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)
+
+
+def test_default_from_blocks_from_n(monkeypatch):
+    from mdp.families import spanner
+
+    assert spanner.BLOCKS_FROM_N == 300
+    assert spanner.default_full_solver(299) == "hipo"
+    assert spanner.default_full_solver(300) == "blocks"
+    assert spanner.default_full_solver(1100) == "hipo"          # 10 GiB of block inverses
+    # the default at that size (here lowered to 20 points): the column-block method, repaired
+    # and certified like HiPO's point
+    monkeypatch.setattr(spanner, "BLOCKS_FROM_N", 20)
+    space = SPACES[2]
+    auto = mdp.build("spanner", space, 0.5)
+    hipo = mdp.build("spanner", space, 0.5, solver="hipo")
+    assert auto.stats["solver"] == "blocks" and "failed_solves" not in auto.stats
+    assert auto.loss() == pytest.approx(hipo.loss(), rel=2e-5)
+    assert auto.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)
+
+
+def test_default_falls_back_to_hipo_when_blocks_fail(monkeypatch):
+    from mdp.lp import worst_case
+
+    def fail(*args, **kwargs):
+        raise LPError("no convergence (forced)")
+
+    monkeypatch.setattr(worst_case, "solve_worst_case_blocks", fail)
+    D = SPACES[1].distances
+    pu, pv = spanner_pairs(D)
+    ref = linprog_optimum(D, pu, pv, 0.5)
+    M, stats = worst_case.solve_worst_case_lp(D, pu, pv, 0.5, solver="blocks", crossover=False)
+    assert stats["failed_solves"] == ["blocks: no convergence (forced)"]
+    assert "hipo" in stats["solver"]                            # HiPO's chain went on
+    assert stats["lower_bound"] <= ref + 1e-9
+    assert stats["lp_objective"] == pytest.approx(ref, rel=1e-6)
+    # named explicitly (crossover=True), the failure is the caller's
+    with pytest.raises(LPError, match="forced"):
+        worst_case.solve_worst_case_lp(D, pu, pv, 0.5, solver="blocks", crossover=True)
