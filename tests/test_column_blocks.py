@@ -113,7 +113,7 @@ def test_refusals_timeout_and_progress(monkeypatch):
     assert events and all(e.method == "blocks" and e.iteration is not None for e in events)
     assert events[-1].gap < 1e-4 and events[0].iteration == 0
     monkeypatch.setattr(cb, "MAX_BLOCK_BYTES", 8 * 11 ** 3)
-    with pytest.raises(LPError, match="GiB"):
+    with pytest.raises(LPError, match="GiB.*solver='hipo'"):
         solve_worst_case_blocks(D, pu, pv, 0.5)
     # through the registry a failed LP falls back to the exponential mechanism, and says why
     mech = mdp.build("spanner", SPACES[0], 0.5, solver="blocks")
@@ -127,7 +127,14 @@ def test_default_from_blocks_from_n(monkeypatch):
     assert spanner.BLOCKS_FROM_N == 300
     assert spanner.default_full_solver(299) == "hipo"
     assert spanner.default_full_solver(300) == "blocks"
-    assert spanner.default_full_solver(1100) == "hipo"          # 10 GiB of block inverses
+    monkeypatch.setattr(cb, "available_memory", lambda: 64 * 2 ** 30)
+    assert spanner.default_full_solver(1000) == "blocks"        # 7.5 GiB of block inverses
+    assert spanner.default_full_solver(1100) == "hipo"          # 9.9 GiB: above MAX_BLOCK_BYTES
+    monkeypatch.setattr(cb, "available_memory", lambda: 12 * 2 ** 30)
+    assert spanner.default_full_solver(1000) == "hipo"          # more than half of what is free
+    assert spanner.default_full_solver(500) == "blocks"
+    monkeypatch.setattr(cb, "available_memory", lambda: None)   # the system does not say
+    assert spanner.default_full_solver(1000) == "blocks"
     # the default at that size (here lowered to 20 points): the column-block method, repaired
     # and certified like HiPO's point
     monkeypatch.setattr(spanner, "BLOCKS_FROM_N", 20)
@@ -157,3 +164,15 @@ def test_default_falls_back_to_hipo_when_blocks_fail(monkeypatch):
     # named explicitly (crossover=True), the failure is the caller's
     with pytest.raises(LPError, match="forced"):
         worst_case.solve_worst_case_lp(D, pu, pv, 0.5, solver="blocks", crossover=True)
+
+
+def test_available_memory_reads_the_system():
+    import os
+    import sys
+
+    avail = cb.available_memory()
+    if sys.platform.startswith("linux"):
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        assert avail is not None and 0 < avail <= total
+    if avail is not None:
+        assert cb.block_byte_limit() == min(cb.MAX_BLOCK_BYTES, int(cb.MEMORY_SHARE * avail))

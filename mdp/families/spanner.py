@@ -31,7 +31,7 @@ from scipy.sparse.csgraph import shortest_path
 from ..candidate import Candidate
 from ..errors import ParameterError
 from ..lp import SOLVERS, LPError, LPTimeout, explain_failures, stochastic_rows
-from ..lp.column_blocks import MAX_BLOCK_BYTES
+from ..lp.column_blocks import fits_in_memory
 from ..lp.output import LOG_DOMAIN_C, candidate_loss, private_candidate
 from ..lp.worst_case import (
     BLOCKS,
@@ -134,9 +134,9 @@ def spanner_distances(distances: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 def default_full_solver(n: int) -> str:
     """The full LP's default solver: the column-block method from :data:`BLOCKS_FROM_N` points
-    while its ``n^3`` doubles fit :data:`mdp.lp.column_blocks.MAX_BLOCK_BYTES`, else HiPO
-    (:data:`FULL_SOLVER`)."""
-    return BLOCKS if BLOCKS_FROM_N <= n and 8 * n ** 3 <= MAX_BLOCK_BYTES else FULL_SOLVER
+    while its ``n^3`` doubles fit in memory (:func:`mdp.lp.column_blocks.fits_in_memory`: at most
+    8 GiB and half the memory available), else HiPO (:data:`FULL_SOLVER`)."""
+    return BLOCKS if BLOCKS_FROM_N <= n and fits_in_memory(n) else FULL_SOLVER
 
 
 def default_method(n: int, edges: int) -> str:

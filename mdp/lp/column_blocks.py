@@ -32,6 +32,7 @@ point to a private matrix (:func:`mdp.lp.output.private_candidate`) and report t
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -44,12 +45,14 @@ from .highs import LPError, LPTimeout
 from .reporting import LPProgress, report
 
 __all__ = ["ColumnBlockLP", "solve_worst_case_blocks", "lagrangian_bound", "BLOCKS",
-           "MAX_BLOCK_BYTES"]
+           "MAX_BLOCK_BYTES", "available_memory", "block_byte_limit", "fits_in_memory"]
 
 #: ``solver`` name of the column-block method (:func:`mdp.families.spanner.build_spanner`).
 BLOCKS = "blocks"
-#: The method keeps ``n^3`` doubles (the block inverses); larger spaces are refused.
+#: The method keeps ``n^3`` doubles (the block inverses); larger spaces are refused, and so are
+#: spaces whose inverses would take more than ``MEMORY_SHARE`` of the memory available now.
 MAX_BLOCK_BYTES = 8 * 2 ** 30
+MEMORY_SHARE = 0.5
 #: Relative gap and infeasibilities at which the iterations stop.
 TOL = 1e-8
 #: The best iterate is returned once it has not halved its relative gap and infeasibilities for
@@ -77,6 +80,34 @@ CORRECTOR_GAIN = 0.1
 BETA_MIN, BETA_MAX = 0.1, 10.0
 #: Fraction of the largest step to the boundary taken.
 STEP_FACTOR = 0.99
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available now (Linux's ``MemAvailable``, else free pages), or ``None``
+    where the system does not say."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def block_byte_limit() -> int:
+    """The most bytes of block inverses allowed now: :data:`MAX_BLOCK_BYTES`, or less where
+    ``MEMORY_SHARE`` of :func:`available_memory` is less."""
+    avail = available_memory()
+    return MAX_BLOCK_BYTES if avail is None else int(min(MAX_BLOCK_BYTES, MEMORY_SHARE * avail))
+
+
+def fits_in_memory(n: int) -> bool:
+    """Whether the ``8 n^3`` bytes of block inverses at ``n`` points fit :func:`block_byte_limit`."""
+    return 8 * n ** 3 <= block_byte_limit()
 
 
 class ColumnBlockLP:
@@ -355,10 +386,11 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
-    if 8 * n ** 3 > MAX_BLOCK_BYTES:
+    if not fits_in_memory(n):
         raise LPError(f"the column-block method keeps {8 * n ** 3 / 2 ** 30:.3g} GiB of block "
-                      f"inverses at n = {n}, more than its limit of {MAX_BLOCK_BYTES / 2 ** 30:.3g} "
-                      f"GiB (MAX_BLOCK_BYTES); use solver='hipo'")
+                      f"inverses at n = {n}, more than its limit of {block_byte_limit() / 2 ** 30:.3g} "
+                      f"GiB (MAX_BLOCK_BYTES, or {MEMORY_SHARE:g} of the memory available); use "
+                      f"solver='hipo'")
     lp = ColumnBlockLP(D, pu, pv, eps_pair)
     deadline = None if time_limit is None else t0 + time_limit
     # n factorisations of side n: on every core (n = 500: 3.0 ms per block on two threads, 5.1 ms
