@@ -56,7 +56,7 @@ __all__ = ["greedy_spanner", "spanner_distances", "default_method", "default_laz
 FULL_SOLVER = "hipo"
 #: From this many points the full LP's default is the column-block interior point method
 #: (:mod:`mdp.lp.column_blocks`): Geolife cells at eps 0.5 per km, n = 300: 55 s against HiPO's
-#: ... s, n = 500: 373 s where HiPO had not finished in 590 s; its certified relative gap (about
+#: 295 s, n = 500: 373 s where HiPO had not finished in 590 s; its certified relative gap (about
 #: 1e-5) is looser than HiPO's (about 1e-9), so below it HiPO stays (``docs/design/lp.md``).
 BLOCKS_FROM_N = 300
 #: ``method="auto"`` solves the spanner LP lazily when the spanner has more edges than this per
