@@ -92,9 +92,10 @@ def _lp_progress(show: bool):
     width = [0]
 
     def line(event):
-        if event.method is not None:        # from inside one HiGHS solve: no objective yet
+        if event.method is not None:        # from inside one solve (HiGHS shares no objective)
+            gap = (f", gap {event.gap:.2e} (iterate's)" if np.isfinite(event.gap) else "")
             msg = (f"LP solve {event.round} ({event.method}), iteration {event.iteration}: "
-                   f"{event.rows:,} rows, {time.perf_counter() - t0:.0f} s")
+                   f"{event.rows:,} rows{gap}, {time.perf_counter() - t0:.0f} s")
         else:
             where = (f"LP round {event.round}" if event.iteration is None
                      else f"LP round {event.round}, iteration {event.iteration}")

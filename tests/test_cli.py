@@ -179,3 +179,10 @@ def test_build_progress_from_inside_one_highs_solve(tmp_path, capsys, monkeypatc
                       "-o", str(tmp_path / "m.npz")], capsys)
     assert code == 0
     assert re.search(r"LP solve 1 \(hipo\), iteration \d+: [\d,]+ rows, \d+ s", e)
+    # the column-block method reports its iterate's primal-dual gap too
+    code, o, e = run(["build", "--space", str(pts), "--mechanism", "spanner", "--epsilon", "1",
+                      "--param", "solver=blocks", "-o", str(tmp_path / "b.npz")], capsys)
+    assert code == 0
+    gaps = [float(g) for g in re.findall(
+        r"LP solve 1 \(blocks\), iteration \d+: [\d,]+ rows, gap ([\d.e+-]+) \(iterate's\), \d+ s", e)]
+    assert len(gaps) > 10 and gaps[-1] < 1e-4 < gaps[0]
