@@ -46,7 +46,15 @@ from scipy.special import logsumexp
 
 from ..errors import SolverError, SolverTimeout
 from ..lp import SparseLP
-from ..lp.dense import CPUSchur, SparseColumns, blas_threads, matvec, rmatvec, schur_factor
+from ..lp.dense import (
+    CPUSchur,
+    SparseColumns,
+    blas_threads,
+    matvec,
+    max_step,
+    rmatvec,
+    schur_factor,
+)
 from ..lp.reporting import LPProgress, report
 from .constopt import _bound_factors, free_free_pairs, lipschitz_log_matrix
 
@@ -202,11 +210,6 @@ class RowBlockResult:
     #: ``(x, w, s_link, z_link, s_local, z_local)`` of the first iterate whose relative gap and
     #: infeasibilities were all below ``keep_gap`` (a start for the next round), or ``None``
     warm_point: tuple | None = None
-
-
-def _max_step(v: np.ndarray, dv: np.ndarray) -> float:
-    neg = dv < 0
-    return 1.0 if not neg.any() else float(min(1.0, np.min(-v[neg] / dv[neg])))
 
 
 class _RowBlockFactor:
@@ -488,8 +491,8 @@ def _mehrotra(lp: ConstOptLP, fac: _RowBlockFactor, start: tuple, *, tol: float,
 
         point = (x, w, sL, sB, zL, zB, rpL, rpB, rd)
         dx, dsL, dsB, dzL, dzB, dw = _newton_step(lp, fac, point, -sL * zL, -sB * zB, -x * w)
-        ap = min(_max_step(x, dx), _max_step(sL, dsL), _max_step(sB, dsB))
-        ad = min(_max_step(zL, dzL), _max_step(zB, dzB), _max_step(w, dw))
+        ap = min(max_step(x, dx), max_step(sL, dsL), max_step(sB, dsB))
+        ad = min(max_step(zL, dzL), max_step(zB, dzB), max_step(w, dw))
         mu_aff = ((sL + ap * dsL) @ (zL + ad * dzL) + (sB + ap * dsB) @ (zB + ad * dzB)
                   + (x + ap * dx) @ (w + ad * dw)) / m_all
         sigma = min(1.0, (mu_aff / mu) ** 3)
@@ -497,8 +500,8 @@ def _mehrotra(lp: ConstOptLP, fac: _RowBlockFactor, start: tuple, *, tol: float,
                                                   sigma * mu - sB * zB - dsB * dzB,
                                                   sigma * mu - x * w - dx * dw)
         eta = 0.99 if gap > 1e-6 else 0.995
-        ap = min(1.0, eta * min(_max_step(x, dx), _max_step(sL, dsL), _max_step(sB, dsB)))
-        ad = min(1.0, eta * min(_max_step(zL, dzL), _max_step(zB, dzB), _max_step(w, dw)))
+        ap = min(1.0, eta * min(max_step(x, dx), max_step(sL, dsL), max_step(sB, dsB)))
+        ad = min(1.0, eta * min(max_step(zL, dzL), max_step(zB, dzB), max_step(w, dw)))
         x = x + ap * dx
         sL, sB = sL + ap * dsL, sB + ap * dsB
         zL, zB, w = zL + ad * dzL, zB + ad * dzB, w + ad * dw

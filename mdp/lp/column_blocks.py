@@ -40,7 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import cho_factor, cho_solve, lapack
 
-from .dense import SERIAL_BLAS_BELOW, blas_threads
+from .dense import SERIAL_BLAS_BELOW, blas_threads, max_step
 from .highs import LPError, LPTimeout
 from .reporting import LPProgress, report
 
@@ -250,11 +250,6 @@ class _BlockFactor:
         return dX, dk, u, lE
 
 
-def _max_step(v: np.ndarray, dv: np.ndarray) -> float:
-    neg = dv < 0
-    return 1.0 if not neg.any() else float(min(1.0, np.min(-v[neg] / dv[neg])))
-
-
 def _centre(products: np.ndarray, target: float) -> np.ndarray:
     """Gondzio's corrector term: products moved into ``[BETA_MIN, BETA_MAX] x target``, large
     ones by at most ``BETA_MAX x target``."""
@@ -309,8 +304,8 @@ class _Point:
     def steps(self, d: _Point) -> tuple[float, float]:
         """Largest primal and dual steps (at most 1) along ``d`` that keep the point positive."""
         ps = self.pairs(d)
-        return (min(_max_step(v, dv) for v, dv, _, _ in ps),
-                min(_max_step(z, dz) for _, _, z, dz in ps))
+        return (min(max_step(v, dv) for v, dv, _, _ in ps),
+                min(max_step(z, dz) for _, _, z, dz in ps))
 
 
 @dataclass
