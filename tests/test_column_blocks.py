@@ -176,3 +176,31 @@ def test_available_memory_reads_the_system():
         assert avail is not None and 0 < avail <= total
     if avail is not None:
         assert cb.block_byte_limit() == min(cb.MAX_BLOCK_BYTES, int(cb.MEMORY_SHARE * avail))
+
+
+def test_default_runs_blocks_once_when_every_solver_fails(monkeypatch):
+    # the coefficient-limit retries of SpannerMech are HiGHS's: after the column-block method and
+    # HiPO's chain failed, the next limits run the chain only; the build falls back to the
+    # exponential mechanism and says why
+    from mdp.families import spanner
+    from mdp.lp import worst_case
+    from mdp.lp.highs import SparseLP
+
+    calls = []
+
+    def blocks_fail(*args, **kwargs):
+        calls.append(1)
+        raise LPError("no convergence (forced)")
+
+    def fail(*args, **kwargs):
+        raise LPError("solver failed (forced)")
+
+    monkeypatch.setattr(spanner, "BLOCKS_FROM_N", 10)
+    monkeypatch.setattr(worst_case, "solve_worst_case_blocks", blocks_fail)
+    monkeypatch.setattr(worst_case, "solve_clarabel", fail)
+    monkeypatch.setattr(SparseLP, "solve", fail)
+    mech = mdp.build("spanner", SPACES[0], 0.5)
+    assert len(calls) == 1
+    assert len(mech.stats["attempts"]) == 3
+    assert mech.stats["fallback"]["to"] == "exponential"
+    assert mech.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)

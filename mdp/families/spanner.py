@@ -270,6 +270,7 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
             allowed[pu, pv] = True
             path_distances = None
     other = "full" if method == "lazy" else "lazy"
+    full_solver = solver or default_full_solver(space.n)
     attempts = []
     M = None
     t0 = time.perf_counter()
@@ -292,7 +293,7 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                                                         privacy_distances=path_distances)
                 else:
                     M, stats = solve_worst_case_lp(D, pu, pv, level, time_limit=left,
-                                                   solver=solver or default_full_solver(space.n),
+                                                   solver=full_solver,
                                                    max_coefficient=max_coefficient,
                                                    crossover=solver is not None)
                 M = stochastic_rows(M)
@@ -301,6 +302,10 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                     raise
                 attempts.append(f"rows up to {max_coefficient:g}: {exc}")
                 M = None
+                if full_solver == BLOCKS and solver is None:
+                    # the column-block method scales its rows, so fewer rows do not help it:
+                    # after it failed once (and HiPO's chain after it), only the chain retries
+                    full_solver = FULL_SOLVER
                 continue
             break
     base = {"spanner_edges": len(E), "stretch": float(stretch), "attempts": attempts,
