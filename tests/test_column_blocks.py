@@ -1,5 +1,7 @@
 """The column-block interior point method (mdp.lp.column_blocks) against independent solvers."""
 
+import time
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -150,6 +152,7 @@ def test_default_falls_back_to_hipo_when_blocks_fail(monkeypatch):
     from mdp.lp import worst_case
 
     def fail(*args, **kwargs):
+        time.sleep(0.3)
         raise LPError("no convergence (forced)")
 
     monkeypatch.setattr(worst_case, "solve_worst_case_blocks", fail)
@@ -159,6 +162,7 @@ def test_default_falls_back_to_hipo_when_blocks_fail(monkeypatch):
     M, stats = worst_case.solve_worst_case_lp(D, pu, pv, 0.5, solver="blocks", crossover=False)
     assert stats["failed_solves"] == ["blocks: no convergence (forced)"]
     assert "hipo" in stats["solver"]                            # HiPO's chain went on
+    assert stats["seconds"] >= 0.3                              # the failed attempt's time too
     assert stats["lower_bound"] <= ref + 1e-9
     assert stats["lp_objective"] == pytest.approx(ref, rel=1e-6)
     # named explicitly (crossover=True), the failure is the caller's
