@@ -91,6 +91,40 @@ def test_operators_and_bound_match_the_primal_rows():
                                                                  rel=1e-12, abs=1e-12)
 
 
+
+def test_packed_inverses_and_schur_complement_match_dense_algebra():
+    """The compiled block assembly, packed inverses, their sums and ``dspmv`` applications
+    against NumPy on the dense blocks."""
+    from mdp.lp._block_kernels import fill_block_lower, unpack_symmetric
+
+    space = SPACES[2]
+    D, n = space.distances, space.n
+    pu, pv = spanner_pairs(D)
+    lp = ColumnBlockLP(D, pu, pv, 0.9)
+    rng = np.random.default_rng(5)
+    dB, wx, dL_inv = rng.uniform(0.01, 100, (n, lp.m)), rng.uniform(0.01, 100, (n, n)), rng.random(n)
+    out = np.full((n, n), np.nan, order="F")
+    fill_block_lower(out, lp.ri, lp.rj, lp.cb, dB[3], wx[3])
+    assert np.allclose(np.tril(out), np.tril(lp.block(dB[3], wx[3])), rtol=1e-14, atol=0)
+    fac = cb._BlockFactor(lp)
+    fac.factor(dB, wx, dL_inv)
+    inv = np.stack([np.linalg.inv(lp.block(dB[w], wx[w])) for w in range(n)])
+    for w in (0, 7, n - 1):
+        assert np.allclose(unpack_symmetric(fac.Kinv[w], n), inv[w], rtol=1e-10, atol=0)
+    G = [np.vstack([-np.diag(D[:, w]), np.eye(n)]) for w in range(n)]
+    S = sum(G[w] @ inv[w] @ G[w].T for w in range(n)) + np.diag(np.r_[dL_inv, np.zeros(n)])
+    L = fac.cho[0]
+    assert np.allclose(np.tril(L) @ np.tril(L).T, S, rtol=1e-10, atol=1e-12 * np.abs(S).max())
+    R = rng.normal(size=(n, n))
+    assert np.allclose(fac._apply(R), np.einsum("wuv,wv->wu", inv, R), rtol=1e-10, atol=1e-13)
+    # the refined solve meets the unfactored equations
+    r, rE = rng.normal(size=(n, n)), rng.normal(size=n)
+    dX, dk, u, lE = fac.solve(r, rE, 0.3)
+    K_dX = np.einsum("wuv,wv->wu", np.linalg.inv(inv), dX)
+    assert np.allclose(K_dX - D.T * u[None, :] + lE[None, :], r, atol=1e-9)
+    assert np.allclose(dX.sum(axis=0), rE, atol=1e-9)
+    assert np.allclose(-lp.loss(dX) + dk - dL_inv * u, 0, atol=1e-9) and u.sum() == pytest.approx(0.3)
+
 def test_spanner_by_name_is_certified_near_the_vertex():
     space = SPACES[2]
     vertex = mdp.build("spanner", space, 0.5, solver="ipm")
@@ -104,6 +138,30 @@ def test_spanner_by_name_is_certified_near_the_vertex():
         mdp.build("spanner", space, 0.5, method="lazy", solver="blocks")
 
 
+def test_stops_when_the_dual_stops_moving(monkeypatch):
+    """From the iteration whose gap falls below 1e-2 every dual step is cut to 1e-3: the method
+    stops DUAL_STALL_ITERATIONS iterations later with its best iterate, whose bound is valid."""
+    D = SPACES[1].distances
+    pu, pv = spanner_pairs(D)
+    opt = linprog_optimum(D, pu, pv, 0.5)
+    free = solve_worst_case_blocks(D, pu, pv, 0.5)[1]
+    step, first = cb._mehrotra_step, []
+
+    def frozen_dual(lp, fac, p, r, rtol, gap):
+        d, ap, ad = step(lp, fac, p, r, rtol, gap)
+        if gap < 1e-2:
+            first.append(gap)
+            ad = 1e-3
+        return d, ap, ad
+
+    monkeypatch.setattr(cb, "_mehrotra_step", frozen_dual)
+    monkeypatch.setattr(cb, "STALL_ACCEPT", 1.0)
+    stats = solve_worst_case_blocks(D, pu, pv, 0.5)[1]
+    assert stats["stalled"] and len(first) == cb.DUAL_STALL_ITERATIONS
+    assert stats["ipm_iterations"] < free["ipm_iterations"]
+    assert stats["lower_bound"] <= opt + 1e-12 <= stats["lp_objective"] + 2e-12
+
+
 def test_refusals_timeout_and_progress(monkeypatch):
     D = SPACES[0].distances
     pu, pv = spanner_pairs(D)
@@ -114,7 +172,8 @@ def test_refusals_timeout_and_progress(monkeypatch):
         solve_worst_case_blocks(D, pu, pv, 0.5)
     assert events and all(e.method == "blocks" and e.iteration is not None for e in events)
     assert events[-1].gap < 1e-4 and events[0].iteration == 0
-    monkeypatch.setattr(cb, "MAX_BLOCK_BYTES", 8 * 11 ** 3)
+    assert cb.block_bytes(12) == 8 * 12 * 78               # packed lower triangles
+    monkeypatch.setattr(cb, "MAX_BLOCK_BYTES", cb.block_bytes(11))
     with pytest.raises(LPError, match="GiB.*solver='hipo'"):
         solve_worst_case_blocks(D, pu, pv, 0.5)
     # through the registry a failed LP falls back to the exponential mechanism, and says why
@@ -130,11 +189,11 @@ def test_default_from_blocks_from_n(monkeypatch):
     assert spanner.default_full_solver(299) == "hipo"
     assert spanner.default_full_solver(300) == "blocks"
     monkeypatch.setattr(cb, "available_memory", lambda: 64 * 2 ** 30)
-    assert spanner.default_full_solver(1000) == "blocks"        # 7.5 GiB of block inverses
-    assert spanner.default_full_solver(1100) == "hipo"          # 9.9 GiB: above MAX_BLOCK_BYTES
-    monkeypatch.setattr(cb, "available_memory", lambda: 12 * 2 ** 30)
-    assert spanner.default_full_solver(1000) == "hipo"          # more than half of what is free
-    assert spanner.default_full_solver(500) == "blocks"
+    assert spanner.default_full_solver(1285) == "blocks"        # 7.9 GiB of packed inverses
+    assert spanner.default_full_solver(1290) == "hipo"          # 8.0003 GiB: above MAX_BLOCK_BYTES
+    monkeypatch.setattr(cb, "available_memory", lambda: 6 * 2 ** 30)
+    assert spanner.default_full_solver(1000) == "hipo"          # 3.7 GiB: more than half of 6
+    assert spanner.default_full_solver(900) == "blocks"         # 2.7 GiB
     monkeypatch.setattr(cb, "available_memory", lambda: None)   # the system does not say
     assert spanner.default_full_solver(1000) == "blocks"
     # the default at that size (here lowered to 20 points): the column-block method, repaired

@@ -18,7 +18,8 @@ whose blocks ``K_w`` are ``n x n`` with the sparsity of the pair graph. Each blo
 densely (LAPACK ``potrf`` / ``potri``), and the coupling rows enter through the ``2n x 2n``
 Schur complement ``S = sum_w G_w K_w^{-1} G_w^T + diag(s_L / z_L, 0)`` (equality rows have no
 slack), so an iteration costs ``n`` dense factorisations of size ``n``, about ``n^4`` flops, and
-``n^3`` doubles of memory. On a sparse spanner that is far less than a general sparse
+``n^3 / 2`` doubles of memory: the inverses are kept as packed lower triangles and applied by
+BLAS ``dspmv`` (:mod:`mdp.lp._block_kernels`). On a sparse spanner that is far less than a general sparse
 factorisation of the whole LP fills in (``docs/design/lp.md``).
 
 **Accuracy.** Near the optimum the blocks of the used columns become ill-conditioned (their tight
@@ -38,18 +39,20 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import cho_factor, cho_solve, lapack
+from scipy.linalg import blas, cho_factor, cho_solve, lapack
 
+from ._block_kernels import fill_block_lower, pack_and_accumulate, packed_size, unpack_symmetric
 from .dense import SERIAL_BLAS_BELOW, blas_threads, max_step
 from .highs import LPError, LPTimeout
 from .reporting import LPProgress, report
 
 __all__ = ["ColumnBlockLP", "solve_worst_case_blocks", "lagrangian_bound", "BLOCKS",
-           "MAX_BLOCK_BYTES", "available_memory", "block_byte_limit", "fits_in_memory"]
+           "MAX_BLOCK_BYTES", "available_memory", "block_byte_limit", "block_bytes",
+           "fits_in_memory"]
 
 #: ``solver`` name of the column-block method (:func:`mdp.families.spanner.build_spanner`).
 BLOCKS = "blocks"
-#: The method keeps ``n^3`` doubles (the block inverses); larger spaces are refused, and so are
+#: The method keeps ``n^2 (n + 1) / 2`` doubles (the packed block inverses); larger spaces are refused, and so are
 #: spaces whose inverses would take more than ``MEMORY_SHARE`` of the memory available now.
 MAX_BLOCK_BYTES = 8 * 2 ** 30
 MEMORY_SHARE = 0.5
@@ -61,6 +64,12 @@ TOL = 1e-8
 STALL_ITERATIONS = 8
 STALL_FACTOR = 0.8
 STALL_ACCEPT = 1e-4
+#: It is also returned once the dual steps have stayed below ``DUAL_STALL_STEP`` for
+#: ``DUAL_STALL_ITERATIONS`` iterations in a row (below ``STALL_ACCEPT``): on the plateau the
+#: multipliers of ``M >= 0`` block the dual step and only the primal side still moves (Geolife
+#: n = 500: 7 of 106 iterations, the best score 5.6e-6 instead of 5.1e-6).
+DUAL_STALL_STEP = 0.05
+DUAL_STALL_ITERATIONS = 3
 #: Every starting multiplier of the privacy rows and of ``M >= 0`` (1e-3 to 1 gave 40 to 46
 #: iterations to a relative gap of 1e-5 at n = 100 on the Geolife cells).
 START_DUAL = 1e-2
@@ -107,9 +116,15 @@ def block_byte_limit() -> int:
     return MAX_BLOCK_BYTES if avail is None else int(min(MAX_BLOCK_BYTES, MEMORY_SHARE * avail))
 
 
+def block_bytes(n: int) -> int:
+    """Bytes of the packed block inverses at ``n`` points: ``n`` lower triangles, ``4 n^2 (n + 1)``."""
+    return 8 * n * packed_size(n)
+
+
 def fits_in_memory(n: int) -> bool:
-    """Whether the ``8 n^3`` bytes of block inverses at ``n`` points fit :func:`block_byte_limit`."""
-    return 8 * n ** 3 <= block_byte_limit()
+    """Whether the packed block inverses at ``n`` points (:func:`block_bytes`) fit
+    :func:`block_byte_limit`."""
+    return block_bytes(n) <= block_byte_limit()
 
 
 class ColumnBlockLP:
@@ -178,34 +193,34 @@ def lagrangian_bound(lp: ColumnBlockLP, y_sum: np.ndarray, z_loss: np.ndarray,
 
 
 class _BlockFactor:
-    """The block inverses and the Schur complement of one iteration."""
+    """The packed block inverses and the Schur complement of one iteration."""
 
     def __init__(self, lp: ColumnBlockLP):
         n = lp.n
         self.lp = lp
-        self.Kinv = np.empty((n, n, n))
+        self.Kinv = np.empty((n, packed_size(n)))
+        self._block = np.empty((n, n), order="F")
         self.e = np.r_[np.ones(n), np.zeros(n)]
 
     def factor(self, dB: np.ndarray, wx: np.ndarray, dL_inv: np.ndarray) -> None:
         lp, n = self.lp, self.lp.n
+        # S = sum_w G_w K_w^{-1} G_w^T with G_w = [-diag(D[:, w]); I], added up block by block
+        # while each inverse is in cache
+        see, sll, s_row, s_col = (np.zeros(packed_size(n)) for _ in range(4))
         for w in range(n):
-            c, info = lapack.dpotrf(lp.block(dB[w], wx[w]), lower=1, overwrite_a=1, clean=1)
+            fill_block_lower(self._block, lp.ri, lp.rj, lp.cb, dB[w], wx[w])
+            c, info = lapack.dpotrf(self._block, lower=1, overwrite_a=1, clean=0)
             if info == 0:
                 c, info = lapack.dpotri(c, lower=1, overwrite_c=1)
             if info != 0:
                 raise LPError(f"a column block of the interior point method is not positive "
                               f"definite (column {w})")
-            inv = self.Kinv[w]
-            np.add(c, c.T, out=inv)
-            inv[np.diag_indices(n)] *= 0.5
-        # S = sum_w G_w K_w^{-1} G_w^T with G_w = [-diag(D[:, w]); I], one pass over the inverses
-        # per row of S (faster than updating S block by block)
-        SEE = self.Kinv.sum(axis=0)
-        SLE, SLL = np.empty((n, n)), np.empty((n, n))
-        for i in range(n):
-            Ki, a = self.Kinv[:, i, :], lp.DT[:, i]
-            SLE[i] = -(a @ Ki)
-            SLL[i] = a @ (Ki * lp.DT)
+            pack_and_accumulate(c.T, lp.DT[w], self.Kinv[w], see, sll, s_row, s_col)
+        SEE, SLL = unpack_symmetric(see, n), unpack_symmetric(sll, n)
+        jj, ii = np.triu_indices(n)
+        SLE = np.empty((n, n))
+        SLE[ii, jj] = -s_col
+        SLE[jj, ii] = -s_row
         SLL[np.diag_indices(n)] += dL_inv
         try:
             self.cho = cho_factor(np.block([[SLL, SLE], [SLE.T, SEE]]), lower=True)
@@ -217,7 +232,11 @@ class _BlockFactor:
         self.dB, self.wx, self.dL_inv = dB, wx, dL_inv
 
     def _apply(self, R: np.ndarray) -> np.ndarray:
-        return np.matmul(self.Kinv, R[:, :, None])[:, :, 0]
+        n = self.lp.n
+        out = np.empty((n, n))
+        for w in range(n):
+            blas.dspmv(n, 1.0, self.Kinv[w], R[w], y=out[w], overwrite_y=1, lower=1)
+        return out
 
     def _solve_once(self, r, rE, rho, qL):
         lp, n = self.lp, self.lp.n
@@ -384,7 +403,7 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
     if not fits_in_memory(n):
-        raise LPError(f"the column-block method keeps {8 * n ** 3 / 2 ** 30:.3g} GiB of block "
+        raise LPError(f"the column-block method keeps {block_bytes(n) / 2 ** 30:.3g} GiB of block "
                       f"inverses at n = {n}, more than its limit of {block_byte_limit() / 2 ** 30:.3g} "
                       f"GiB (MAX_BLOCK_BYTES, or {MEMORY_SHARE:g} of the memory available); use "
                       f"solver='hipo'")
@@ -413,6 +432,7 @@ def _mehrotra(lp: ColumnBlockLP, *, tol: float, max_iter: int, deadline: float |
     rows = 2 * lp.n + lp.m * lp.n
     best = None
     mark = (np.inf, 0)               # last iterate that cut the best score by STALL_FACTOR
+    short_dual = 0                   # dual steps below DUAL_STALL_STEP in a row
     for it in range(max_iter + 1):
         r = p.residuals(lp)
         gap, pinf, dinf = r.scores(p)
@@ -427,7 +447,8 @@ def _mehrotra(lp: ColumnBlockLP, *, tol: float, max_iter: int, deadline: float |
             mark = (score, it)
         if score <= tol:
             return best, it, False
-        if best[0] <= STALL_ACCEPT and it - mark[1] >= STALL_ITERATIONS:
+        if best[0] <= STALL_ACCEPT and (it - mark[1] >= STALL_ITERATIONS
+                                        or short_dual >= DUAL_STALL_ITERATIONS):
             return best, it, True
         if it == max_iter:
             break
@@ -441,7 +462,9 @@ def _mehrotra(lp: ColumnBlockLP, *, tol: float, max_iter: int, deadline: float |
             if best[0] > STALL_ACCEPT:
                 raise
             return best, it, True
-        p = p.moved(*_mehrotra_step(lp, fac, p, r, rtol, gap))
+        d, ap, ad = _mehrotra_step(lp, fac, p, r, rtol, gap)
+        short_dual = short_dual + 1 if ad < DUAL_STALL_STEP else 0
+        p = p.moved(d, ap, ad)
     if best is not None and best[0] <= STALL_ACCEPT:
         return best, max_iter, True
     raise LPError(f"the column-block interior point method stopped after {max_iter} iterations "
