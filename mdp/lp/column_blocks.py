@@ -64,12 +64,6 @@ TOL = 1e-8
 STALL_ITERATIONS = 8
 STALL_FACTOR = 0.8
 STALL_ACCEPT = 1e-4
-#: It is also returned once the dual steps have stayed below ``DUAL_STALL_STEP`` for
-#: ``DUAL_STALL_ITERATIONS`` iterations in a row (below ``STALL_ACCEPT``): on the plateau the
-#: multipliers of ``M >= 0`` block the dual step and only the primal side still moves (Geolife
-#: n = 500: 7 of 106 iterations, the best score 5.6e-6 instead of 5.1e-6).
-DUAL_STALL_STEP = 0.05
-DUAL_STALL_ITERATIONS = 3
 #: Every starting multiplier of the privacy rows and of ``M >= 0`` (1e-3 to 1 gave 40 to 46
 #: iterations to a relative gap of 1e-5 at n = 100 on the Geolife cells).
 START_DUAL = 1e-2
@@ -432,7 +426,6 @@ def _mehrotra(lp: ColumnBlockLP, *, tol: float, max_iter: int, deadline: float |
     rows = 2 * lp.n + lp.m * lp.n
     best = None
     mark = (np.inf, 0)               # last iterate that cut the best score by STALL_FACTOR
-    short_dual = 0                   # dual steps below DUAL_STALL_STEP in a row
     for it in range(max_iter + 1):
         r = p.residuals(lp)
         gap, pinf, dinf = r.scores(p)
@@ -447,8 +440,7 @@ def _mehrotra(lp: ColumnBlockLP, *, tol: float, max_iter: int, deadline: float |
             mark = (score, it)
         if score <= tol:
             return best, it, False
-        if best[0] <= STALL_ACCEPT and (it - mark[1] >= STALL_ITERATIONS
-                                        or short_dual >= DUAL_STALL_ITERATIONS):
+        if best[0] <= STALL_ACCEPT and it - mark[1] >= STALL_ITERATIONS:
             return best, it, True
         if it == max_iter:
             break
@@ -462,9 +454,7 @@ def _mehrotra(lp: ColumnBlockLP, *, tol: float, max_iter: int, deadline: float |
             if best[0] > STALL_ACCEPT:
                 raise
             return best, it, True
-        d, ap, ad = _mehrotra_step(lp, fac, p, r, rtol, gap)
-        short_dual = short_dual + 1 if ad < DUAL_STALL_STEP else 0
-        p = p.moved(d, ap, ad)
+        p = p.moved(*_mehrotra_step(lp, fac, p, r, rtol, gap))
     if best is not None and best[0] <= STALL_ACCEPT:
         return best, max_iter, True
     raise LPError(f"the column-block interior point method stopped after {max_iter} iterations "
