@@ -102,7 +102,8 @@ def test_packed_inverses_and_schur_complement_match_dense_algebra():
     pu, pv = spanner_pairs(D)
     lp = ColumnBlockLP(D, pu, pv, 0.9)
     rng = np.random.default_rng(5)
-    dB, wx, dL_inv = rng.uniform(0.01, 100, (n, lp.m)), rng.uniform(0.01, 100, (n, n)), rng.random(n)
+    dB, wx = rng.uniform(0.01, 100, (n, lp.m)), rng.uniform(0.01, 100, (n, n))
+    dL_inv = rng.random(n)
     out = np.full((n, n), np.nan, order="F")
     fill_block_lower(out, lp.ri, lp.rj, lp.cb, dB[3], wx[3])
     assert np.allclose(np.tril(out), np.tril(lp.block(dB[3], wx[3])), rtol=1e-14, atol=0)
@@ -123,7 +124,8 @@ def test_packed_inverses_and_schur_complement_match_dense_algebra():
     K_dX = np.einsum("wuv,wv->wu", np.linalg.inv(inv), dX)
     assert np.allclose(K_dX - D.T * u[None, :] + lE[None, :], r, atol=1e-9)
     assert np.allclose(dX.sum(axis=0), rE, atol=1e-9)
-    assert np.allclose(-lp.loss(dX) + dk - dL_inv * u, 0, atol=1e-9) and u.sum() == pytest.approx(0.3)
+    assert np.allclose(-lp.loss(dX) + dk - dL_inv * u, 0, atol=1e-9)
+    assert u.sum() == pytest.approx(0.3)
 
 def test_spanner_by_name_is_certified_near_the_vertex():
     space = SPACES[2]

@@ -19,8 +19,8 @@ densely (LAPACK ``potrf`` / ``potri``), and the coupling rows enter through the 
 Schur complement ``S = sum_w G_w K_w^{-1} G_w^T + diag(s_L / z_L, 0)`` (equality rows have no
 slack), so an iteration costs ``n`` dense factorisations of size ``n``, about ``n^4`` flops, and
 ``n^3 / 2`` doubles of memory: the inverses are kept as packed lower triangles and applied by
-BLAS ``dspmv`` (:mod:`mdp.lp._block_kernels`). On a sparse spanner that is far less than a general sparse
-factorisation of the whole LP fills in (``docs/design/lp.md``).
+BLAS ``dspmv`` (:mod:`mdp.lp._block_kernels`). On a sparse spanner that is far less than a
+general sparse factorisation of the whole LP fills in (``docs/design/lp.md``).
 
 **Accuracy.** Near the optimum the blocks of the used columns become ill-conditioned (their tight
 rows fix a column up to its scale, which only the coupling rows pin), and the explicit block
@@ -52,8 +52,9 @@ __all__ = ["ColumnBlockLP", "solve_worst_case_blocks", "lagrangian_bound", "BLOC
 
 #: ``solver`` name of the column-block method (:func:`mdp.families.spanner.build_spanner`).
 BLOCKS = "blocks"
-#: The method keeps ``n^2 (n + 1) / 2`` doubles (the packed block inverses); larger spaces are refused, and so are
-#: spaces whose inverses would take more than ``MEMORY_SHARE`` of the memory available now.
+#: The method keeps ``n^2 (n + 1) / 2`` doubles (the packed block inverses); larger spaces are
+#: refused, and so are spaces whose inverses would take more than ``MEMORY_SHARE`` of the memory
+#: available now.
 MAX_BLOCK_BYTES = 8 * 2 ** 30
 MEMORY_SHARE = 0.5
 #: Relative gap and infeasibilities at which the iterations stop.
@@ -111,7 +112,8 @@ def block_byte_limit() -> int:
 
 
 def block_bytes(n: int) -> int:
-    """Bytes of the packed block inverses at ``n`` points: ``n`` lower triangles, ``4 n^2 (n + 1)``."""
+    """Bytes of the packed block inverses at ``n`` points: ``n`` lower triangles,
+    ``4 n^2 (n + 1)``."""
     return 8 * n * packed_size(n)
 
 
@@ -229,7 +231,8 @@ class _BlockFactor:
         n = self.lp.n
         out = np.empty((n, n))
         for w in range(n):
-            blas.dspmv(n, 1.0, self.Kinv[w], R[w], y=out[w], overwrite_y=1, lower=1)
+            # in place where f2py can (the assignment then copies nothing new)
+            out[w] = blas.dspmv(n, 1.0, self.Kinv[w], R[w], y=out[w], overwrite_y=1, lower=1)
         return out
 
     def _solve_once(self, r, rE, rho, qL):
