@@ -31,8 +31,8 @@ def packed_size(n: int) -> int:
 
 @nb.njit(cache=True, boundscheck=False)
 def fill_block_lower(out, ri, rj, cb, d, q):  # pragma: no cover (compiled)
-    """Lower triangle of ``B^T diag(d) B + diag(q)`` into ``out`` (Fortran order, upper left
-    untouched), where row ``r`` of ``B`` is ``e_{ri[r]} + cb[r] e_{rj[r]}`` (``ri != rj``)."""
+    """Lower triangle of ``B^T diag(d) B + diag(q)`` into ``out`` (Fortran order, the strict upper
+    triangle untouched), where row ``r`` of ``B`` is ``e_{ri[r]} + cb[r] e_{rj[r]}`` (``ri != rj``)."""
     n = out.shape[0]
     for j in range(n):
         for i in range(j, n):
@@ -49,7 +49,7 @@ def fill_block_lower(out, ri, rj, cb, d, q):  # pragma: no cover (compiled)
         out[u, u] += q[u]
 
 
-@nb.njit(cache=True, boundscheck=False, fastmath=True)
+@nb.njit(cache=True, boundscheck=False)
 def pack_and_accumulate(upper, a, packed, see, sll, s_row, s_col):  # pragma: no cover (compiled)
     """Copy a symmetric matrix's lower triangle, given as the upper triangle of its C-ordered
     transpose ``upper``, into ``packed`` and add it into the packed sums: ``see += v``,
