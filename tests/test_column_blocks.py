@@ -11,6 +11,7 @@ import mdp
 from mdp.families.spanner import greedy_spanner
 from mdp.lp import LPError, LPTimeout, progress
 from mdp.lp import column_blocks as cb
+from mdp.lp._block_kernels import fill_block_lower, unpack_symmetric
 from mdp.lp.column_blocks import ColumnBlockLP, lagrangian_bound, solve_worst_case_blocks
 from mdp.lp.worst_case import lagrangian_lower_bound, primal_rows
 from mdp.space import MetricSpace
@@ -31,6 +32,20 @@ def linprog_optimum(D, pu, pv, level):
                   bounds=[(0, None)] * (n * n) + [(None, None)], method="highs-ds")
     assert res.status == 0
     return res.fun
+
+
+def dense_blocks(D, pu, pv, level, dB, wx):
+    """``B_w^T diag(dB[w]) B_w + diag(wx[w])`` per column ``w``, dense, with ``B_w`` cut out of
+    :func:`primal_rows` (privacy rows pair-major, scaled to coefficient 1 as the method scales
+    them)."""
+    n, m = D.shape[0], len(pu)
+    A = primal_rows(D, pu, pv, np.full(m, level)).tocsr()
+    scale = sp.diags(np.exp(-level * D[pu, pv]))
+    out = []
+    for w in range(n):
+        Bw = scale @ A[2 * n + np.arange(m) * n + w][:, np.arange(n) * n + w]
+        out.append((Bw.T @ sp.diags(dB[w]) @ Bw).toarray() + np.diag(wx[w]))
+    return np.stack(out)
 
 
 def grid(side):
@@ -80,10 +95,13 @@ def test_operators_and_bound_match_the_primal_rows():
     Z = rng.random((n, lp.m))
     assert np.allclose(lp.privacy_t(Z).T.ravel(),
                        A[2 * n:, :-1].T @ (Z * scale[None, :]).T.ravel())
-    d, q = rng.random(lp.m), rng.random(n)
-    Bm = sp.csr_matrix((np.r_[np.ones(lp.m), lp.cb],
-                        (np.r_[np.arange(lp.m), np.arange(lp.m)], np.r_[pv, pu])), shape=(lp.m, n))
-    assert np.allclose(lp.block(d, q), (Bm.T @ sp.diags(d) @ Bm).toarray() + np.diag(q))
+    # the compiled block fill: the lower triangle of the dense block, the rest untouched
+    dB, wx = rng.random((n, lp.m)), rng.random((n, n))
+    out = np.full((n, n), np.nan, order="F")
+    fill_block_lower(out, lp.ri, lp.rj, lp.cb, dB[3], wx[3])
+    K3 = dense_blocks(D, pu, pv, 0.7, dB, wx)[3]
+    assert np.allclose(np.tril(out), np.tril(K3), rtol=1e-14, atol=0)
+    assert np.isnan(out[np.triu_indices(n, 1)]).all()
     for _ in range(3):
         yE, zL, zB = rng.normal(size=n), rng.random(n), rng.random((n, lp.m))
         y = np.r_[yE, zL, (zB * scale[None, :]).T.ravel()]
@@ -91,12 +109,9 @@ def test_operators_and_bound_match_the_primal_rows():
                                                                  rel=1e-12, abs=1e-12)
 
 
-
 def test_packed_inverses_and_schur_complement_match_dense_algebra():
     """The compiled block assembly, packed inverses, their sums and ``dspmv`` applications
     against NumPy on the dense blocks."""
-    from mdp.lp._block_kernels import fill_block_lower, unpack_symmetric
-
     space = SPACES[2]
     D, n = space.distances, space.n
     pu, pv = spanner_pairs(D)
@@ -104,12 +119,10 @@ def test_packed_inverses_and_schur_complement_match_dense_algebra():
     rng = np.random.default_rng(5)
     dB, wx = rng.uniform(0.01, 100, (n, lp.m)), rng.uniform(0.01, 100, (n, n))
     dL_inv = rng.random(n)
-    out = np.full((n, n), np.nan, order="F")
-    fill_block_lower(out, lp.ri, lp.rj, lp.cb, dB[3], wx[3])
-    assert np.allclose(np.tril(out), np.tril(lp.block(dB[3], wx[3])), rtol=1e-14, atol=0)
     fac = cb._BlockFactor(lp)
     fac.factor(dB, wx, dL_inv)
-    inv = np.stack([np.linalg.inv(lp.block(dB[w], wx[w])) for w in range(n)])
+    K = dense_blocks(D, pu, pv, 0.9, dB, wx)
+    inv = np.linalg.inv(K)
     for w in (0, 7, n - 1):
         assert np.allclose(unpack_symmetric(fac.Kinv[w], n), inv[w], rtol=1e-10, atol=0)
     G = [np.vstack([-np.diag(D[:, w]), np.eye(n)]) for w in range(n)]
@@ -121,11 +134,12 @@ def test_packed_inverses_and_schur_complement_match_dense_algebra():
     # the refined solve meets the unfactored equations
     r, rE = rng.normal(size=(n, n)), rng.normal(size=n)
     dX, dk, u, lE = fac.solve(r, rE, 0.3)
-    K_dX = np.einsum("wuv,wv->wu", np.linalg.inv(inv), dX)
+    K_dX = np.einsum("wuv,wv->wu", K, dX)
     assert np.allclose(K_dX - D.T * u[None, :] + lE[None, :], r, atol=1e-9)
     assert np.allclose(dX.sum(axis=0), rE, atol=1e-9)
     assert np.allclose(-lp.loss(dX) + dk - dL_inv * u, 0, atol=1e-9)
     assert u.sum() == pytest.approx(0.3)
+
 
 def test_spanner_by_name_is_certified_near_the_vertex():
     space = SPACES[2]

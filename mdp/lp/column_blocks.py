@@ -145,9 +145,6 @@ class ColumnBlockLP:
         rows = np.arange(self.m)
         self._PiT = sp.csr_matrix((np.ones(self.m), (pv, rows)), shape=(n, self.m))
         self._PjT = sp.csr_matrix((self.cb, (pu, rows)), shape=(n, self.m))
-        # flat positions and weights of B^T diag(d) B + diag(q) in one dense block
-        self._idx = np.r_[pv * n + pv, pu * n + pu, pv * n + pu, pu * n + pv, np.arange(n) * (n + 1)]
-        self._coef = np.r_[np.ones(self.m), self.cb ** 2, self.cb, self.cb]
 
     def privacy(self, X: np.ndarray) -> np.ndarray:
         """``B X``: the privacy rows' values, shape ``(n, m)`` (column, pair)."""
@@ -161,12 +158,6 @@ class ColumnBlockLP:
     def loss(self, X: np.ndarray) -> np.ndarray:
         """``sum_w D_uw M_uw`` per row ``u``."""
         return np.einsum("wu,wu->u", self.DT, X)
-
-    def block(self, d: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """``B^T diag(d) B + diag(q)`` for one column, dense."""
-        n = self.n
-        return np.bincount(self._idx, np.r_[np.tile(d, 4) * self._coef, q],
-                           minlength=n * n).reshape(n, n)
 
 
 def lagrangian_bound(lp: ColumnBlockLP, y_sum: np.ndarray, z_loss: np.ndarray,
