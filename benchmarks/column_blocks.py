@@ -1,8 +1,9 @@
 """One iteration of the column-block interior point method, step by step (SpannerMech's full LP).
 
 Times, side by side in one process, the parts of one factorisation of
-:class:`mdp.lp.column_blocks._BlockFactor` (building the blocks, LAPACK ``potrf`` and ``potri``,
-packing the inverses while adding up the Schur complement) and one application of the ``n``
+:class:`mdp.lp.column_blocks._BlockFactor` with dense blocks (building the blocks, LAPACK ``potrf``
+and ``potri``, packing the inverses, adding them into the Schur complement's sums in batches) and
+one application of the ``n``
 inverses to a vector per block: BLAS ``dspmv`` on the packed triangles (the method's) against
 NumPy's batched ``matmul`` on full inverses (before the twentieth session). Blocks have the
 spanner's sparsity on the Geolife cells (stretch 1.5) and random positive weights; the timings do
@@ -11,9 +12,19 @@ not depend on the values.
 Usage::
 
     python benchmarks/column_blocks.py --sizes 200 500 --repeats 3
+    python benchmarks/column_blocks.py --sizes 500 1000 --devices cpu tree --repeats 2
+    python benchmarks/column_blocks.py --sizes 500 1000 --devices gpu --repeats 3
 
 Prints a table of seconds per iteration part (the minimum over repeats) and the ratio of the two
 applications. The full inverses need ``8 n^3`` bytes (1 GB at n = 500).
+
+``--devices tree`` times whole factorisations (``factor``) of the CPU method with the blocks
+inverted densely (``dense``) and along the nested dissection of the pair graph
+(:mod:`mdp.lp.dissection`, the points in its order), side by side, with the dissection's flop
+ratio and levels. ``--devices gpu`` adds whole factorisations and applications of
+:class:`mdp.lp.batched_blocks.BatchedBlockFactor` on CuPy's GPU (``factor``: seconds of one
+``factor`` call, the Schur complement's transfer included; ``apply``: one application, transfers
+included); ``cpu`` is the packed method's parts, with ``factor`` their sum.
 """
 
 from __future__ import annotations
@@ -28,12 +39,13 @@ from scipy.linalg import lapack
 from mdp.families.spanner import greedy_spanner
 from mdp.io import shared_data_dir
 from mdp.lp._block_kernels import (
+    accumulate_packed,
     fill_block_lower,
-    pack_and_accumulate,
+    pack_lower,
     packed_size,
     unpack_symmetric,
 )
-from mdp.lp.column_blocks import ColumnBlockLP, _BlockFactor
+from mdp.lp.column_blocks import BATCH, ColumnBlockLP, _BlockFactor
 from mdp.lp.dense import SERIAL_BLAS_BELOW, blas_threads
 
 
@@ -61,12 +73,16 @@ def time_parts(lp: ColumnBlockLP, rng: np.random.Generator) -> dict:
         t2 = time.perf_counter()
         c, info = lapack.dpotri(c, lower=1, overwrite_c=1)
         t3 = time.perf_counter()
-        pack_and_accumulate(c.T, lp.DT[w], packed[w], *sums)
+        pack_lower(c.T, packed[w])
         t4 = time.perf_counter()
         parts["build"] += t1 - t0
         parts["potrf"] += t2 - t1
         parts["potri"] += t3 - t2
         parts["pack"] += t4 - t3
+    t0 = time.perf_counter()
+    for w0 in range(0, n, BATCH):
+        accumulate_packed(packed[w0:w0 + BATCH], lp.DT[w0:w0 + BATCH], *sums)
+    parts["sums"] = time.perf_counter() - t0
     fac = _BlockFactor(lp)
     fac.Kinv = packed
     R = rng.standard_normal((n, n))
@@ -80,22 +96,77 @@ def time_parts(lp: ColumnBlockLP, rng: np.random.Generator) -> dict:
     return parts
 
 
+def time_batched(lp: ColumnBlockLP, rng: np.random.Generator) -> dict:
+    """Seconds of one ``factor`` and one ``_apply`` of the GPU's batched factor."""
+    from mdp.lp.batched_blocks import BatchedBlockFactor, cupy_backend
+
+    n = lp.n
+    dB, wx = rng.uniform(0.1, 10, (n, lp.m)), rng.uniform(0.1, 10, (n, n))
+    fac = BatchedBlockFactor(lp, cupy_backend())
+    t0 = time.perf_counter()
+    fac.factor(dB, wx, rng.random(n))
+    t1 = time.perf_counter()
+    fac._apply(rng.standard_normal((n, n)))
+    t2 = time.perf_counter()
+    del fac
+    return dict(factor=t1 - t0, apply=t2 - t1)
+
+
+def time_tree(lp: ColumnBlockLP, rng: np.random.Generator) -> dict:
+    """Seconds of one whole ``factor`` of the CPU method, dense and along the dissection."""
+    from mdp.lp.column_blocks import _levels
+    from mdp.lp.dissection import nested_dissection
+
+    n = lp.n
+    t0 = time.perf_counter()
+    tree = nested_dissection(n, lp.rj, lp.ri)
+    t1 = time.perf_counter()
+    pos = np.empty(n, dtype=np.int64)
+    pos[tree.order] = np.arange(n)
+    lp_t = ColumnBlockLP(lp.D[np.ix_(tree.order, tree.order)], pos[lp.rj], pos[lp.ri],
+                         lp.log_scale / np.maximum(lp.D[lp.rj, lp.ri], 1e-300))
+    dB, wx = rng.uniform(0.1, 10, (n, lp.m)), rng.uniform(0.1, 10, (n, n))
+    dL = rng.random(n)
+    out = dict(dissect=t1 - t0, levels=_levels(tree), flop_ratio=n ** 3 / tree.flops())
+    for name, fac in (("dense", _BlockFactor(lp_t)), ("tree", _BlockFactor(lp_t, tree))):
+        t0 = time.perf_counter()
+        fac.factor(dB, wx, dL)
+        out[name] = time.perf_counter() - t0
+        del fac
+    out["dense / tree"] = out["dense"] / out["tree"]
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[200, 500])
     p.add_argument("--repeats", type=int, default=3, help="report the min over repeats")
+    p.add_argument("--devices", nargs="+", default=["cpu"], choices=["cpu", "tree", "gpu"])
     args = p.parse_args()
     rng = np.random.default_rng(0)
     rows = []
     with blas_threads(SERIAL_BLAS_BELOW):
         for n in args.sizes:
             lp = geolife_lp(n)
-            time_parts(lp, rng)            # compile the kernels and touch the memory once
-            runs = [time_parts(lp, rng) for _ in range(args.repeats)]
-            row = {"n": n, "pair_rows": lp.m, **{k: min(r[k] for r in runs) for k in runs[0]}}
-            row["apply_full / packed"] = row["apply_full"] / row["apply_packed"]
-            rows.append(row)
-            print(row, flush=True)
+            for device in args.devices:
+                if device == "cpu":
+                    def run(lp=lp):
+                        return time_parts(lp, rng)
+                elif device == "tree":
+                    def run(lp=lp):
+                        return time_tree(lp, rng)
+                else:
+                    def run(lp=lp):
+                        return time_batched(lp, rng)
+                run()                      # compile the kernels and touch the memory once
+                runs = [run() for _ in range(args.repeats)]
+                row = {"n": n, "device": device, "pair_rows": lp.m,
+                       **{k: min(r[k] for r in runs) for k in runs[0]}}
+                if device == "cpu":
+                    row["factor"] = sum(row[k] for k in ("build", "potrf", "potri", "pack", "sums"))
+                    row["apply_full / packed"] = row["apply_full"] / row["apply_packed"]
+                rows.append(row)
+                print(row, flush=True)
     print(pd.DataFrame(rows).round(4).to_markdown(index=False))
 
 

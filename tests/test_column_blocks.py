@@ -57,25 +57,32 @@ SPACES = [MetricSpace.from_points(np.random.default_rng(s).random((n, 2)) * 5)
           for s, n in ((1, 12), (2, 20), (3, 25))] + [grid(4), grid(5)]
 
 
+def solve_against_linprog(D, pu, pv, level):
+    """The column-block method's ``(M, stats)``, checked against HiGHS's dual simplex: the bound
+    is rigorous, bound and iterate are near the optimum (the method's plateau is about 1e-6 in
+    relative gap ``|k - bound| / (1 + k)``), and the iterate meets the rows to the method's
+    accuracy, in the points' own order."""
+    ref = linprog_optimum(D, pu, pv, level)
+    M, stats = solve_worst_case_blocks(D, pu, pv, level)
+    assert stats["solver"] == "blocks"
+    near = 2e-5 * (1 + ref)
+    assert stats["lower_bound"] <= ref + 1e-9
+    assert stats["lower_bound"] >= ref - near
+    assert stats["lp_objective"] == pytest.approx(ref, abs=near)
+    assert np.abs(M.sum(axis=1) - 1).max() <= 1e-6
+    assert np.max(np.einsum("uw,uw->u", M, D)) <= ref + near
+    ratio = M[pu] - np.exp(level * D[pu, pv])[:, None] * M[pv]
+    assert ratio.max() <= 1e-6
+    return M, stats
+
+
 @pytest.mark.parametrize("space", SPACES, ids=lambda s: f"n{s.n}")
 @pytest.mark.parametrize("level", [0.05, 0.4, 2.0, 8.0])
 def test_matches_linprog_and_bounds_it(space, level):
     D = space.distances
     pu, pv = spanner_pairs(D)
-    ref = linprog_optimum(D, pu, pv, level)
-    M, stats = solve_worst_case_blocks(D, pu, pv, level)
-    assert stats["solver"] == "blocks"
-    # the bound is rigorous, and bound and iterate are near the optimum (the method's plateau
-    # is about 1e-6 in relative gap |k - bound| / (1 + k))
-    near = 2e-5 * (1 + ref)
-    assert stats["lower_bound"] <= ref + 1e-9
-    assert stats["lower_bound"] >= ref - near
-    assert stats["lp_objective"] == pytest.approx(ref, abs=near)
-    # the iterate meets the rows to the method's accuracy
-    assert np.abs(M.sum(axis=1) - 1).max() <= 1e-6
-    assert np.max(np.einsum("uw,uw->u", M, D)) <= ref + near
-    ratio = M[pu] - np.exp(level * D[pu, pv])[:, None] * M[pv]
-    assert ratio.max() <= 1e-6
+    _, stats = solve_against_linprog(D, pu, pv, level)
+    assert stats["device"] == "cpu"
 
 
 def test_operators_and_bound_match_the_primal_rows():
@@ -259,3 +266,27 @@ def test_default_runs_blocks_once_when_every_solver_fails(monkeypatch):
     assert len(mech.stats["attempts"]) == 3
     assert mech.stats["fallback"]["to"] == "exponential"
     assert mech.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("batch", [1, 3, 5])
+def test_batched_sums_of_packed_triangles(batch):
+    """accumulate_packed adds a batch of packed lower triangles into the Schur complement's four
+    packed sums, as dense algebra does."""
+    from mdp.lp._block_kernels import accumulate_packed, pack_lower, packed_size
+
+    rng = np.random.default_rng(batch)
+    n = 7
+    mats = rng.normal(size=(batch, n, n))
+    mats = mats + mats.transpose(0, 2, 1)
+    a = rng.random((batch, n))
+    packed = np.empty((batch, packed_size(n)))
+    for b in range(batch):
+        pack_lower(mats[b], packed[b])
+    sums = [np.full(packed_size(n), 0.5) for _ in range(4)]
+    accumulate_packed(packed, a, *sums)
+    jj, ii = np.triu_indices(n)                     # packed order: column j, rows i >= j
+    ref = [mats.sum(0), np.einsum("bi,bij,bj->ij", a, mats, a),
+           np.einsum("bij,bj->ij", mats, a), np.einsum("bi,bij->ij", a, mats)]
+    for got, want in zip(sums, ref, strict=True):
+        assert np.allclose(got, 0.5 + want[ii, jj], rtol=1e-13)
+    assert np.allclose(unpack_symmetric(packed[0], n), mats[0], rtol=0, atol=0)

@@ -134,8 +134,9 @@ def spanner_distances(distances: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 def default_full_solver(n: int) -> str:
     """The full LP's default solver: the column-block method from :data:`BLOCKS_FROM_N` points
-    while its ``n^3 / 2`` doubles fit in memory (:func:`mdp.lp.column_blocks.fits_in_memory`: at
-    most 8 GiB and half the memory available), else HiPO (:data:`FULL_SOLVER`)."""
+    while its block inverses fit in memory (:func:`mdp.lp.column_blocks.fits_in_memory`: on the
+    CPU ``n^3 / 2`` doubles, at most 8 GiB and half the memory available; on a GPU that
+    ``MDP_DEVICE`` allows, ``n^3`` doubles of its free memory), else HiPO (:data:`FULL_SOLVER`)."""
     return BLOCKS if BLOCKS_FROM_N <= n and fits_in_memory(n) else FULL_SOLVER
 
 
@@ -205,7 +206,8 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         ``"ipx"`` runs IPX with crossover, ``"clarabel"`` Clarabel alone, repaired like HiPO's
         point: the fast choice at small eps on map spaces, where HiPO and IPX stop short;
         ``"blocks"`` the column-block interior point method
-        (:func:`mdp.lp.column_blocks.solve_worst_case_blocks`; ``n^3 / 2`` doubles of memory),
+        (:func:`mdp.lp.column_blocks.solve_worst_case_blocks`; ``n^3 / 2`` doubles of memory,
+        or ``n^3`` on a GPU where CuPy sees one),
         repaired the same way: much faster from n ~ 100 on sparse spanners, but certified only
         to a relative gap of about 1e-6 to 1e-4, which ``stats["relative_gap"]`` reports).
     knn : int >= 0, default 0

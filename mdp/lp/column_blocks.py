@@ -22,6 +22,13 @@ slack), so an iteration costs ``n`` dense factorisations of size ``n``, about ``
 BLAS ``dspmv`` (:mod:`mdp.lp._block_kernels`). On a sparse spanner that is far less than a
 general sparse factorisation of the whole LP fills in (``docs/design/lp.md``).
 
+**Sparse blocks.** Where the pair graph has small separators (a spanner on a map), the points are
+put in the order of its nested dissection (:mod:`mdp.lp.dissection`) and each inverse is built
+node by node of that tree (dense inverses of the leaves, then each separator through its Schur
+complement) in about ``sum_t n_t^2 s_t`` flops instead of ``n^3``; the blocks are shared among the
+cores. **GPU.** Where ``MDP_DEVICE`` and CuPy allow (:func:`block_device`), the blocks are
+factored in batches on the GPU instead (:mod:`mdp.lp.batched_blocks`).
+
 **Accuracy.** Near the optimum the blocks of the used columns become ill-conditioned (their tight
 rows fix a column up to its scale, which only the coupling rows pin), and the explicit block
 inverses limit the method to a relative gap of about ``1e-6``. Each Newton solve is refined
@@ -35,20 +42,36 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import blas, cho_factor, cho_solve, lapack
+from threadpoolctl import threadpool_limits
 
-from ._block_kernels import fill_block_lower, pack_and_accumulate, packed_size, unpack_symmetric
-from .dense import SERIAL_BLAS_BELOW, blas_threads, max_step
-from .highs import LPError, LPTimeout
+from ._block_kernels import (
+    accumulate_packed,
+    dissected_inverse,
+    fill_block_lower,
+    pack_lower,
+    packed_size,
+    unpack_symmetric,
+)
+from .dense import (
+    SERIAL_BLAS_BELOW,
+    blas_threads,
+    default_blas_threads,
+    device_choice,
+    max_step,
+)
+from .dissection import Dissection, nested_dissection
+from .highs import LPError, LPTimeout, get_threads
 from .reporting import LPProgress, report
 
 __all__ = ["ColumnBlockLP", "solve_worst_case_blocks", "lagrangian_bound", "BLOCKS",
            "MAX_BLOCK_BYTES", "available_memory", "block_byte_limit", "block_bytes",
-           "fits_in_memory"]
+           "fits_in_memory", "GPU_BLOCKS_FROM_N", "block_device", "BlockFactorBase"]
 
 #: ``solver`` name of the column-block method (:func:`mdp.families.spanner.build_spanner`).
 BLOCKS = "blocks"
@@ -57,6 +80,15 @@ BLOCKS = "blocks"
 #: available now.
 MAX_BLOCK_BYTES = 8 * 2 ** 30
 MEMORY_SHARE = 0.5
+#: Points from which ``MDP_DEVICE=auto`` factors the blocks on a GPU where CuPy sees one
+#: (:mod:`mdp.lp.batched_blocks`; there the full inverses take ``8 n^3`` bytes of device memory).
+GPU_BLOCKS_FROM_N = 300
+#: The CPU inverts the blocks along a nested dissection of the pair graph
+#: (:mod:`mdp.lp.dissection`) when that takes at most ``1 / DISSECTION_GAIN`` of the dense
+#: ``n^3`` flops, else densely.
+DISSECTION_GAIN = 4.0
+#: Blocks whose packed inverses are added into the Schur complement's sums together.
+BATCH = 16
 #: Relative gap and infeasibilities at which the iterations stop.
 TOL = 1e-8
 #: The best iterate is returned once its relative gap and infeasibilities have not fallen by
@@ -117,10 +149,62 @@ def block_bytes(n: int) -> int:
     return 8 * n * packed_size(n)
 
 
+def _gpu_fits(n: int) -> bool:
+    from .batched_blocks import GPU_MEMORY_SHARE, batched_bytes, cupy_backend
+
+    backend = cupy_backend()
+    if backend is None:
+        return False
+    free = backend.free_bytes()
+    return free is None or batched_bytes(n) <= GPU_MEMORY_SHARE * free
+
+
+def block_device(n: int) -> str | None:
+    """Where the column-block method factors its blocks at ``n`` points: ``"gpu"``, ``"cpu"``, or
+    ``None`` where neither has the memory.
+
+    The GPU where :func:`mdp.lp.dense.device_choice` picks it (``MDP_DEVICE``, or from
+    :data:`GPU_BLOCKS_FROM_N` points where CuPy sees a device) and its free memory holds
+    :func:`mdp.lp.batched_blocks.batched_bytes`; else the CPU where :func:`block_bytes` fit
+    :func:`block_byte_limit`.
+    """
+    if device_choice(n, GPU_BLOCKS_FROM_N) == "gpu" and _gpu_fits(n):
+        return "gpu"
+    return "cpu" if block_bytes(n) <= block_byte_limit() else None
+
+
 def fits_in_memory(n: int) -> bool:
-    """Whether the packed block inverses at ``n`` points (:func:`block_bytes`) fit
-    :func:`block_byte_limit`."""
-    return block_bytes(n) <= block_byte_limit()
+    """Whether the column-block method has the memory for ``n`` points on the device
+    :func:`block_device` picks (on the CPU: the packed inverses, :func:`block_bytes`, within
+    :func:`block_byte_limit`)."""
+    return block_device(n) is not None
+
+
+def _levels(tree: Dissection | None) -> int:
+    """Separator levels of a dissection (0: dense blocks)."""
+    if tree is None:
+        return 0
+    depth = {}
+    for node in tree.nodes:
+        depth[(node.start, node.stop)] = 0 if node.leaf else 1 + max(
+            depth.get((node.start, node.mid), 0), depth.get((node.mid, node.sep), 0))
+    return depth[(tree.nodes[-1].start, tree.nodes[-1].stop)]
+
+
+def _block_factor(lp: ColumnBlockLP, device: str,
+                  tree: Dissection | None = None) -> BlockFactorBase:
+    """The factor of ``device``; a GPU whose memory runs out when allocating gives the CPU's
+    (if that fits)."""
+    if device == "gpu":
+        from .batched_blocks import BatchedBlockFactor, cupy_backend
+
+        try:
+            return BatchedBlockFactor(lp, cupy_backend())
+        except MemoryError:
+            if block_bytes(lp.n) > block_byte_limit():
+                raise LPError(f"the column-block method found too little GPU memory at "
+                              f"n = {lp.n} and needs more host memory than its limit") from None
+    return _BlockFactor(lp, tree)
 
 
 class ColumnBlockLP:
@@ -179,36 +263,32 @@ def lagrangian_bound(lp: ColumnBlockLP, y_sum: np.ndarray, z_loss: np.ndarray,
     return float(y_sum.sum() + red.min(axis=0).sum())
 
 
-class _BlockFactor:
-    """The packed block inverses and the Schur complement of one iteration."""
+class BlockFactorBase:
+    """One iteration's factorisation of the Newton system: the block inverses (kept by the
+    subclass, applied by ``_apply``) and the factored Schur complement of the coupling rows.
+
+    Subclasses set ``device`` and implement ``factor(dB, wx, dL_inv)``, which ends with
+    :meth:`_set_schur`, and ``_apply(R)``, the inverses applied to the rows of ``R``
+    (``out[w] = K_w^{-1} R[w]``).
+    """
+
+    device = "cpu"
 
     def __init__(self, lp: ColumnBlockLP):
-        n = lp.n
         self.lp = lp
-        self.Kinv = np.empty((n, packed_size(n)))
-        self._block = np.empty((n, n), order="F")
-        self.e = np.r_[np.ones(n), np.zeros(n)]
+        self.e = np.r_[np.ones(lp.n), np.zeros(lp.n)]
 
     def factor(self, dB: np.ndarray, wx: np.ndarray, dL_inv: np.ndarray) -> None:
-        lp, n = self.lp, self.lp.n
-        # S = sum_w G_w K_w^{-1} G_w^T with G_w = [-diag(D[:, w]); I], added up block by block
-        # while each inverse is in cache
-        see, sll, s_row, s_col = (np.zeros(packed_size(n)) for _ in range(4))
-        for w in range(n):
-            fill_block_lower(self._block, lp.ri, lp.rj, lp.cb, dB[w], wx[w])
-            c, info = lapack.dpotrf(self._block, lower=1, overwrite_a=1, clean=0)
-            if info == 0:
-                c, info = lapack.dpotri(c, lower=1, overwrite_c=1)
-            if info != 0:
-                raise LPError(f"a column block of the interior point method is not positive "
-                              f"definite (column {w})")
-            pack_and_accumulate(c.T, lp.DT[w], self.Kinv[w], see, sll, s_row, s_col)
-        SEE, SLL = unpack_symmetric(see, n), unpack_symmetric(sll, n)
-        jj, ii = np.triu_indices(n)
-        SLE = np.empty((n, n))
-        SLE[ii, jj] = -s_col
-        SLE[jj, ii] = -s_row
-        SLL[np.diag_indices(n)] += dL_inv
+        raise NotImplementedError
+
+    def _apply(self, R: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _set_schur(self, SLL: np.ndarray, SLE: np.ndarray, SEE: np.ndarray, dB: np.ndarray,
+                   wx: np.ndarray, dL_inv: np.ndarray) -> None:
+        """Factor ``S = [[S_LL + diag(dL_inv), S_LE], [S_LE^T, S_EE]]`` on the host."""
+        SLL = SLL.copy()
+        SLL[np.diag_indices(self.lp.n)] += dL_inv
         try:
             self.cho = cho_factor(np.block([[SLL, SLE], [SLE.T, SEE]]), lower=True)
         except np.linalg.LinAlgError as exc:
@@ -217,14 +297,6 @@ class _BlockFactor:
         self.Se = cho_solve(self.cho, self.e)
         self.eSe = float(self.e @ self.Se)
         self.dB, self.wx, self.dL_inv = dB, wx, dL_inv
-
-    def _apply(self, R: np.ndarray) -> np.ndarray:
-        n = self.lp.n
-        out = np.empty((n, n))
-        for w in range(n):
-            # in place where f2py can (the assignment then copies nothing new)
-            out[w] = blas.dspmv(n, 1.0, self.Kinv[w], R[w], y=out[w], overwrite_y=1, lower=1)
-        return out
 
     def _solve_once(self, r, rE, rho, qL):
         lp, n = self.lp, self.lp.n
@@ -255,6 +327,92 @@ class _BlockFactor:
             c = self._solve_once(e1, e3, e4, e2)
             dX, dk, u, lE = dX + c[0], dk + c[1], u + c[2], lE + c[3]
         return dX, dk, u, lE
+
+
+class _BlockFactor(BlockFactorBase):
+    """The packed block inverses (LAPACK, host memory) and the Schur complement of one
+    iteration; each block inverted densely, or along ``tree`` (:mod:`mdp.lp.dissection`) when
+    the points are in its order."""
+
+    def __init__(self, lp: ColumnBlockLP, tree: Dissection | None = None):
+        super().__init__(lp)
+        n = lp.n
+        self.tree = tree if tree is not None and len(tree.nodes) > 1 else None
+        self.Kinv = np.empty((n, packed_size(n)))
+        if self.tree is not None:
+            nodes = self.tree.nodes
+            bounds = [node.boundary for node in nodes]
+            self._nodes = (np.array([(t.start, t.mid, t.sep, t.stop) for t in nodes],
+                                    dtype=np.int64),
+                           np.cumsum([0] + [len(b) for b in bounds]).astype(np.int64),
+                           np.concatenate(bounds).astype(np.int64))
+            nb_max = max(1, max(len(b) for b in bounds))
+            s_max = max(1, max(t.stop - t.sep for t in nodes))
+            self._work = (n * nb_max, s_max * nb_max, n * s_max, n * s_max)
+
+    def factor(self, dB: np.ndarray, wx: np.ndarray, dL_inv: np.ndarray) -> None:
+        n = self.lp.n
+        # S = sum_w G_w K_w^{-1} G_w^T with G_w = [-diag(D[:, w]); I], added up block by block
+        # while each inverse is in cache
+        if self.tree is None:
+            sums = self._factor_blocks(range(n), dB, wx)
+        else:
+            # many small LAPACK and BLAS calls per block: one BLAS thread each, the blocks
+            # shared among the cores
+            workers = max(1, min(get_threads() or default_blas_threads(SERIAL_BLAS_BELOW), n))
+            bounds = np.linspace(0, n, workers + 1).astype(int)
+            parts = [range(bounds[k], bounds[k + 1]) for k in range(workers)]
+            with threadpool_limits(1, user_api="blas"):
+                if workers == 1:
+                    sums = self._factor_blocks(parts[0], dB, wx)
+                else:
+                    with ThreadPoolExecutor(workers) as pool:
+                        done = list(pool.map(lambda ws: self._factor_blocks(ws, dB, wx), parts))
+                    sums = [sum(d[i] for d in done) for i in range(4)]
+        see, sll, s_row, s_col = sums
+        SEE, SLL = unpack_symmetric(see, n), unpack_symmetric(sll, n)
+        jj, ii = np.triu_indices(n)
+        SLE = np.empty((n, n))
+        SLE[ii, jj] = -s_col
+        SLE[jj, ii] = -s_row
+        self._set_schur(SLL, SLE, SEE, dB, wx, dL_inv)
+
+    def _factor_blocks(self, columns: range, dB: np.ndarray, wx: np.ndarray) -> list[np.ndarray]:
+        """Invert and pack the blocks of the contiguous ``columns``; their packed sums
+        ``[see, sll, s_row, s_col]`` (:func:`mdp.lp._block_kernels.accumulate_packed`, added
+        ``BATCH`` blocks at a time so that the sums stream through memory once per batch)."""
+        lp, n = self.lp, self.lp.n
+        sums = [np.zeros(packed_size(n)) for _ in range(4)]
+        block = np.empty((n, n), order="F")
+        if self.tree is not None:
+            c = np.empty((n, n), order="F")
+            work = [np.empty(size) for size in self._work]
+        for w0 in range(columns.start, columns.stop, BATCH):
+            w1 = min(columns.stop, w0 + BATCH)
+            for w in range(w0, w1):
+                fill_block_lower(block, lp.ri, lp.rj, lp.cb, dB[w], wx[w])
+                if self.tree is not None:
+                    if dissected_inverse(block, c, *self._nodes, *work) != 0:
+                        raise LPError(f"a column block of the interior point method is not "
+                                      f"positive definite (column {w})")
+                else:
+                    c, info = lapack.dpotrf(block, lower=1, overwrite_a=1, clean=0)
+                    if info == 0:
+                        c, info = lapack.dpotri(c, lower=1, overwrite_c=1)
+                    if info != 0:
+                        raise LPError(f"a column block of the interior point method is not "
+                                      f"positive definite (column {w})")
+                pack_lower(c.T, self.Kinv[w])
+            accumulate_packed(self.Kinv[w0:w1], lp.DT[w0:w1], *sums)
+        return sums
+
+    def _apply(self, R: np.ndarray) -> np.ndarray:
+        n = self.lp.n
+        out = np.empty((n, n))
+        for w in range(n):
+            # in place where f2py can (the assignment then copies nothing new)
+            out[w] = blas.dspmv(n, 1.0, self.Kinv[w], R[w], y=out[w], overwrite_y=1, lower=1)
+        return out
 
 
 def _centre(products: np.ndarray, target: float) -> np.ndarray:
@@ -334,7 +492,7 @@ class _Residuals:
         return gap, pinf / (1.0 + np.sqrt(n)), dinf / 2.0
 
 
-def _newton(lp: ColumnBlockLP, fac: _BlockFactor, p: _Point, r: _Residuals, rs: tuple,
+def _newton(lp: ColumnBlockLP, fac: BlockFactorBase, p: _Point, r: _Residuals, rs: tuple,
             rtol: float) -> _Point:
     """The Newton direction for complementarity targets ``rs = (rs_L, rs_B, rs_X)``.
 
@@ -379,7 +537,9 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     stats : dict
         ``solver`` (``"blocks"``), ``variables``, ``rows``, ``nnz`` (of the primal LP),
         ``ipm_iterations``, ``seconds``, ``lp_objective`` (the iterate's ``k``), ``lower_bound``
-        (:func:`lagrangian_bound`), ``ipm_relative_gap`` and ``stalled``.
+        (:func:`lagrangian_bound`), ``ipm_relative_gap``, ``stalled``, ``device`` (``"cpu"`` or
+        ``"gpu"``) and ``dissection_levels`` (separator levels of the CPU's block inverses; 0:
+        dense).
 
     Raises
     ------
@@ -390,32 +550,47 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
-    if not fits_in_memory(n):
+    device = block_device(n)
+    if device is None:
         raise LPError(f"the column-block method keeps {block_bytes(n) / 2 ** 30:.3g} GiB of block "
                       f"inverses at n = {n}, more than its limit of {block_byte_limit() / 2 ** 30:.3g} "
                       f"GiB (MAX_BLOCK_BYTES, or {MEMORY_SHARE:g} of the memory available); use "
                       f"solver='hipo'")
+    tree = None
+    if device == "cpu":
+        tree = nested_dissection(n, pu, pv)
+        if tree.flops() * DISSECTION_GAIN > float(n) ** 3:
+            tree = None
+    if tree is not None:
+        # the points in the dissection's order, so that every node's parts are contiguous
+        pos = np.empty(n, dtype=np.int64)
+        pos[tree.order] = np.arange(n)
+        D, pu, pv = D[np.ix_(tree.order, tree.order)], pos[pu], pos[pv]
     lp = ColumnBlockLP(D, pu, pv, eps_pair)
     deadline = None if time_limit is None else t0 + time_limit
     # n factorisations of side n: on every core (n = 500: 3.0 ms per block on two threads, 5.1 ms
     # on one), although each is smaller than a "large" dense step of mdp.lp.dense
+    fac = _block_factor(lp, device, tree)
     with blas_threads(SERIAL_BLAS_BELOW):
-        best, it, stalled = _mehrotra(lp, tol=tol, max_iter=max_iter, deadline=deadline, t0=t0)
+        best, it, stalled = _mehrotra(lp, fac, tol=tol, max_iter=max_iter, deadline=deadline,
+                                      t0=t0)
     score, _, p, _ = best
     M = np.maximum(p.X.T, 0.0)
+    if tree is not None:
+        M = M[np.ix_(pos, pos)]
     stats = dict(solver=BLOCKS, variables=n * n + 1, rows=2 * n + lp.m * n,
                  nnz=3 * n * n + n + 2 * lp.m * n, privacy_rows=lp.m * n, ipm_iterations=it,
                  seconds=time.perf_counter() - t0, lp_objective=float(p.k),
                  lower_bound=lagrangian_bound(lp, p.yE, p.zL, p.zB), ipm_relative_gap=float(score),
-                 stalled=stalled, formulation="worst-case-loss LP (column blocks)")
+                 stalled=stalled, formulation="worst-case-loss LP (column blocks)",
+                 device=fac.device, dissection_levels=_levels(tree))
     return M, stats
 
 
-def _mehrotra(lp: ColumnBlockLP, *, tol: float, max_iter: int, deadline: float | None,
-              t0: float) -> tuple[tuple, int, bool]:
+def _mehrotra(lp: ColumnBlockLP, fac: BlockFactorBase, *, tol: float, max_iter: int,
+              deadline: float | None, t0: float) -> tuple[tuple, int, bool]:
     """Iterations of :func:`solve_worst_case_blocks`: ``(best, iterations, stalled)`` with
     ``best = (score, iteration, point, gap)``."""
-    fac = _BlockFactor(lp)
     p = _Point.start(lp)
     rows = 2 * lp.n + lp.m * lp.n
     best = None
@@ -456,7 +631,7 @@ def _mehrotra(lp: ColumnBlockLP, *, tol: float, max_iter: int, deadline: float |
                   f"{np.nan if best is None else best[0]:.1e})")
 
 
-def _mehrotra_step(lp: ColumnBlockLP, fac: _BlockFactor, p: _Point, r: _Residuals,
+def _mehrotra_step(lp: ColumnBlockLP, fac: BlockFactorBase, p: _Point, r: _Residuals,
                    rtol: float, gap: float) -> tuple[_Point, float, float]:
     """Predictor, corrector and Gondzio's centrality correctors: ``(direction, ap, ad)``."""
     mu = p.mu()

@@ -37,6 +37,9 @@ stable in any symmetric order), in ``2n d^2 + f d^2 + sum_c f_c^2 d + sum_c f_c^
 flops (``d = |D|``, ``f = |F|``, ``f_c`` a component's size) instead of
 ``2n t^2 + t^3 / 3``.
 
+:func:`device_choice` is the same rule for any step with its own threshold; the column-block
+method of SpannerMech uses it for its batched block inverses (:mod:`mdp.lp.batched_blocks`).
+
 The GPU path is optional: the ``gpu`` extra of this package (``pip install -e ".[gpu]"``,
 CuPy for CUDA 12, which CUDA 13 drivers also run) or ``pip install cupy-cuda13x``. Measured
 figures: ``docs/design/lp.md``, "A GPU for the row-block interior point method".
@@ -62,7 +65,7 @@ from ..errors import ParameterError, SolverError
 from .highs import get_threads
 
 __all__ = ["DEVICE_ENV", "GPU_MIN_SIZE", "SERIAL_BLAS_BELOW", "MAX_BLAS_THREADS",
-           "default_blas_threads", "gpu_available", "schur_device",
+           "default_blas_threads", "gpu_available", "schur_device", "device_choice",
            "schur_factor", "blas_threads", "gram", "matvec", "rmatvec", "SparseColumns", "CPUSchur",
            "GPUSchur", "max_step"]
 
@@ -158,6 +161,19 @@ def schur_device(size: int) -> str:
     ParameterError
         ``MDP_DEVICE`` holds another value, or asks for a GPU that CuPy cannot use.
     """
+    return device_choice(size, GPU_MIN_SIZE)
+
+
+def device_choice(size: int, min_size: int) -> str:
+    """``"gpu"`` or ``"cpu"`` for a step of size ``size`` that gains on a GPU from ``min_size``.
+
+    ``MDP_DEVICE`` as in :func:`schur_device`.
+
+    Raises
+    ------
+    ParameterError
+        ``MDP_DEVICE`` holds another value, or asks for a GPU that CuPy cannot use.
+    """
     want = os.environ.get(DEVICE_ENV, "auto").strip().lower() or "auto"
     if want not in ("auto", "cpu", "gpu"):
         raise ParameterError(f"environment variable {DEVICE_ENV} must be 'auto', 'cpu' or 'gpu', "
@@ -170,7 +186,7 @@ def schur_device(size: int) -> str:
                                  "device (pip install cupy-cuda12x or cupy-cuda13x; "
                                  f"{DEVICE_ENV}=auto uses the CPU then)")
         return "gpu"
-    return "gpu" if size >= GPU_MIN_SIZE and gpu_available() else "cpu"
+    return "gpu" if size >= min_size and gpu_available() else "cpu"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,160 @@
+"""The column-block method's batched factorisation (mdp.lp.batched_blocks): NumPy's backend against
+the packed LAPACK path and independent solvers everywhere; CuPy's where a GPU is present."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from mdp.errors import ParameterError
+from mdp.lp import LPError, dense
+from mdp.lp import batched_blocks as bb
+from mdp.lp import column_blocks as cb
+from mdp.lp._block_kernels import unpack_symmetric
+from mdp.lp.column_blocks import ColumnBlockLP
+from tests.test_column_blocks import SPACES, dense_blocks, solve_against_linprog, spanner_pairs
+
+needs_gpu = pytest.mark.skipif(not dense.gpu_available(), reason="no CUDA device for CuPy")
+
+
+def spanner_lp(space, level, seed):
+    """``(D, n, pu, pv, lp, dB, wx, dL_inv, rng)``: the spanner LP's column blocks on ``space``
+    at ``level``, and random positive weights for one factorisation."""
+    D, n = space.distances, space.n
+    pu, pv = spanner_pairs(D)
+    lp = ColumnBlockLP(D, pu, pv, level)
+    rng = np.random.default_rng(seed)
+    return (D, n, pu, pv, lp, rng.uniform(0.01, 100, (n, lp.m)), rng.uniform(0.01, 100, (n, n)),
+            rng.random(n), rng)
+
+
+@pytest.mark.parametrize("chunk_blocks", [1, 4, 100])
+def test_numpy_batched_factor_equals_the_packed_factor(chunk_blocks):
+    D, n, pu, pv, lp, dB, wx, dL_inv, rng = spanner_lp(SPACES[2], 0.9, 5)
+    packed = cb._BlockFactor(lp)
+    batched = bb.BatchedBlockFactor(lp, bb.numpy_backend(),
+                                    chunk_bytes=chunk_blocks * 4 * 8 * n * n)
+    assert batched.chunk == min(n, chunk_blocks)
+    for fac in (packed, batched):
+        fac.factor(dB, wx, dL_inv)
+    # every inverse against NumPy's inverse of the dense block
+    inv = np.linalg.inv(dense_blocks(D, pu, pv, 0.9, dB, wx))
+    assert np.allclose(batched.Kinv, inv, rtol=1e-9, atol=0)
+    for w in (0, 11, n - 1):
+        assert np.allclose(batched.Kinv[w], unpack_symmetric(packed.Kinv[w], n), rtol=1e-9)
+    # the same Schur complement and Newton solves
+    L1, L2 = np.tril(packed.cho[0]), np.tril(batched.cho[0])
+    assert np.allclose(L2 @ L2.T, L1 @ L1.T, rtol=1e-10, atol=1e-12 * np.abs(L1).max() ** 2)
+    assert np.allclose(batched.Se, packed.Se, rtol=1e-8)
+    R = rng.normal(size=(n, n))
+    assert np.allclose(batched._apply(R), packed._apply(R), rtol=1e-9, atol=1e-12)
+    r, rE = rng.normal(size=(n, n)), rng.normal(size=n)
+    for a, b in zip(batched.solve(r, rE, 0.3), packed.solve(r, rE, 0.3), strict=True):
+        assert np.allclose(a, b, rtol=1e-8, atol=1e-10)
+
+
+def test_entry_map_fills_the_dense_blocks():
+    D, n, pu, pv, lp, dB, wx, _, _ = spanner_lp(SPACES[0], 2.0, 1)
+    pos, C = bb._entry_map(lp)
+    K = np.zeros((n, n * n))
+    K[:, pos] = (C @ np.concatenate([dB, wx], axis=1).T).T
+    assert np.allclose(K.reshape(n, n, n), dense_blocks(D, pu, pv, 2.0, dB, wx), rtol=1e-14)
+
+
+def test_a_block_that_is_not_positive_definite_is_named():
+    D, n, pu, pv, lp, dB, wx, dL_inv, _ = spanner_lp(SPACES[0], 0.5, 2)
+    wx[7, 3] = -1e6
+    fac = bb.BatchedBlockFactor(lp, bb.numpy_backend(), chunk_bytes=3 * 4 * 8 * n * n)
+    with pytest.raises(LPError, match="column 7"):
+        fac.factor(dB, wx, dL_inv)
+
+
+def _fake_gpu(monkeypatch, free_bytes=None):
+    """Route the GPU branch to NumPy's backend, with ``free_bytes`` of device memory."""
+    backend = bb.numpy_backend()
+    if free_bytes is not None:
+        backend = dataclasses.replace(backend, free_bytes=lambda: free_bytes)
+    monkeypatch.setattr(bb, "cupy_backend", lambda: backend)
+    monkeypatch.setattr(dense, "_cupy", lambda: object())       # gpu_available() -> True
+
+
+@pytest.mark.parametrize("level", [0.05, 2.0])
+def test_the_method_on_the_batched_path_matches_linprog(monkeypatch, level):
+    _fake_gpu(monkeypatch)
+    monkeypatch.setenv("MDP_DEVICE", "gpu")
+    D = SPACES[3].distances
+    pu, pv = spanner_pairs(D)
+    _, stats = solve_against_linprog(D, pu, pv, level)
+    assert stats["device"] == "numpy"
+
+
+def test_device_choice_and_memory_rules(monkeypatch):
+    monkeypatch.delenv("MDP_DEVICE", raising=False)
+    monkeypatch.setattr(dense, "_cupy", lambda: None)
+    assert cb.block_device(cb.GPU_BLOCKS_FROM_N) == "cpu"         # no GPU
+    monkeypatch.setenv("MDP_DEVICE", "gpu")
+    with pytest.raises(ParameterError, match="MDP_DEVICE=gpu"):
+        cb.block_device(20)
+    # a GPU with 8 n^3 bytes and a chunk free takes n from GPU_BLOCKS_FROM_N under "auto"
+    n = cb.GPU_BLOCKS_FROM_N
+    _fake_gpu(monkeypatch, free_bytes=int(bb.batched_bytes(n) / bb.GPU_MEMORY_SHARE) + 1)
+    monkeypatch.setenv("MDP_DEVICE", "auto")
+    assert cb.block_device(n) == "gpu"
+    assert cb.block_device(n - 1) == "cpu"
+    assert cb.block_device(n + 10) == "cpu"                        # too little device memory
+    monkeypatch.setenv("MDP_DEVICE", "cpu")
+    assert cb.block_device(n) == "cpu"
+    # on neither device: None, and the method refuses with the sizes
+    monkeypatch.setenv("MDP_DEVICE", "auto")
+    monkeypatch.setattr(cb, "MAX_BLOCK_BYTES", cb.block_bytes(n))
+    assert cb.block_device(n + 10) is None and not cb.fits_in_memory(n + 10)
+    assert cb.fits_in_memory(n)
+
+
+def test_short_device_memory_falls_back_to_the_cpu(monkeypatch):
+    space = SPACES[0]
+    D = space.distances
+    pu, pv = spanner_pairs(D)
+    lp = ColumnBlockLP(D, pu, pv, 0.5)
+    _fake_gpu(monkeypatch, free_bytes=1000)
+    with pytest.raises(MemoryError, match="GiB"):
+        bb.BatchedBlockFactor(lp, bb.cupy_backend())
+    assert cb._block_factor(lp, "gpu").device == "cpu"
+    monkeypatch.setattr(cb, "MAX_BLOCK_BYTES", 10)
+    with pytest.raises(LPError, match="GPU memory"):
+        cb._block_factor(lp, "gpu")
+
+
+def test_chunk_sizes():
+    assert bb.chunk_size(1000) == 2 * 2 ** 30 // (32 * 10 ** 6) == 67
+    assert bb.chunk_size(10, chunk_bytes=1) == 1
+    assert bb.chunk_size(10, chunk_bytes=10 ** 9) == 10
+    assert bb.batched_bytes(1000) == 8 * 10 ** 9 + 32 * 10 ** 6 * 67
+
+
+@needs_gpu
+def test_gpu_factor_equals_the_numpy_factor():
+    D, n, pu, pv, lp, dB, wx, dL_inv, rng = spanner_lp(SPACES[4], 0.9, 3)
+    ref = bb.BatchedBlockFactor(lp, bb.numpy_backend())
+    gpu = bb.BatchedBlockFactor(lp, bb.cupy_backend(), chunk_bytes=7 * 4 * 8 * n * n)
+    for fac in (ref, gpu):
+        fac.factor(dB, wx, dL_inv)
+    assert np.allclose(bb.cupy_backend().to_host(gpu.Kinv), ref.Kinv, rtol=1e-9, atol=0)
+    R = rng.normal(size=(n, n))
+    assert np.allclose(gpu._apply(R), ref._apply(R), rtol=1e-9, atol=1e-12)
+    r, rE = rng.normal(size=(n, n)), rng.normal(size=n)
+    for a, b in zip(gpu.solve(r, rE, 0.3), ref.solve(r, rE, 0.3), strict=True):
+        assert np.allclose(a, b, rtol=1e-8, atol=1e-10)
+    wx[2, 0] = -1e6
+    with pytest.raises(LPError, match="column 2"):
+        gpu.factor(dB, wx, dL_inv)
+
+
+@needs_gpu
+@pytest.mark.parametrize("level", [0.05, 0.4, 8.0])
+def test_gpu_method_matches_linprog(monkeypatch, level):
+    monkeypatch.setenv("MDP_DEVICE", "gpu")
+    D = SPACES[4].distances
+    pu, pv = spanner_pairs(D)
+    _, stats = solve_against_linprog(D, pu, pv, level)
+    assert stats["device"] == "gpu"
