@@ -5,6 +5,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from test_column_blocks import SPACES, dense_blocks, solve_against_linprog, spanner_pairs
 
 from mdp.errors import ParameterError
 from mdp.lp import LPError, dense
@@ -12,7 +13,6 @@ from mdp.lp import batched_blocks as bb
 from mdp.lp import column_blocks as cb
 from mdp.lp._block_kernels import unpack_symmetric
 from mdp.lp.column_blocks import ColumnBlockLP
-from tests.test_column_blocks import SPACES, dense_blocks, solve_against_linprog, spanner_pairs
 
 needs_gpu = pytest.mark.skipif(not dense.gpu_available(), reason="no CUDA device for CuPy")
 

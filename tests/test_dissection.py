@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_column_blocks import SPACES, dense_blocks, solve_against_linprog, spanner_pairs
 
 from mdp.lp import LPError, dissection, set_threads
 from mdp.lp import column_blocks as cb
@@ -12,7 +13,6 @@ from mdp.lp._block_kernels import unpack_symmetric
 from mdp.lp.column_blocks import ColumnBlockLP, solve_worst_case_blocks
 from mdp.lp.dissection import Dissection, nested_dissection
 from mdp.space import MetricSpace
-from tests.test_column_blocks import SPACES, dense_blocks, solve_against_linprog, spanner_pairs
 
 
 def check_tree(tree: Dissection, n: int, pu: np.ndarray, pv: np.ndarray) -> None:
