@@ -352,8 +352,8 @@ class _BlockFactor(BlockFactorBase):
 
     def factor(self, dB: np.ndarray, wx: np.ndarray, dL_inv: np.ndarray) -> None:
         n = self.lp.n
-        # S = sum_w G_w K_w^{-1} G_w^T with G_w = [-diag(D[:, w]); I], added up block by block
-        # while each inverse is in cache
+        # S = sum_w G_w K_w^{-1} G_w^T with G_w = [-diag(D[:, w]); I], added up from the packed
+        # inverses in batches (_factor_blocks)
         if self.tree is None:
             sums = self._factor_blocks(range(n), dB, wx)
         else:

@@ -52,12 +52,6 @@ class DissectionNode:
     boundary: np.ndarray
 
     @property
-    def rows_cols(self) -> tuple[np.ndarray, np.ndarray]:
-        """Broadcast index grids ``(rows, cols)``: the points ``[start, sep)`` against the
-        boundary points (absolute positions)."""
-        return (np.arange(self.start, self.sep)[:, None], (self.start + self.boundary)[None, :])
-
-    @property
     def leaf(self) -> bool:
         return self.sep == self.stop and self.mid == self.sep
 
