@@ -117,6 +117,8 @@ def main() -> None:
                            "method": st.get("method"), "lazy_rows": st.get("lazy_rows"), "rounds": st.get("rounds"), "rel_gap": st.get("relative_gap"),
                            "gap_target": st.get("gap_target"), "solver": st.get("solver"),
                            "threads": args.threads or "default", "device": st.get("device", "cpu"),
+                           "ipm_iterations": st.get("ipm_iterations"),
+                           "dissection_levels": st.get("dissection_levels"),
                            "load": load}
                     if args.trace and st.get("ipm_rounds"):
                         for r in st["ipm_rounds"]:
