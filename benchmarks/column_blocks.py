@@ -121,10 +121,7 @@ def time_tree(lp: ColumnBlockLP, rng: np.random.Generator) -> dict:
     t0 = time.perf_counter()
     tree = nested_dissection(n, lp.rj, lp.ri)
     t1 = time.perf_counter()
-    pos = np.empty(n, dtype=np.int64)
-    pos[tree.order] = np.arange(n)
-    lp_t = ColumnBlockLP(lp.D[np.ix_(tree.order, tree.order)], pos[lp.rj], pos[lp.ri],
-                         lp.log_scale / np.maximum(lp.D[lp.rj, lp.ri], 1e-300))
+    lp_t = lp.permuted(tree)
     dB, wx = rng.uniform(0.1, 10, (n, lp.m)), rng.uniform(0.1, 10, (n, n))
     dL = rng.random(n)
     out = dict(dissect=t1 - t0, levels=_levels(tree), flop_ratio=n ** 3 / tree.flops())

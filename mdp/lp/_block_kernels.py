@@ -122,6 +122,14 @@ _dpotri = ctypes.CFUNCTYPE(None, *[_vp] * 5)(
 _L, _N, _T = 0, 1, 2
 
 
+@nb.njit(cache=True, boundscheck=False, nogil=True)
+def _copy_lower(K, out, a, b):  # pragma: no cover (compiled)
+    """``out[a:b, a:b] = K[a:b, a:b]`` on the lower triangle."""
+    for j in range(a, b):
+        for i in range(j, b):
+            out[i, j] = K[i, j]
+
+
 # not cached: numba cannot cache functions that hold ctypes pointers
 @nb.njit(nogil=True)
 def _potrf_potri(out, a, k, ints, chars):  # pragma: no cover (compiled)
@@ -157,9 +165,7 @@ def dissected_inverse(K, out, nodes, bnd_ptr, bnd, G, Bt, X, Vt):  # pragma: no 
     for t in range(nodes.shape[0]):
         a, m, c, b = nodes[t, 0], nodes[t, 1], nodes[t, 2], nodes[t, 3]
         if m == b:                                   # leaf
-            for j in range(a, b):
-                for i in range(j, b):
-                    out[i, j] = K[i, j]
+            _copy_lower(K, out, a, b)
             info = _potrf_potri(out, a, b - a, ints, chars)
             if info != 0:
                 return info
@@ -182,9 +188,7 @@ def dissected_inverse(K, out, nodes, bnd_ptr, bnd, G, Bt, X, Vt):  # pragma: no 
             for k in range(s):
                 Bt[k + s * jj] = K[c + k, col]
         # Z = K_S - Bt X[boundary] into out[c:b, c:b] (lower), X = G Bt^T
-        for j in range(c, b):
-            for i in range(j, b):
-                out[i, j] = K[i, j]
+        _copy_lower(K, out, c, b)
         ints[0], ints[1], ints[2], ints[3] = nt, s, nb_, n
         if nb_ > 0:
             _dgemm(chars[_N:].ctypes, chars[_T:].ctypes, ints[0:].ctypes, ints[1:].ctypes,

@@ -42,7 +42,7 @@ from .dense import _cupy
 from .highs import LPError
 
 __all__ = ["ArrayBackend", "numpy_backend", "cupy_backend", "BatchedBlockFactor",
-           "NotPositiveDefinite", "batched_bytes", "chunk_size", "CHUNK_BYTES", "GPU_MEMORY_SHARE"]
+           "batched_bytes", "device_fits", "chunk_size", "CHUNK_BYTES", "GPU_MEMORY_SHARE"]
 
 #: Work memory of one chunk (the blocks, their factors and inverses being built), in bytes.
 CHUNK_BYTES = 2 * 2 ** 30
@@ -65,8 +65,8 @@ class ArrayBackend:
     sparse_matrix : callable
         SciPy CSR matrix to the device's sparse matrix type.
     cholesky : callable
-        Batched lower Cholesky factors of ``(c, n, n)``; :class:`NotPositiveDefinite` names the
-        first block without one.
+        Lower Cholesky factors of ``(c, n, n)`` or ``(n, n)``; ``numpy.linalg.LinAlgError`` where
+        one does not exist.
     lower_inverse : callable
         Batched ``L^{-1}`` of lower triangular ``(c, n, n)`` factors.
     free_bytes : callable
@@ -84,19 +84,11 @@ class ArrayBackend:
     free_bytes: Callable
 
 
-class NotPositiveDefinite(Exception):
-    """A block of the chunk has no Cholesky factor; ``index`` is its place in the chunk."""
-
-    def __init__(self, index: int):
-        super().__init__(index)
-        self.index = index
-
-
-def _first_failure(cholesky_one, K) -> int:
+def _first_failure(cholesky, K) -> int:
     """Index of the first block of ``K`` whose Cholesky factorisation fails."""
     for w in range(K.shape[0]):
         try:
-            cholesky_one(K[w])
+            cholesky(K[w])
         except np.linalg.LinAlgError:
             return w
     return 0
@@ -106,18 +98,12 @@ def numpy_backend() -> ArrayBackend:
     """The batched path on the CPU with NumPy and SciPy (a reference for tests)."""
     import scipy.linalg as sl
 
-    def cholesky(K):
-        try:
-            return np.linalg.cholesky(K)
-        except np.linalg.LinAlgError:
-            raise NotPositiveDefinite(_first_failure(np.linalg.cholesky, K)) from None
-
     def lower_inverse(L):
         eye = np.broadcast_to(np.eye(L.shape[-1]), L.shape)
         return sl.solve_triangular(L, eye, lower=True, check_finite=False)
 
     return ArrayBackend(name="numpy", xp=np, to_device=np.asarray, to_host=np.asarray,
-                        sparse_matrix=sp.csr_matrix, cholesky=cholesky,
+                        sparse_matrix=sp.csr_matrix, cholesky=np.linalg.cholesky,
                         lower_inverse=lower_inverse, free_bytes=lambda: None)
 
 
@@ -139,15 +125,9 @@ def cupy_backend() -> ArrayBackend | None:
         pool = cp.get_default_memory_pool()
         return int(cp.cuda.runtime.memGetInfo()[0] + pool.free_bytes())
 
-    def cholesky_one(K):
+    def cholesky(K):
         with cupyx.errstate(linalg="raise"):        # cuSOLVER's info flags, checked
             return cp.linalg.cholesky(K)
-
-    def cholesky(K):
-        try:
-            return cholesky_one(K)
-        except np.linalg.LinAlgError:
-            raise NotPositiveDefinite(_first_failure(cholesky_one, K)) from None
 
     def lower_inverse(L):
         eye = cp.ascontiguousarray(cp.broadcast_to(cp.eye(L.shape[-1]), L.shape))
@@ -168,6 +148,12 @@ def batched_bytes(n: int, chunk_bytes: int = CHUNK_BYTES) -> int:
     """Device bytes of :class:`BatchedBlockFactor` at ``n`` points: the ``n`` full inverses
     (``8 n^3``) and one chunk's work arrays."""
     return 8 * n ** 3 + 4 * 8 * n * n * chunk_size(n, chunk_bytes)
+
+
+def device_fits(backend: ArrayBackend, n: int, chunk_bytes: int = CHUNK_BYTES) -> bool:
+    """Whether :func:`batched_bytes` fit ``GPU_MEMORY_SHARE`` of the device's free memory."""
+    free = backend.free_bytes()
+    return free is None or batched_bytes(n, chunk_bytes) <= GPU_MEMORY_SHARE * free
 
 
 def _entry_map(lp: ColumnBlockLP) -> tuple[np.ndarray, sp.csr_matrix]:
@@ -203,11 +189,10 @@ class BatchedBlockFactor(BlockFactorBase):
         super().__init__(lp)
         n, xp = lp.n, backend.xp
         self.backend, self.device = backend, backend.name
-        need = batched_bytes(n, chunk_bytes)
-        free = backend.free_bytes()
-        if free is not None and need > GPU_MEMORY_SHARE * free:
-            raise MemoryError(f"the batched column blocks need {need / 2 ** 30:.3g} GiB on the "
-                              f"{backend.name}, {free / 2 ** 30:.3g} GiB are free")
+        if not device_fits(backend, n, chunk_bytes):
+            raise MemoryError(f"the batched column blocks need "
+                              f"{batched_bytes(n, chunk_bytes) / 2 ** 30:.3g} GiB on the "
+                              f"{backend.name}, {backend.free_bytes() / 2 ** 30:.3g} GiB are free")
         self.chunk = chunk_size(n, chunk_bytes)
         pos, C = _entry_map(lp)
         try:
@@ -229,11 +214,13 @@ class BatchedBlockFactor(BlockFactorBase):
             w1 = min(n, w0 + self.chunk)
             K = xp.zeros((w1 - w0, n * n))
             K[:, self._pos] = (self._map @ xp.ascontiguousarray(weights[:, w0:w1])).T
+            K = K.reshape(w1 - w0, n, n)
             try:
-                L = be.cholesky(K.reshape(w1 - w0, n, n))
-            except NotPositiveDefinite as exc:
+                L = be.cholesky(K)
+            except np.linalg.LinAlgError:
+                w = w0 + _first_failure(be.cholesky, K)
                 raise LPError(f"a column block of the interior point method is not positive "
-                              f"definite (column {w0 + exc.index})") from None
+                              f"definite (column {w})") from None
             del K
             Linv = be.lower_inverse(L)
             del L

@@ -150,13 +150,10 @@ def block_bytes(n: int) -> int:
 
 
 def _gpu_fits(n: int) -> bool:
-    from .batched_blocks import GPU_MEMORY_SHARE, batched_bytes, cupy_backend
+    from .batched_blocks import cupy_backend, device_fits
 
     backend = cupy_backend()
-    if backend is None:
-        return False
-    free = backend.free_bytes()
-    return free is None or batched_bytes(n) <= GPU_MEMORY_SHARE * free
+    return backend is not None and device_fits(backend, n)
 
 
 def block_device(n: int) -> str | None:
@@ -222,13 +219,21 @@ class ColumnBlockLP:
         pu, pv = np.asarray(pu, dtype=np.int64), np.asarray(pv, dtype=np.int64)
         self.n, self.m, self.D = n, len(pu), D
         self.DT = np.ascontiguousarray(D.T)
-        self.log_scale = np.broadcast_to(np.asarray(eps_pair, dtype=float), pu.shape) * D[pu, pv]
+        self.eps_pair = np.broadcast_to(np.asarray(eps_pair, dtype=float), pu.shape)
+        self.log_scale = self.eps_pair * D[pu, pv]
         self.ri, self.rj = pv, pu
         with np.errstate(under="ignore"):
             self.cb = -np.exp(-self.log_scale)
         rows = np.arange(self.m)
         self._PiT = sp.csr_matrix((np.ones(self.m), (pv, rows)), shape=(n, self.m))
         self._PjT = sp.csr_matrix((self.cb, (pu, rows)), shape=(n, self.m))
+
+    def permuted(self, tree: Dissection) -> ColumnBlockLP:
+        """The same LP with the points in ``tree``'s order (point ``u`` at
+        ``tree.positions[u]``)."""
+        pos = tree.positions
+        return ColumnBlockLP(self.D[np.ix_(tree.order, tree.order)], pos[self.rj], pos[self.ri],
+                             self.eps_pair)
 
     def privacy(self, X: np.ndarray) -> np.ndarray:
         """``B X``: the privacy rows' values, shape ``(n, m)`` (column, pair)."""
@@ -392,16 +397,14 @@ class _BlockFactor(BlockFactorBase):
             for w in range(w0, w1):
                 fill_block_lower(block, lp.ri, lp.rj, lp.cb, dB[w], wx[w])
                 if self.tree is not None:
-                    if dissected_inverse(block, c, *self._nodes, *work) != 0:
-                        raise LPError(f"a column block of the interior point method is not "
-                                      f"positive definite (column {w})")
+                    info = dissected_inverse(block, c, *self._nodes, *work)
                 else:
                     c, info = lapack.dpotrf(block, lower=1, overwrite_a=1, clean=0)
                     if info == 0:
                         c, info = lapack.dpotri(c, lower=1, overwrite_c=1)
-                    if info != 0:
-                        raise LPError(f"a column block of the interior point method is not "
-                                      f"positive definite (column {w})")
+                if info != 0:
+                    raise LPError(f"a column block of the interior point method is not "
+                                  f"positive definite (column {w})")
                 pack_lower(c.T, self.Kinv[w])
             accumulate_packed(self.Kinv[w0:w1], lp.DT[w0:w1], *sums)
         return sums
@@ -556,6 +559,7 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
                       f"inverses at n = {n}, more than its limit of {block_byte_limit() / 2 ** 30:.3g} "
                       f"GiB (MAX_BLOCK_BYTES, or {MEMORY_SHARE:g} of the memory available); use "
                       f"solver='hipo'")
+    lp = ColumnBlockLP(D, pu, pv, eps_pair)
     tree = None
     if device == "cpu":
         tree = nested_dissection(n, pu, pv)
@@ -563,10 +567,7 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
             tree = None
     if tree is not None:
         # the points in the dissection's order, so that every node's parts are contiguous
-        pos = np.empty(n, dtype=np.int64)
-        pos[tree.order] = np.arange(n)
-        D, pu, pv = D[np.ix_(tree.order, tree.order)], pos[pu], pos[pv]
-    lp = ColumnBlockLP(D, pu, pv, eps_pair)
+        lp = lp.permuted(tree)
     deadline = None if time_limit is None else t0 + time_limit
     # n factorisations of side n: on every core (n = 500: 3.0 ms per block on two threads, 5.1 ms
     # on one), although each is smaller than a "large" dense step of mdp.lp.dense
@@ -577,7 +578,7 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     score, _, p, _ = best
     M = np.maximum(p.X.T, 0.0)
     if tree is not None:
-        M = M[np.ix_(pos, pos)]
+        M = M[np.ix_(tree.positions, tree.positions)]
     stats = dict(solver=BLOCKS, variables=n * n + 1, rows=2 * n + lp.m * n,
                  nnz=3 * n * n + n + 2 * lp.m * n, privacy_rows=lp.m * n, ipm_iterations=it,
                  seconds=time.perf_counter() - t0, lp_objective=float(p.k),

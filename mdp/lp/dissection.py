@@ -71,10 +71,12 @@ class Dissection:
     order: np.ndarray
     nodes: tuple[DissectionNode, ...]
 
-    @classmethod
-    def whole(cls, n: int) -> Dissection:
-        """No dissection: one leaf over all ``n`` points, in their own order."""
-        return cls(np.arange(n), (DissectionNode(0, n, n, n, np.zeros(0, dtype=np.int64)),))
+    @property
+    def positions(self) -> np.ndarray:
+        """The inverse permutation: ``positions[u]`` is where point ``u`` is placed."""
+        pos = np.empty(len(self.order), dtype=np.int64)
+        pos[self.order] = np.arange(len(self.order))
+        return pos
 
     def flops(self) -> float:
         """Flops of one explicit inverse by :meth:`DissectionNode.flops` over the nodes."""
@@ -127,44 +129,32 @@ def nested_dissection(n: int, pi: np.ndarray, pj: np.ndarray, *,
     adj = sp.csr_matrix((np.ones(len(pi)), (np.asarray(pi), np.asarray(pj))), shape=(n, n))
     adj = ((adj + adj.T) > 0).astype(float).tocsr()
     order: list[np.ndarray] = []
-    nodes: list[DissectionNode] = []
+    spans: list[tuple[int, int, int, int]] = []      # (start, mid, sep, stop) in post-order
 
-    def leaf(points: np.ndarray) -> None:
-        start = sum(len(o) for o in order)
+    def place(points: np.ndarray, start: int) -> int:
+        """Order ``points`` from position ``start`` (children, then the separator); the stop."""
+        if len(points) > leaf_size:
+            left, right, sep = _bisect(adj, points)
+            if len(left) and len(right):
+                mid = place(left, start)
+                sep_start = place(right, mid)
+                order.append(sep)
+                spans.append((start, mid, sep_start, sep_start + len(sep)))
+                return sep_start + len(sep)
         order.append(points)
         stop = start + len(points)
-        nodes.append(DissectionNode(start, stop, stop, stop, np.zeros(0, dtype=np.int64)))
+        spans.append((start, stop, stop, stop))
+        return stop
 
-    # explicit stack instead of recursion: (points, stage); stage 1 places the separator
-    start_of: dict[int, int] = {}
-    stack: list[tuple] = [(np.arange(n), None)]
-    while stack:
-        points, parts = stack.pop()
-        if parts is None:
-            if len(points) <= leaf_size:
-                leaf(points)
-                continue
-            left, right, sep = _bisect(adj, points)
-            if len(left) == 0 or len(right) == 0:
-                leaf(points)
-                continue
-            key = len(stack)
-            start_of[key] = sum(len(o) for o in order)
-            # processed in reverse: left subtree, right subtree, then this node's separator
-            stack.append((sep, (key, left, right)))
-            stack.append((right, None))
-            stack.append((left, None))
-        else:
-            key, left, right = parts
-            start = start_of.pop(key)
-            mid, sep_start = start + len(left), start + len(left) + len(right)
-            order.append(points)
-            stop = sep_start + len(points)
-            placed = np.concatenate(order)
-            position = np.empty(n, dtype=np.int64)
-            position[placed] = np.arange(len(placed))
-            below = adj[points].tocoo()
-            rel = position[below.col[np.isin(below.col, placed[start:sep_start])]] - start
-            nodes.append(DissectionNode(start, mid, sep_start, stop, np.unique(rel)))
-    return Dissection(np.concatenate(order) if order else np.zeros(0, dtype=np.int64),
-                      tuple(nodes))
+    place(np.arange(n), 0)           # depth ~ log2(n / leaf_size): the median split halves
+    tree_order = np.concatenate(order) if order else np.zeros(0, dtype=np.int64)
+    pos = np.empty(n, dtype=np.int64)
+    pos[tree_order] = np.arange(n)
+    pairs = adj.tocoo()
+    a, b = pos[pairs.row], pos[pairs.col]
+    nodes = []
+    for start, mid, sep, stop in spans:
+        # the points below the node paired with its separator, relative to its start
+        below = (a >= start) & (a < sep) & (b >= sep) & (b < stop)
+        nodes.append(DissectionNode(start, mid, sep, stop, np.unique(a[below] - start)))
+    return Dissection(tree_order, tuple(nodes))
