@@ -129,3 +129,20 @@ def test_dense_blocks_where_the_tree_gains_little(monkeypatch):
     monkeypatch.setattr(cb, "DISSECTION_GAIN", 1e9)         # asks for an impossible gain
     _, stats = solve_worst_case_blocks(D, pu, pv, 0.5)
     assert stats["dissection_levels"] == 0
+
+
+def test_spanner_along_the_tree_is_certified_by_the_registry(monkeypatch):
+    """Through mdp.build: the matrix found along the dissection is repaired and verified by the
+    shared privacy check, and its loss is near the vertex's."""
+    import mdp
+
+    monkeypatch.setattr(dissection, "LEAF_SIZE", 4)
+    monkeypatch.setattr(cb, "DISSECTION_GAIN", 1.0)
+    space = SPACES[2]
+    vertex = mdp.build("spanner", space, 0.5, solver="ipm")
+    along = mdp.build("spanner", space, 0.5, solver="blocks")
+    assert along.stats["dissection_levels"] >= 2
+    assert along.stats["privacy"]["verified"]
+    assert along.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)
+    assert along.stats["lower_bound"] <= vertex.stats["lp_objective"] + 1e-12
+    assert vertex.loss() - 1e-9 <= along.loss() <= vertex.loss() * (1 + 1e-5)
