@@ -14,7 +14,8 @@ Usage::
 Each (space, mechanism, n) builds through :func:`mdp.build` (so the time includes certification)
 and prints LP seconds, total seconds, variables, rows, non-zeros, the loss, the certified relative
 gap (OPTMech) and the load average before and after the build; ``--trace`` also prints the lazy
-solve's rounds (phase, rows, seconds, objective). A mechanism is skipped for larger n after it
+solve's rounds (phase, rows, seconds, objective; OPTMech's column-block rounds with their
+iterations, bound, rows added and the certified loss of the tight ones). A mechanism is skipped for larger n after it
 times out. Figures depend on machine load: take the min of repeats.
 """
 
@@ -57,6 +58,9 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=1, help="report the min over repeats")
     p.add_argument("--optimal-gap", type=float, default=None,
                    help="OPTMech's gap= (certified near-optimal mode; default exact)")
+    p.add_argument("--optimal-method", default=None, choices=("blocks", "lazy", "full"),
+                   help="OPTMech's method= (default the family's choice by size: 'blocks' from 50 "
+                        "points)")
     p.add_argument("--constopt-gap", type=float, default=None,
                    help="ConstOPTMech's gap= (row-block interior point method; default exact: "
                         "HiGHS below 600 points, the row-block method to 1e-6 from there)")
@@ -82,6 +86,8 @@ def main() -> None:
         PARAMS["constopt"] = {**PARAMS["constopt"], "gap": args.constopt_gap}
     if args.optimal_gap is not None:
         PARAMS["optimal"] = {**PARAMS["optimal"], "gap": args.optimal_gap}
+    if args.optimal_method is not None:
+        PARAMS["optimal"] = {**PARAMS["optimal"], "method": args.optimal_method}
     rows = []
     for space_name in args.spaces:
         timed_out: set[str] = set()
@@ -125,7 +131,15 @@ def main() -> None:
                             print(f"  round {r['round']:3d} interior  free-free rows {r['free_free_rows']:9,d} "
                                   f"{r['iterations']:3d} it. dense {r['dense_size']:6,d} {r['seconds']:8.2f} s "
                                   f"objective {r['lp_objective']:.10g} bound {r['lower_bound']:.10g}")
-                    if args.trace and st.get("round_trace"):
+                    blocks = st.get("block_round_trace") or (
+                        st.get("round_trace") if "phases" not in st else None)
+                    if args.trace and blocks:
+                        for i, r in enumerate(blocks, 1):
+                            print(f"  round {i:3d} blocks {r['phase']:5s} rows {r['rows']:10,d} "
+                                  f"{r['iterations']:3d} it. {r['seconds']:8.2f} s objective "
+                                  f"{r['objective']:.10g} bound {r['bound']:.10g} added {r['added']:,d} "
+                                  f"certified {r['certified']:.10g}")
+                    if args.trace and st.get("round_trace") and "phases" in st:
                         for i, (phase, (m, sec, obj)) in enumerate(zip(st["phases"], st["round_trace"],
                                                                        strict=True), 1):
                             print(f"  round {i:3d} {phase:9s} rows {m:9,d} {sec:8.2f} s objective {obj:.10g}")

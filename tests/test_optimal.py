@@ -97,9 +97,12 @@ def test_bad_input():
         mdp.build("optimal", space, 1.0, time_limit=0)
     with pytest.raises(ValueError, match="redundancy_rtol"):
         mdp.build("optimal", space, 1.0, redundancy_rtol=0.1)
-    big = MetricSpace.from_points(np.random.default_rng(0).random((260, 2)))
+    big = MetricSpace.from_points(np.random.default_rng(0).random((1001, 2)))
     with pytest.raises(ValueError, match="does not apply"):
         mdp.build("optimal", big, 1.0)
+    mid = MetricSpace.from_points(np.random.default_rng(0).random((260, 2)))
+    with pytest.raises(ValueError, match="method='full' is limited to n <= 250"):
+        mdp.build("optimal", mid, 1.0, method="full")
 
 
 def _brute_separation(M, D, eps, allowed):

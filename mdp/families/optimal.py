@@ -12,7 +12,14 @@ How it is solved here (the LP engine is :mod:`mdp.lp`; design notes in ``docs/de
   metrics keep only geodesic-free pairs). The test uses a relative tolerance ``redundancy_rtol``
   (default 1e-12, far below the certification tolerance); the final check below covers the
   dropped rows anyway.
-* **Lazy row generation (default, ``method="lazy"``).** Start from the rows through each column's
+* **Row generation over column blocks (default from 50 points, ``method="blocks"``).** The same
+  rounds as below, each solved by the interior point method over the LP's column blocks
+  (:func:`mdp.lp.block_rounds.solve_worst_case_lp_block_rounds`: ``n`` dense ``n x n``
+  factorisations per iteration instead of a sparse factorisation of the whole LP); loose rounds
+  find rows, tight ones end when the repaired matrix is certified. Where the method's accuracy
+  (about ``1e-6``) falls short of the target, HiGHS's lazy solve finishes from its rows. The
+  only method above 250 points (up to 1000, 4 GB of block inverses).
+* **Lazy row generation on HiGHS (``method="lazy"``, default below 50 points).** Start from the rows through each column's
   own point, plus near-neighbour pairs on map spaces (:func:`is_map_space`), and generate the
   violated rows round by round (:func:`mdp.lp.worst_case.solve_worst_case_lp_lazy`, run by the
   state machine of :class:`mdp.lp.RowGeneration`: warm dual simplex rounds, or on large spaces
@@ -43,6 +50,8 @@ import numpy as np
 from ..candidate import Candidate
 from ..errors import ParameterError
 from ..lp import SOLVERS, LPError, LPTimeout, explain_failures, stochastic_rows
+from ..lp.block_rounds import TIGHT_TOL, gap_round_tol, solve_worst_case_lp_block_rounds
+from ..lp.column_blocks import fits_in_memory
 from ..lp.output import LOG_DOMAIN_C, balanced_envelope, candidate_loss, private_candidate
 from ..lp.worst_case import (
     MAX_COEFFICIENTS,
@@ -57,11 +66,17 @@ from ..space import MetricSpace
 from .exponential import exponential_floor
 
 __all__ = ["two_hop_distances", "nonredundant_pairs", "median_detour", "median_two_hop_slack",
-           "is_map_space", "default_knn", "default_solver", "OPTIMAL_MAX_N", "CHAIN_DETOUR",
+           "is_map_space", "default_knn", "default_solver", "default_method", "OPTIMAL_MAX_N",
+           "HIGHS_MAX_N", "BLOCKS_MIN_N", "CHAIN_DETOUR",
            "CHAIN_SLACK", "METHODS"]
 
-#: Largest space on which "optimal" applies: the full LP has n^2 (n-1) rows (10^7 at n=216).
-OPTIMAL_MAX_N = 250
+#: Largest space on which "optimal" applies (``method="blocks"``; its block inverses take
+#: ``4 n^3`` bytes, 4 GB at n = 1000). The full LP has n^2 (n-1) rows (10^9 at n = 1000).
+OPTIMAL_MAX_N = 1000
+#: Largest space of the HiGHS methods ``"lazy"`` and ``"full"`` (10^7 rows at n = 216).
+HIGHS_MAX_N = 250
+#: Smallest space on which ``method=None`` picks ``"blocks"`` (below it HiGHS's rounds are as fast).
+BLOCKS_MIN_N = 50
 #: Largest n included in quick runs (``mdp curves`` builds ~30-60 calibrated mechanisms).
 QUICK_MAX_N = 30
 #: Largest absolute violation ``M[u,w] - e^{eps D_uv} M[v,w]`` accepted from the solver (it is
@@ -83,8 +98,9 @@ CHAIN_DETOUR = 0.2
 #: solvers tie near 0.6 on every space measured (``docs/design/lp.md``, "Which rounds for which
 #: space").
 CHAIN_SLACK = 0.6
-#: Ways to solve the LP: lazy row generation or every row at once (dualised).
-METHODS = ("lazy", "full")
+#: Ways to solve the LP: lazy row generation on HiGHS, every row at once (dualised), or lazy
+#: row generation whose rounds are solved over column blocks (:mod:`mdp.lp.block_rounds`).
+METHODS = ("lazy", "full", "blocks")
 
 
 def two_hop_distances(distances: np.ndarray) -> np.ndarray:
@@ -212,11 +228,54 @@ def default_solver(space: MetricSpace, method: str, epsilon: float, *,
     return "simplex"
 
 
+def default_method(space: MetricSpace) -> str:
+    """``method`` when ``None``: ``"blocks"`` from ``BLOCKS_MIN_N`` points where its block
+    inverses fit in memory (:func:`mdp.lp.column_blocks.fits_in_memory`), else ``"lazy"``."""
+    return "blocks" if space.n >= BLOCKS_MIN_N and fits_in_memory(space.n) else "lazy"
+
+
 def _applies(space: MetricSpace) -> str | None:
     if space.n > OPTIMAL_MAX_N:
         return (f"the exact LP has n^2(n-1) = {space.n ** 2 * (space.n - 1):,} privacy rows; "
                 f"'optimal' is limited to n <= {OPTIMAL_MAX_N} (use 'constopt' or 'spanner')")
     return None
+
+
+def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver: str, knn: int,
+                           time_limit: float | None, gap: float | None) -> _Solved:
+    """``method="blocks"``: row generation over column blocks until the repaired matrix is
+    certified within ``gap`` (``RETRY_RTOL`` when exact); where the rounds' plateau stops short
+    of it, HiGHS's lazy solve (``solver``) finishes from the rows they generated."""
+    t0 = time.perf_counter()
+    D = space.distances
+    allowed = np.zeros((space.n, space.n), dtype=bool)
+    allowed[pu, pv] = True
+    target = RETRY_RTOL if gap is None else max(gap, RETRY_RTOL)
+
+    def stop(M, bound):
+        loss = _certified_loss(M, D, epsilon)
+        return loss - bound <= target * loss, loss
+
+    M, state, stats = solve_worst_case_lp_block_rounds(
+        D, allowed, epsilon, knn=knn, time_limit=time_limit, stop=stop,
+        tight_tol=TIGHT_TOL if gap is None else gap_round_tol(gap))
+    if not state.stopped:
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        if left is not None and left <= 0:
+            raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {state.rounds} "
+                            f"column-block rounds")
+        M, finish = solve_worst_case_lp_lazy(
+            D, allowed, epsilon, time_limit=left, solver=solver, knn=knn,
+            stop=None if gap is None else stop, gap=gap, initial_rows=state.rows)
+        finish.update(block_rounds=state.rounds, block_round_trace=state.trace,
+                      block_seconds=stats["seconds"], block_ipm_iterations=stats["ipm_iterations"],
+                      lower_bound=max(state.bound, finish["lower_bound"]),
+                      seconds=time.perf_counter() - t0)
+        stats = finish
+    M = stochastic_rows(M)
+    violation = max_privacy_violation(M, D, epsilon)
+    M, log, mix = _near_optimal_candidate(M, D, epsilon)
+    return _Solved(M, log, stats, candidate_loss(M, D, log), violation, mix, np.inf)
 
 
 @dataclass
@@ -318,8 +377,9 @@ PARAMS = {
                         help="seconds for the LP work (None: no limit)"),
     "redundancy_rtol": Param("float", 1e-12, low=0.0, high=1e-9,
                              help="relative tolerance of the exact redundancy test"),
-    "method": Param("choice", "lazy", choices=METHODS,
-                    help="'lazy' row generation or the 'full' LP (dualised)"),
+    "method": Param("choice", None, choices=METHODS, allow_none=True,
+                    help="'blocks' (row generation over column blocks), 'lazy' (row generation "
+                         "on HiGHS) or the 'full' LP (dualised); None: by the space"),
     "solver": Param("choice", None, choices=SOLVERS, allow_none=True,
                     help="HiGHS method (lazy: 'simplex' or 'ipm'); None: by the space"),
     "knn": Param("int", None, low=0, allow_none=True,
@@ -332,7 +392,8 @@ PARAMS = {
 @register("optimal", description="exact optimal mechanism, worst-case-loss LP on HiGHS (OPTMech; Imola et al. 2022, 2.1)",
           applies=_applies, quick_max_n=QUICK_MAX_N, display_name="OPTMech", params=PARAMS)
 def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: float | None = None,
-                  redundancy_rtol: float = 1e-12, method: str = "lazy", solver: str | None = None,
+                  redundancy_rtol: float = 1e-12, method: str | None = None,
+                  solver: str | None = None,
                   knn: int | None = None, gap: float | None = None) -> Candidate:
     """The exact eps-mDP mechanism of least worst-case loss (OPTMech).
 
@@ -345,14 +406,20 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         Wall-clock seconds for the LP work; on timeout :class:`mdp.lp.LPTimeout` is raised (no matrix).
     redundancy_rtol : float in [0, 1e-9], default 1e-12
         Relative tolerance of the exact redundancy test (:func:`nonredundant_pairs`).
-    method : {"lazy", "full"}, default "lazy"
-        ``"lazy"``: row generation (:func:`mdp.lp.worst_case.solve_worst_case_lp_lazy`);
+    method : {"blocks", "lazy", "full"} or None
+        ``"blocks"``: row generation whose rounds are solved by the interior point method over
+        column blocks (:func:`mdp.lp.block_rounds.solve_worst_case_lp_block_rounds`), finished
+        by ``"lazy"`` from its rows where its accuracy (about ``1e-6``) does not certify the
+        target; the only method above ``HIGHS_MAX_N`` = 250 points.
+        ``"lazy"``: row generation on HiGHS (:func:`mdp.lp.worst_case.solve_worst_case_lp_lazy`);
         ``"full"``: every non-redundant row at once, dualised
-        (:func:`mdp.lp.worst_case.solve_worst_case_lp`).
+        (:func:`mdp.lp.worst_case.solve_worst_case_lp`). ``None``: :func:`default_method`
+        (``"blocks"`` from ``BLOCKS_MIN_N`` = 50 points).
     solver : str or None
-        ``"lazy"``: ``"simplex"`` (warm-started dual simplex rounds) or ``"ipm"`` (interior point
-        rounds without crossover, then crossover and warm dual simplex for the tail);
-        ``"full"``: HiGHS method of the dualised LP. ``None``: :func:`default_solver`.
+        ``"lazy"`` (and the finish of ``"blocks"``): ``"simplex"`` (warm-started dual simplex
+        rounds) or ``"ipm"`` (interior point rounds without crossover, then crossover and warm
+        dual simplex for the tail); ``"full"``: HiGHS method of the dualised LP. ``None``:
+        :func:`default_solver` (``"blocks"``: ``"ipm"``, its rows being nearly complete).
     knn : int >= 0 or None
         Near-neighbour pairs in the initial rows of the lazy method
         (:func:`mdp.lp.worst_case.initial_triples`). ``None``: :func:`default_knn` (2 on map
@@ -393,24 +460,36 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     n = space.n
     if knn is None:
         knn = default_knn(space)
-    if method == "lazy":
+    if method is None:
+        method = default_method(space)
+    if method != "blocks" and n > HIGHS_MAX_N:
+        raise ParameterError(f"method={method!r} is limited to n <= {HIGHS_MAX_N} points (its "
+                             f"HiGHS LPs grow as n^3 rows), got n = {n}; use method='blocks'")
+    if method in ("lazy", "blocks"):
         check_lazy_solver(solver)
-    if gap is not None and method != "lazy":
-        raise ParameterError(f"gap needs method='lazy' (the full solve is exact), got method={method!r}")
+    if gap is not None and method == "full":
+        raise ParameterError(f"gap needs method='lazy' or 'blocks' (the full solve is exact), got "
+                             f"method={method!r}")
     two_hop = two_hop_distances(space.distances)
     if solver is None:
-        solver = default_solver(space, method, epsilon, two_hop=two_hop)
+        solver = "ipm" if method == "blocks" else default_solver(space, method, epsilon,
+                                                                 two_hop=two_hop)
     pu, pv = nonredundant_pairs(space.distances, redundancy_rtol, two_hop=two_hop)
 
     def solve(max_coefficient: float, left: float | None) -> _Solved:
-        return _solve_at_limit(space, epsilon, pu, pv, method=method, solver=solver, knn=knn,
-                               max_coefficient=max_coefficient, time_limit=left, gap=gap)
+        if method == "blocks" and max_coefficient == MAX_COEFFICIENTS[0]:
+            # the scaled rows of the column blocks have no coefficient above 1: one attempt
+            return _solve_by_block_rounds(space, epsilon, pu, pv, solver=solver, knn=knn,
+                                          time_limit=left, gap=gap)
+        return _solve_at_limit(space, epsilon, pu, pv,
+                               method="lazy" if method == "blocks" else method, solver=solver,
+                               knn=knn, max_coefficient=max_coefficient, time_limit=left, gap=gap)
 
     limit = "none" if time_limit is None else f"{time_limit:g} s"
     with explain_failures("OPTMech", n, epsilon,
                           on_timeout=f"a larger time_limit (now {limit}), or 'spanner' or 'constopt', "
                                      "which solve smaller LPs",
-                          on_failure="the other method (method='full' or 'lazy') or solver "
+                          on_failure="another method ('blocks', 'lazy' or 'full') or solver "
                                      "('simplex' or 'ipm'), or 'spanner' with stretch=1 (the same LP)"):
         best, bound, attempts = _solve_over_coefficient_limits(
             solve, time_limit, RETRY_RTOL if gap is None else max(gap, RETRY_RTOL))

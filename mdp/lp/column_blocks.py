@@ -103,6 +103,10 @@ START_DUAL = 1e-2
 #: Iterative refinement of each Newton solve: at most this many steps, until the residual is
 #: below ``REFINE_RTOL`` relative to the right-hand side.
 REFINE_STEPS = 4
+#: The same for the per-column row sets of :class:`TripleBlockLP` (OPTMech): more steps carry
+#: the method past its plateau there (GloVe n = 100, the last round's rows: relative gap 1.4e-6
+#: after 41 iterations with 4 steps, 3.7e-7 after 33 with 12).
+TRIPLE_REFINE_STEPS = 12
 REFINE_RTOL = 1e-13
 #: Looser refinement while the relative gap or an infeasibility exceeds ``REFINE_SWITCH``
 #: (n = 200: a third fewer block passes, the same iterations; strict throughout, the end is
@@ -116,6 +120,8 @@ CORRECTORS = 2
 CORRECTOR_AIM = 0.1
 CORRECTOR_GAIN = 0.1
 BETA_MIN, BETA_MAX = 0.1, 10.0
+#: Relative gap below which every iterate's Lagrangian bound is computed (the best is reported).
+BOUND_FROM_GAP = 1e-4
 #: Fraction of the largest step to the boundary taken.
 STEP_FACTOR = 0.99
 
@@ -227,6 +233,12 @@ class ColumnBlockLP:
         rows = np.arange(self.m)
         self._PiT = sp.csr_matrix((np.ones(self.m), (pv, rows)), shape=(n, self.m))
         self._PjT = sp.csr_matrix((self.cb, (pu, rows)), shape=(n, self.m))
+        self.privacy_rows = self.m * n
+
+    def block_rows(self, w: int, dB: np.ndarray) -> tuple:
+        """``(ri, rj, cb, d)`` of column ``w``'s privacy rows (row ``r`` of ``B`` is
+        ``e_{ri[r]} + cb[r] e_{rj[r]}``) and their weights ``d`` taken from ``dB``."""
+        return self.ri, self.rj, self.cb, dB[w]
 
     def permuted(self, tree: Dissection) -> ColumnBlockLP:
         """The same LP with the points in ``tree``'s order (point ``u`` at
@@ -247,6 +259,71 @@ class ColumnBlockLP:
     def loss(self, X: np.ndarray) -> np.ndarray:
         """``sum_w D_uw M_uw`` per row ``u``."""
         return np.einsum("wu,wu->u", self.DT, X)
+
+
+class TripleBlockLP:
+    r"""The worst-case-loss LP over the privacy rows ``(u[r], v[r], w[r])``, in column blocks.
+
+    As :class:`ColumnBlockLP`, but each column ``w`` has its own rows
+    ``M_{v,w} - e^{-eps D_uv} M_{u,w} >= 0`` (OPTMech's lazy row sets differ from column to
+    column). The multipliers of the rows are flat arrays in the rows' order, sorted by column.
+    """
+
+    def __init__(self, distances: np.ndarray, u: np.ndarray, v: np.ndarray, w: np.ndarray,
+                 epsilon: float):
+        D = np.asarray(distances, dtype=float)
+        n = D.shape[0]
+        order = np.lexsort((u, v, w))
+        u, v, w = (np.asarray(a, dtype=np.int64)[order] for a in (u, v, w))
+        self.n, self.D, self.DT = n, D, np.ascontiguousarray(D.T)
+        self.col, self.ri, self.rj = w, v, u
+        self.privacy_rows = len(u)
+        with np.errstate(under="ignore"):
+            self.cb = -np.exp(-float(epsilon) * D[u, v])
+        self.start = np.searchsorted(w, np.arange(n + 1))
+        rows = np.arange(len(u))
+        # B^T as an (n^2 x rows) matrix over the entries X[w, u] = M_uw, raveled
+        self._BT = sp.csr_matrix((np.r_[np.ones(len(u)), self.cb],
+                                  (np.r_[w * n + v, w * n + u], np.r_[rows, rows])),
+                                 shape=(n * n, len(u)))
+        self._B = self._BT.T.tocsr()
+
+    def block_rows(self, w: int, dB: np.ndarray) -> tuple:
+        """Column ``w``'s rows and weights (see :meth:`ColumnBlockLP.block_rows`)."""
+        a, b = self.start[w], self.start[w + 1]
+        return self.ri[a:b], self.rj[a:b], self.cb[a:b], dB[a:b]
+
+    def privacy(self, X: np.ndarray) -> np.ndarray:
+        """``B X``: the rows' values, flat."""
+        return self._B @ X.ravel()
+
+    def privacy_t(self, Z: np.ndarray) -> np.ndarray:
+        """``B^T Z`` for flat multipliers, shape ``(n, n)``."""
+        return (self._BT @ Z).reshape(self.n, self.n)
+
+    def loss(self, X: np.ndarray) -> np.ndarray:
+        """``sum_w D_uw M_uw`` per row ``u``."""
+        return np.einsum("wu,wu->u", self.DT, X)
+
+
+def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray,
+                             w: np.ndarray, epsilon: float, *, time_limit: float | None = None,
+                             tol: float = TOL, max_iter: int = 200,
+                             round_no: int = 1) -> tuple[np.ndarray, dict]:
+    """Solve the worst-case-loss LP over the rows ``(u, v, w)`` by the column-block method.
+
+    As :func:`solve_worst_case_blocks` (same returns and errors), with a row set per column
+    (:class:`TripleBlockLP`); the blocks are inverted densely on the CPU. ``round_no``: the
+    round its progress reports name (:mod:`mdp.lp.block_rounds`).
+    """
+    t0 = time.perf_counter()
+    D = np.asarray(distances, dtype=float)
+    _checked_device(D.shape[0])
+    lp = TripleBlockLP(D, u, v, w, epsilon)
+    fac = _BlockFactor(lp)
+    fac.refine_steps = TRIPLE_REFINE_STEPS
+    return _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0,
+                  round_no=round_no)
 
 
 def lagrangian_bound(lp: ColumnBlockLP, y_sum: np.ndarray, z_loss: np.ndarray,
@@ -278,6 +355,8 @@ class BlockFactorBase:
     """
 
     device = "cpu"
+    #: Most steps of iterative refinement per Newton solve.
+    refine_steps = REFINE_STEPS
 
     def __init__(self, lp: ColumnBlockLP):
         self.lp = lp
@@ -320,7 +399,7 @@ class BlockFactorBase:
         qL = np.zeros(lp.n)
         dX, dk, u, lE = self._solve_once(r, rE, rho, qL)
         scale = max(float(np.abs(r).max()), float(np.abs(rE).max()), abs(rho), 1e-300)
-        for _ in range(REFINE_STEPS):
+        for _ in range(self.refine_steps):
             KdX = lp.privacy_t(self.dB * lp.privacy(dX)) + self.wx * dX
             e1 = r - (KdX - lp.DT * u[None, :] + lE[None, :])
             e2 = -(-lp.loss(dX) + dk - self.dL_inv * u)
@@ -395,7 +474,7 @@ class _BlockFactor(BlockFactorBase):
         for w0 in range(columns.start, columns.stop, BATCH):
             w1 = min(columns.stop, w0 + BATCH)
             for w in range(w0, w1):
-                fill_block_lower(block, lp.ri, lp.rj, lp.cb, dB[w], wx[w])
+                fill_block_lower(block, *lp.block_rows(w, dB), wx[w])
                 if self.tree is not None:
                     info = dissected_inverse(block, c, *self._nodes, *work)
                 else:
@@ -445,9 +524,9 @@ class _Point:
         n = lp.n
         X = np.full((n, n), 1.0 / n)
         k = 1.1 * float(lp.loss(X).max())
-        return cls(X=X, k=k, sL=np.maximum(k - lp.loss(X), 1e-2 * k),
-                   sB=np.maximum(lp.privacy(X), 1.0 / n), zL=np.full(n, 1.0 / n),
-                   zB=np.full((n, lp.m), START_DUAL), W=np.full((n, n), START_DUAL), yE=np.zeros(n))
+        sB = np.maximum(lp.privacy(X), 1.0 / n)
+        return cls(X=X, k=k, sL=np.maximum(k - lp.loss(X), 1e-2 * k), sB=sB, zL=np.full(n, 1.0 / n),
+                   zB=np.full(sB.shape, START_DUAL), W=np.full((n, n), START_DUAL), yE=np.zeros(n))
 
     def residuals(self, lp: ColumnBlockLP) -> _Residuals:
         rdM = -(self.yE[None, :] - lp.DT * self.zL[None, :] + lp.privacy_t(self.zB) + self.W)
@@ -553,12 +632,7 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
-    device = block_device(n)
-    if device is None:
-        raise LPError(f"the column-block method keeps {block_bytes(n) / 2 ** 30:.3g} GiB of block "
-                      f"inverses at n = {n}, more than its limit of {block_byte_limit() / 2 ** 30:.3g} "
-                      f"GiB (MAX_BLOCK_BYTES, or {MEMORY_SHARE:g} of the memory available); use "
-                      f"solver='hipo'")
+    device = _checked_device(n)
     lp = ColumnBlockLP(D, pu, pv, eps_pair)
     tree = None
     if device == "cpu":
@@ -568,50 +642,75 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     if tree is not None:
         # the points in the dissection's order, so that every node's parts are contiguous
         lp = lp.permuted(tree)
-    deadline = None if time_limit is None else t0 + time_limit
     # n factorisations of side n: on every core (n = 500: 3.0 ms per block on two threads, 5.1 ms
     # on one), although each is smaller than a "large" dense step of mdp.lp.dense
     fac = _block_factor(lp, device, tree)
-    with blas_threads(SERIAL_BLAS_BELOW):
-        best, it, stalled = _mehrotra(lp, fac, tol=tol, max_iter=max_iter, deadline=deadline,
-                                      t0=t0)
-    score, _, p, _ = best
-    M = np.maximum(p.X.T, 0.0)
+    M, stats = _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0)
     if tree is not None:
         M = M[np.ix_(tree.positions, tree.positions)]
-    stats = dict(solver=BLOCKS, variables=n * n + 1, rows=2 * n + lp.m * n,
-                 nnz=3 * n * n + n + 2 * lp.m * n, privacy_rows=lp.m * n, ipm_iterations=it,
-                 seconds=time.perf_counter() - t0, lp_objective=float(p.k),
-                 lower_bound=lagrangian_bound(lp, p.yE, p.zL, p.zB), ipm_relative_gap=float(score),
-                 stalled=stalled, formulation="worst-case-loss LP (column blocks)",
-                 device=fac.device, dissection_levels=_levels(tree))
+    stats["dissection_levels"] = _levels(tree)
+    return M, stats
+
+
+def _checked_device(n: int) -> str:
+    device = block_device(n)
+    if device is None:
+        raise LPError(f"the column-block method keeps {block_bytes(n) / 2 ** 30:.3g} GiB of block "
+                      f"inverses at n = {n}, more than its limit of {block_byte_limit() / 2 ** 30:.3g} "
+                      f"GiB (MAX_BLOCK_BYTES, or {MEMORY_SHARE:g} of the memory available); use "
+                      f"solver='hipo'")
+    return device
+
+
+def _solve(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: float | None,
+           t0: float, round_no: int = 1) -> tuple[np.ndarray, dict]:
+    """The interior point iterations on ``lp`` with the factor ``fac``: the best iterate's
+    matrix (in ``lp``'s order) and the statistics."""
+    n = lp.n
+    deadline = None if time_limit is None else t0 + time_limit
+    with blas_threads(SERIAL_BLAS_BELOW):
+        best, it, stalled, bound = _mehrotra(lp, fac, tol=tol, max_iter=max_iter,
+                                             deadline=deadline, round_no=round_no)
+    score, _, p, _ = best
+    M = np.maximum(p.X.T, 0.0)
+    R = lp.privacy_rows
+    stats = dict(solver=BLOCKS, variables=n * n + 1, rows=2 * n + R, nnz=3 * n * n + n + 2 * R,
+                 privacy_rows=R, ipm_iterations=it, seconds=time.perf_counter() - t0,
+                 lp_objective=float(p.k), lower_bound=max(bound, lagrangian_bound(lp, p.yE, p.zL, p.zB)),
+                 ipm_relative_gap=float(score), stalled=stalled,
+                 formulation="worst-case-loss LP (column blocks)", device=fac.device,
+                 dissection_levels=0)
     return M, stats
 
 
 def _mehrotra(lp: ColumnBlockLP, fac: BlockFactorBase, *, tol: float, max_iter: int,
-              deadline: float | None, t0: float) -> tuple[tuple, int, bool]:
-    """Iterations of :func:`solve_worst_case_blocks`: ``(best, iterations, stalled)`` with
-    ``best = (score, iteration, point, gap)``."""
+              deadline: float | None, round_no: int = 1) -> tuple[tuple, int, bool, float]:
+    """Iterations of :func:`solve_worst_case_blocks`: ``(best, iterations, stalled, bound)``
+    with ``best = (score, iteration, point, gap)`` and ``bound`` the best Lagrangian bound of
+    the iterates within ``BOUND_FROM_GAP`` (``-inf`` if none)."""
     p = _Point.start(lp)
-    rows = 2 * lp.n + lp.m * lp.n
-    best = None
+    rows = 2 * lp.n + lp.privacy_rows
+    best, bound = None, -np.inf
     mark = (np.inf, 0)               # last iterate that cut the best score by STALL_FACTOR
     for it in range(max_iter + 1):
         r = p.residuals(lp)
         gap, pinf, dinf = r.scores(p)
         score = max(gap, pinf, dinf)
-        report(LPProgress(round=1, rows=rows, objective=float(p.k), gap=gap, iteration=it,
+        report(LPProgress(round=round_no, rows=rows, objective=float(p.k), gap=gap, iteration=it,
                           method=BLOCKS))
         if not np.isfinite(score):
             break
         if best is None or score < best[0]:
             best = (score, it, p, gap)
+        if gap <= BOUND_FROM_GAP:
+            # valid for any multipliers: the best over the last iterates, not only the best one's
+            bound = max(bound, lagrangian_bound(lp, p.yE, p.zL, p.zB))
         if score <= STALL_FACTOR * mark[0]:
             mark = (score, it)
         if score <= tol:
-            return best, it, False
+            return best, it, False, bound
         if best[0] <= STALL_ACCEPT and it - mark[1] >= STALL_ITERATIONS:
-            return best, it, True
+            return best, it, True, bound
         if it == max_iter:
             break
         if deadline is not None and time.perf_counter() > deadline:
@@ -623,10 +722,10 @@ def _mehrotra(lp: ColumnBlockLP, fac: BlockFactorBase, *, tol: float, max_iter: 
         except LPError:
             if best[0] > STALL_ACCEPT:
                 raise
-            return best, it, True
+            return best, it, True, bound
         p = p.moved(*_mehrotra_step(lp, fac, p, r, rtol, gap))
     if best is not None and best[0] <= STALL_ACCEPT:
-        return best, max_iter, True
+        return best, max_iter, True, bound
     raise LPError(f"the column-block interior point method stopped after {max_iter} iterations "
                   f"without converging (best relative gap and infeasibilities "
                   f"{np.nan if best is None else best[0]:.1e})")

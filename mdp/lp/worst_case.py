@@ -319,7 +319,8 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
                              on_round: Callable | None = None,
                              stop: Callable | None = None,
                              gap: float | None = None,
-                             privacy_distances: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+                             privacy_distances: np.ndarray | None = None,
+                             initial_rows: tuple | None = None) -> tuple[np.ndarray, dict]:
     r"""Worst-case-loss LP with privacy rows on the ``allowed`` pairs, by lazy row generation.
 
     Solves the primal LP (variables ``M``, ``k``) restricted to :func:`initial_triples`, then
@@ -369,6 +370,8 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
         loss rows. SpannerMech passes its spanner's shortest-path distances with every pair
         allowed: the same feasible set as its edge rows alone, with a chain of edge rows replaced
         by one row.
+    initial_rows : ``(u, v, w)`` int arrays or None
+        The starting rows (those of disallowed pairs dropped); ``None``: :func:`initial_triples`.
 
     Returns
     -------
@@ -385,7 +388,12 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
     N = n * n
     allowed = allowed & (eps * D <= np.log(max_coefficient))
     base = primal_rows(loss_distances, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-    iu, iv, iw = initial_triples(D, allowed, knn)
+    if initial_rows is None:
+        iu, iv, iw = initial_triples(D, allowed, knn)
+    else:
+        iu, iv, iw = (np.asarray(a, dtype=np.int64) for a in initial_rows)
+        ok = allowed[iu, iv]
+        iu, iv, iw = _unique_triples(n, iu[ok], iv[ok], iw[ok])
     A = sp.vstack([base, privacy_rows(D, eps, iu, iv, iw)], format="csr")
     m = A.shape[0]
     c = np.zeros(N + 1)

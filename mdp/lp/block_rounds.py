@@ -1,0 +1,188 @@
+r"""Lazy row generation for the worst-case-loss LP, each round solved over its column blocks.
+
+OPTMech's LP (Imola et al. 2022, section 2.1) has ``n^2 (n - 1)`` privacy rows, of which a few
+per entry bind at the optimum (Geolife cells, n = 200: about 285,000 of 8 million). As in
+:func:`mdp.lp.worst_case.solve_worst_case_lp_lazy`, the rounds start from
+:func:`~mdp.lp.worst_case.initial_triples` and add the rows :func:`~mdp.lp.worst_case.separate`
+finds violated; here every round's LP is solved by the interior point method over column blocks
+(:func:`mdp.lp.column_blocks.solve_worst_case_triples`), whose cost per iteration is ``n`` dense
+``n x n`` factorisations plus a pass over the rows, instead of a sparse factorisation of the whole
+LP.
+
+Rounds (:class:`BlockPhase`): **loose** ones stop the interior point method at a relative gap of
+``LOOSE_TOL`` (they only find rows; a central point violates more of the missing rows, as for
+HiGHS's interior rounds), **tight** ones, once a round adds fewer than ``SWITCH_FRACTION`` of the
+rows, run it to its end. Each round's multipliers give a Lagrangian bound
+(:func:`~mdp.lp.column_blocks.lagrangian_bound`) that holds for the full LP (a restricted LP is a
+relaxation, the rows never added have zero multipliers); the caller's ``stop`` test repairs the
+round's matrix to a private one and compares its loss with the best bound. The loop ends when
+``stop`` accepts, or when no row is violated (:attr:`BlockRounds.exhausted`): the interior point
+method ends on a plateau near a relative gap of ``1e-6`` (``docs/design/lp.md``), so a caller
+that needs more finishes with HiGHS from :attr:`BlockRounds.rows`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+
+from .column_blocks import solve_worst_case_triples
+from .highs import LPTimeout
+from .reporting import LPProgress, report
+from .worst_case import initial_triples, separate
+
+__all__ = ["BlockPhase", "BlockRounds", "solve_worst_case_lp_block_rounds", "gap_round_tol", "LOOSE_TOL",
+           "TIGHT_TOL", "SWITCH_FRACTION", "SEPARATION_TOL"]
+
+#: Relative gap and infeasibilities at which a loose round's interior point method stops.
+LOOSE_TOL = 1e-2
+#: The same for tight rounds (the method's plateau ends them first, near ``1e-6``).
+TIGHT_TOL = 1e-8
+#: Tight rounds start once a round adds fewer than this fraction of its rows.
+SWITCH_FRACTION = 0.01
+#: Absolute violation of a scaled row ``e^{-eps D_uv} M_uw - M_vw`` above which it is added (an
+#: interior point meets its rows to about ``1e-9``).
+SEPARATION_TOL = 1e-8
+
+
+def gap_round_tol(gap: float) -> float:
+    """Tight rounds' tolerance in ``gap=`` mode: ``gap / 100``, within ``[TIGHT_TOL, 1e-4]``
+    (the round's bound and objective are then within about that of the restricted optimum,
+    1% of the budget)."""
+    return float(min(1e-4, max(TIGHT_TOL, gap * 1e-2)))
+
+
+class BlockPhase(Enum):
+    """Accuracy of the next round's interior point solve."""
+
+    LOOSE = "loose"
+    TIGHT = "tight"
+
+
+@dataclass
+class BlockRounds:
+    """State of the row generation: the row set, the phase, the best bound and a trace.
+
+    Attributes
+    ----------
+    rows : tuple of int arrays ``(u, v, w)``
+        The privacy rows of the next (or last) round.
+    phase : BlockPhase
+    rounds : int
+        Rounds solved.
+    bound : float
+        Best Lagrangian lower bound on the full LP's optimum so far.
+    exhausted : bool
+        The last round was tight and its matrix violated no row of the full LP (beyond
+        ``SEPARATION_TOL``).
+    stopped : bool
+        ``stop`` accepted the last round's matrix.
+    trace : list of dict
+        Per round: ``rows``, ``phase``, ``iterations``, ``seconds``, ``objective`` (the
+        restricted LP's), ``bound``, ``added``, ``certified`` (the loss ``stop`` reported, or
+        NaN).
+    """
+
+    rows: tuple
+    phase: BlockPhase = BlockPhase.LOOSE
+    rounds: int = 0
+    bound: float = -np.inf
+    exhausted: bool = False
+    stopped: bool = False
+    trace: list = field(default_factory=list)
+
+    def add(self, u: np.ndarray, v: np.ndarray, w: np.ndarray, n: int) -> int:
+        """Add the rows not yet in the set; the number added. Switches to tight rounds once
+        a round adds fewer than ``SWITCH_FRACTION`` of the rows."""
+        ou, ov, ow = self.rows
+        have = np.sort((ou * n + ov) * n + ow)
+        keys = np.unique((u * n + v) * n + w)
+        pos = np.minimum(np.searchsorted(have, keys), len(have) - 1)
+        fresh = keys[have[pos] != keys] if len(have) else keys
+        self.rows = (np.r_[ou, fresh // (n * n)], np.r_[ov, (fresh // n) % n], np.r_[ow, fresh % n])
+        if len(fresh) < SWITCH_FRACTION * len(ou):
+            self.phase = BlockPhase.TIGHT
+        return len(fresh)
+
+
+def solve_worst_case_lp_block_rounds(
+        distances: np.ndarray, allowed: np.ndarray, epsilon: float, *, knn: int = 2,
+        time_limit: float | None = None, stop: Callable | None = None,
+        tight_tol: float = TIGHT_TOL, max_rounds: int = 100) -> tuple[np.ndarray, BlockRounds, dict]:
+    """Row generation with rounds solved by the column-block interior point method.
+
+    Parameters
+    ----------
+    distances : ndarray (n, n)
+    allowed : bool ndarray (n, n)
+        Ordered pairs whose rows ``M_uw <= e^{eps D_uv} M_vw`` are imposed in every column.
+    epsilon : float
+    knn : int
+        Near-neighbour pairs in the starting rows (:func:`~mdp.lp.worst_case.initial_triples`).
+    time_limit : float or None
+        Seconds for the whole loop; :class:`mdp.lp.LPTimeout` when passed.
+    stop : callable ``(M, bound) -> (bool, float)`` or None
+        Called after each tight round: whether to end with that round's ``M`` and the loss of
+        the private matrix repaired from it.
+    tight_tol : float
+        Relative gap and infeasibilities at which a tight round's interior point method stops
+        (``gap=`` mode: :func:`gap_round_tol`).
+    max_rounds : int
+
+    Returns
+    -------
+    M : ndarray (n, n)
+        The last round's matrix (negatives clipped; rows met to the method's accuracy, and only
+        the generated ones: the caller repairs it).
+    state : BlockRounds
+    stats : dict
+        The last round's :func:`~mdp.lp.column_blocks.solve_worst_case_triples` statistics with
+        ``rounds``, ``round_trace``, ``lower_bound`` (the best), ``ipm_iterations`` and
+        ``seconds`` (all rounds), ``full_rows`` and ``final_violation``.
+    """
+    t0 = time.perf_counter()
+    D = np.asarray(distances, dtype=float)
+    n = D.shape[0]
+    state = BlockRounds(rows=initial_triples(D, allowed, knn))
+    iterations = 0
+    while True:
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        if left is not None and left <= 0:
+            raise LPTimeout(f"LP time limit reached after {state.rounds} rounds of the "
+                            f"column-block row generation (best bound {state.bound:.10g})")
+        t1 = time.perf_counter()
+        tol = LOOSE_TOL if state.phase is BlockPhase.LOOSE else tight_tol
+        M, stats = solve_worst_case_triples(D, *state.rows, epsilon, tol=tol, time_limit=left,
+                                            round_no=state.rounds + 1)
+        state.rounds += 1
+        iterations += stats["ipm_iterations"]
+        state.bound = max(state.bound, stats["lower_bound"])
+        su, sv, sw, worst = separate(M, D, epsilon, allowed, SEPARATION_TOL)
+        certified = np.nan
+        if stop is not None and state.phase is BlockPhase.TIGHT:
+            state.stopped, certified = stop(M, state.bound)
+        phase = state.phase
+        added = 0 if state.stopped else state.add(su, sv, sw, n)
+        # a loose round's point is far from the restricted optimum: a tight round follows it
+        state.exhausted = added == 0 and phase is BlockPhase.TIGHT
+        state.trace.append(dict(rows=stats["privacy_rows"], phase=phase.value,
+                                iterations=stats["ipm_iterations"],
+                                seconds=time.perf_counter() - t1,
+                                objective=stats["lp_objective"], bound=state.bound, added=added,
+                                certified=certified))
+        shown = certified if np.isfinite(certified) else stats["lp_objective"]
+        report(LPProgress(round=state.rounds, rows=stats["rows"], objective=float(shown),
+                          gap=(shown - state.bound) / shown if shown > 0 else np.nan,
+                          certified=bool(np.isfinite(certified)), violated=added,
+                          method="blocks"))
+        if state.stopped or state.exhausted or state.rounds >= max_rounds:
+            break
+    stats.update(rounds=state.rounds, round_trace=state.trace, lower_bound=state.bound,
+                 ipm_iterations=iterations, seconds=time.perf_counter() - t0,
+                 full_rows=2 * n + int(allowed.sum()) * n, final_violation=worst,
+                 formulation="primal worst-case-loss LP, lazy row generation (column blocks)")
+    return M, state, stats

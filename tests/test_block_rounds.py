@@ -1,0 +1,228 @@
+"""OPTMech by row generation over column blocks (mdp.lp.block_rounds, method="blocks") against
+the textbook LP solved by SciPy's HiGHS, and the per-column row sets (TripleBlockLP)."""
+
+import numpy as np
+import pytest
+from reference_lp import optimal_loss_linprog
+from scipy.optimize import linprog
+from scipy.sparse import coo_matrix, vstack
+from test_column_blocks import grid
+
+import mdp
+from mdp.errors import ParameterError
+from mdp.families import optimal as opt
+from mdp.lp import block_rounds as br
+from mdp.lp import progress
+from mdp.lp.column_blocks import TripleBlockLP, lagrangian_bound, solve_worst_case_triples
+from mdp.lp.worst_case import initial_triples, privacy_rows
+from mdp.space import MetricSpace
+from mdp.verification import certify
+
+SPACES = [MetricSpace.from_points(np.random.default_rng(s).random((n, 2)) * 5)
+          for s, n in ((4, 10), (5, 16))] + [grid(4),
+          MetricSpace.from_points(np.random.default_rng(6).normal(size=(14, 6)))]
+
+
+def random_triples(n, rng, share=0.4):
+    u, v, w = (a.ravel() for a in np.meshgrid(*[np.arange(n)] * 3, indexing="ij"))
+    keep = (u != v) & (rng.random(u.size) < share)
+    return u[keep], v[keep], w[keep]
+
+
+def triples_optimum(D, eps, u, v, w):
+    """The LP over the rows ``(u, v, w)`` only, by HiGHS's dual simplex through SciPy."""
+    n = D.shape[0]
+    A = -privacy_rows(D, eps, u, v, w)               # M_uw - e^{eps D_uv} M_vw <= 0
+    rows = np.repeat(np.arange(n), n)
+    loss = coo_matrix((np.r_[D.ravel(), -np.ones(n)],
+                       (np.r_[rows, np.arange(n)], np.r_[np.arange(n * n), np.full(n, n * n)])),
+                      shape=(n, n * n + 1))
+    eq = coo_matrix((np.ones(n * n), (rows, np.arange(n * n))), shape=(n, n * n + 1))
+    c = np.zeros(n * n + 1)
+    c[-1] = 1.0
+    A_ub = vstack([loss, A]).tocsr()
+    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(A_ub.shape[0]), A_eq=eq, b_eq=np.ones(n),
+                  bounds=[(0, None)] * (n * n) + [(None, None)], method="highs-ds")
+    assert res.status == 0
+    return res.fun
+
+
+def test_triple_operators_are_the_rows_and_their_adjoint():
+    rng = np.random.default_rng(0)
+    D = SPACES[1].distances
+    n, eps = D.shape[0], 0.7
+    u, v, w = random_triples(n, rng)
+    lp = TripleBlockLP(D, u, v, w, eps)
+    X = rng.random((n, n))                              # X[w, u] = M_uw
+    M = X.T
+    order = np.lexsort((u, v, w))
+    ou, ov, ow = u[order], v[order], w[order]
+    brute = M[ov, ow] - np.exp(-eps * D[ou, ov]) * M[ou, ow]
+    np.testing.assert_allclose(lp.privacy(X), brute, rtol=1e-14, atol=1e-15)
+    Z = rng.random(len(u))
+    assert np.sum(lp.privacy(X) * Z) == pytest.approx(np.sum(X * lp.privacy_t(Z)), rel=1e-12)
+    # the rows of one column, as the block is filled from them
+    for col in (0, n // 2, n - 1):
+        ri, rj, c, d = lp.block_rows(col, np.arange(len(u), dtype=float))
+        sel = ow == col
+        np.testing.assert_array_equal(ri, ov[sel])
+        np.testing.assert_array_equal(rj, ou[sel])
+        np.testing.assert_allclose(-c, np.exp(-eps * D[ou[sel], ov[sel]]))
+        np.testing.assert_array_equal(d, np.nonzero(sel)[0])
+
+
+@pytest.mark.parametrize("space", SPACES[:3], ids=["rand10", "rand16", "grid4"])
+@pytest.mark.parametrize("eps", [0.3, 2.0])
+def test_triples_method_matches_linprog_and_bounds_it(space, eps):
+    rng = np.random.default_rng(1)
+    D = space.distances
+    n = D.shape[0]
+    u, v, w = random_triples(n, rng, share=0.3)
+    ref = triples_optimum(D, eps, u, v, w)
+    M, stats = solve_worst_case_triples(D, u, v, w, eps)
+    near = 2e-5 * (1 + ref)
+    assert stats["privacy_rows"] == len(u)
+    assert ref - near <= stats["lower_bound"] <= ref + 1e-9
+    assert stats["lp_objective"] == pytest.approx(ref, abs=near)
+    assert np.abs(M.sum(axis=1) - 1).max() <= 1e-6
+    assert (M[u, w] - np.exp(eps * D[u, v]) * M[v, w]).max() <= 1e-6
+
+
+def test_lagrangian_bound_of_any_multipliers_is_below_the_optimum():
+    rng = np.random.default_rng(2)
+    D = SPACES[0].distances
+    n, eps = D.shape[0], 1.0
+    u, v, w = random_triples(n, rng, share=0.5)
+    lp = TripleBlockLP(D, u, v, w, eps)
+    ref = triples_optimum(D, eps, u, v, w)
+    for _ in range(20):
+        b = lagrangian_bound(lp, rng.normal(size=n), rng.random(n), rng.random(len(u)))
+        assert b <= ref + 1e-12
+
+
+@pytest.mark.parametrize("space", SPACES, ids=["rand10", "rand16", "grid4", "gauss14"])
+@pytest.mark.parametrize("eps", [0.5, 3.0])
+def test_rounds_bound_the_full_optimum(space, eps):
+    D = space.distances
+    n = D.shape[0]
+    ref, _ = optimal_loss_linprog(D, eps)
+    allowed = ~np.eye(n, dtype=bool)
+    M, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, eps, knn=2)
+    assert state.exhausted and not state.stopped
+    assert state.rounds == len(state.trace) == stats["rounds"] >= 1
+    assert stats["lower_bound"] <= ref * (1 + 3e-7)
+    assert stats["lower_bound"] >= ref - 2e-5 * (1 + ref)
+    # every row of the full LP is met to the separation tolerance
+    assert stats["final_violation"] <= br.SEPARATION_TOL
+    K = np.exp(-eps * D)
+    V = K[:, :, None] * M[:, None, :] - M[None, :, :]
+    V[np.arange(n), np.arange(n)] = -np.inf
+    assert V.max() <= br.SEPARATION_TOL
+    # the rows only grow, starting from the starting rows
+    start = initial_triples(D, allowed, 2)
+    assert stats["round_trace"][0]["rows"] == len(start[0])
+    sizes = [t["rows"] for t in stats["round_trace"]]
+    assert sizes == sorted(sizes)
+
+
+def test_rounds_switch_to_tight_and_stop_when_the_test_accepts():
+    D = SPACES[1].distances
+    n = D.shape[0]
+    allowed = ~np.eye(n, dtype=bool)
+    calls = []
+
+    def stop(M, bound):
+        calls.append(bound)
+        return True, 1.0
+
+    M, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, 0.5, stop=stop)
+    assert state.stopped and len(calls) == 1
+    phases = [t["phase"] for t in stats["round_trace"]]
+    assert phases[-1] == "tight" and set(phases[:-1]) <= {"loose"}
+    assert stats["round_trace"][-1]["certified"] == 1.0
+
+
+def test_gap_round_tolerance():
+    assert br.gap_round_tol(1e-3) == pytest.approx(1e-5)
+    assert br.gap_round_tol(0.5) == 1e-4
+    assert br.gap_round_tol(1e-9) == br.TIGHT_TOL
+
+
+def test_state_adds_only_new_rows():
+    state = br.BlockRounds(rows=(np.array([0, 1]), np.array([1, 0]), np.array([2, 2])))
+    added = state.add(np.array([0, 2, 2]), np.array([1, 0, 0]), np.array([2, 1, 1]), 3)
+    assert added == 1
+    keys = sorted(zip(*state.rows, strict=True))
+    assert keys == [(0, 1, 2), (1, 0, 2), (2, 0, 1)]
+    assert state.phase is br.BlockPhase.LOOSE
+    assert state.add(np.array([0]), np.array([1]), np.array([2]), 3) == 0
+    assert state.phase is br.BlockPhase.TIGHT
+
+
+@pytest.mark.parametrize("space", SPACES, ids=["rand10", "rand16", "grid4", "gauss14"])
+@pytest.mark.parametrize("eps", [0.5, 1.5])
+def test_optmech_by_blocks_is_exact_and_private(space, eps):
+    ref, _ = optimal_loss_linprog(space.distances, eps)
+    mech = mdp.build("optimal", space, eps, method="blocks")
+    st = mech.stats
+    assert st["method"] == "blocks"
+    assert st["relative_gap"] <= opt.RETRY_RTOL
+    # the textbook LP through SciPy is accurate to HiGHS's tolerances (1e-7 to 3e-7 relative here)
+    assert st["lower_bound"] <= ref * (1 + 3e-7)
+    assert st["loss"] >= ref * (1 - 3e-7)
+    assert st["loss"] == pytest.approx(ref, rel=1.1e-6)
+    certify(mech.matrix, space.distances, eps, repair=False)
+
+
+def test_blocks_finish_with_highs_where_their_plateau_cannot_certify(monkeypatch):
+    space = SPACES[1]
+    eps = 0.5
+    ref, _ = optimal_loss_linprog(space.distances, eps)
+    monkeypatch.setattr(opt, "RETRY_RTOL", 1e-13)
+    st = mdp.build("optimal", space, eps, method="blocks").stats
+    assert st["block_rounds"] >= 1
+    assert "lazy row generation" in st["formulation"]
+    assert st["loss"] == pytest.approx(ref, rel=1e-7)
+    assert st["lower_bound"] <= ref * (1 + 3e-7)
+
+
+@pytest.mark.parametrize("gap", [1e-3, 1e-2])
+def test_blocks_gap_mode_is_certified(gap):
+    space = SPACES[1]
+    eps = 0.5
+    ref, _ = optimal_loss_linprog(space.distances, eps)
+    mech = mdp.build("optimal", space, eps, method="blocks", gap=gap)
+    st = mech.stats
+    assert st["relative_gap"] <= gap
+    assert st["loss"] >= ref * (1 - 3e-7) and st["lower_bound"] <= ref * (1 + 3e-7)
+    certify(mech.matrix, space.distances, eps, repair=False)
+
+
+def test_default_method_and_the_limits_of_highs(monkeypatch):
+    small = MetricSpace.from_points(np.random.default_rng(0).random((opt.BLOCKS_MIN_N - 1, 2)))
+    big = MetricSpace.from_points(np.random.default_rng(0).random((opt.BLOCKS_MIN_N, 2)))
+    assert opt.default_method(small) == "lazy"
+    assert opt.default_method(big) == "blocks"
+    monkeypatch.setattr(opt, "fits_in_memory", lambda n: False)
+    assert opt.default_method(big) == "lazy"
+    many = MetricSpace.from_points(np.random.default_rng(0).random((opt.HIGHS_MAX_N + 1, 2)))
+    with pytest.raises(ParameterError, match="method='lazy' is limited to n <= 250"):
+        mdp.build("optimal", many, 1.0, method="lazy")
+    with pytest.raises(ParameterError, match="gap needs method='lazy' or 'blocks'"):
+        mdp.build("optimal", small, 1.0, method="full", gap=1e-3)
+
+
+def test_rounds_report_progress_and_time_out():
+    D = SPACES[1].distances
+    allowed = ~np.eye(D.shape[0], dtype=bool)
+    events = []
+    with progress(events.append):
+        _, state, _ = br.solve_worst_case_lp_block_rounds(D, allowed, 0.5)
+    ends = [e for e in events if e.iteration is None]
+    assert [e.round for e in ends] == list(range(1, state.rounds + 1))
+    assert all(e.method == "blocks" for e in events)
+    assert ends[-1].violated == 0
+    # iterations inside a round name that round
+    assert {e.round for e in events if e.iteration is not None} == set(range(1, state.rounds + 1))
+    with pytest.raises(mdp.lp.LPTimeout):
+        br.solve_worst_case_lp_block_rounds(D, allowed, 0.5, time_limit=1e-9)
