@@ -136,6 +136,13 @@ def test_build_progress_line_only_on_a_terminal(tmp_path, capsys, monkeypatch):
                      capsys)
     assert code == 0
     assert re.search(r"LP round 2: [\d,]+ rows, objective [\d.]+, certified gap 3\.00e-04", e)
+    # rounds over column blocks: their iterations as one solve's, their ends as rounds
+    code, o, e = run(args + ["--param", "method=blocks", "-o", str(tmp_path / "f.npz")], capsys)
+    assert code == 0
+    assert re.search(r"LP solve 1 \(blocks\), iteration \d+: [\d,]+ rows", e)
+    assert re.search(r"LP round 1: [\d,]+ rows, relaxation objective [\d.]+, [\d,]+ rows still "
+                     r"violated", e)
+    assert re.search(r"LP round \d+: [\d,]+ rows, objective [\d.]+, certified gap [\d.e+-]+", e)
 
 
 def test_build_progress_of_the_row_block_method(tmp_path, capsys, monkeypatch):

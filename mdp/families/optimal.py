@@ -443,6 +443,10 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         of coefficient up to ``MAX_COEFFICIENTS[0]``, and again with the next limit when HiGHS
         fails or the relative gap exceeds ``RETRY_RTOL``; the least loss is returned, with the
         best bound.
+        ``method="blocks"``: ``round_trace`` holds a dict per round (``rows``, ``phase``,
+        ``iterations``, ``seconds``, ``objective``, ``bound``, ``added``, ``certified``); where
+        HiGHS finished, its statistics, with the rounds over blocks in ``block_round_trace``,
+        ``block_rounds``, ``block_seconds`` and ``block_ipm_iterations``.
 
     Raises
     ------

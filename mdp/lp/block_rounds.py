@@ -177,8 +177,7 @@ def solve_worst_case_lp_block_rounds(
         shown = certified if np.isfinite(certified) else stats["lp_objective"]
         report(LPProgress(round=state.rounds, rows=stats["rows"], objective=float(shown),
                           gap=(shown - state.bound) / shown if shown > 0 else np.nan,
-                          certified=bool(np.isfinite(certified)), violated=added,
-                          method="blocks"))
+                          certified=bool(np.isfinite(certified)), violated=added))
         if state.stopped or state.exhausted or state.rounds >= max_rounds:
             break
     stats.update(rounds=state.rounds, round_trace=state.trace, lower_bound=state.bound,
