@@ -51,7 +51,7 @@ from ..candidate import Candidate
 from ..errors import ParameterError
 from ..lp import SOLVERS, LPError, LPTimeout, explain_failures, stochastic_rows
 from ..lp.block_rounds import TIGHT_TOL, gap_round_tol, solve_worst_case_lp_block_rounds
-from ..lp.column_blocks import fits_in_memory
+from ..lp.column_blocks import block_byte_limit, block_bytes
 from ..lp.output import LOG_DOMAIN_C, balanced_envelope, candidate_loss, private_candidate
 from ..lp.worst_case import (
     MAX_COEFFICIENTS,
@@ -230,8 +230,10 @@ def default_solver(space: MetricSpace, method: str, epsilon: float, *,
 
 def default_method(space: MetricSpace) -> str:
     """``method`` when ``None``: ``"blocks"`` from ``BLOCKS_MIN_N`` points where its block
-    inverses fit in memory (:func:`mdp.lp.column_blocks.fits_in_memory`), else ``"lazy"``."""
-    return "blocks" if space.n >= BLOCKS_MIN_N and fits_in_memory(space.n) else "lazy"
+    inverses fit in host memory (:func:`mdp.lp.column_blocks.block_bytes` within
+    :func:`~mdp.lp.column_blocks.block_byte_limit`), else ``"lazy"``."""
+    return ("blocks" if space.n >= BLOCKS_MIN_N and block_bytes(space.n) <= block_byte_limit()
+            else "lazy")
 
 
 def _applies(space: MetricSpace) -> str | None:

@@ -318,7 +318,12 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
     """
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
-    _checked_device(D.shape[0])
+    n = D.shape[0]
+    if block_bytes(n) > block_byte_limit():
+        raise LPError(f"the column-block method keeps {block_bytes(n) / 2 ** 30:.3g} GiB of block "
+                      f"inverses at n = {n}, more than its limit of "
+                      f"{block_byte_limit() / 2 ** 30:.3g} GiB (MAX_BLOCK_BYTES, or "
+                      f"{MEMORY_SHARE:g} of the memory available)")
     lp = TripleBlockLP(D, u, v, w, epsilon)
     fac = _BlockFactor(lp)
     fac.refine_steps = TRIPLE_REFINE_STEPS
