@@ -254,8 +254,12 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
     allowed[pu, pv] = True
     target = RETRY_RTOL if gap is None else max(gap, RETRY_RTOL)
 
+    repaired = {}                 # the last matrix the test repaired, and its repair
+
     def stop(M, bound):
-        loss = _certified_loss(M, D, epsilon)
+        repaired.update(M=M, candidate=_near_optimal_candidate(M, D, epsilon))
+        R, log, _ = repaired["candidate"]
+        loss = candidate_loss(R, D, log)
         return loss - bound <= target * loss, loss
 
     M, state, stats = solve_worst_case_lp_block_rounds(
@@ -274,10 +278,11 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
                       lower_bound=max(state.bound, finish["lower_bound"]),
                       seconds=time.perf_counter() - t0)
         stats = finish
-    M = stochastic_rows(M)
-    violation = max_privacy_violation(M, D, epsilon)
-    M, log, mix = _near_optimal_candidate(M, D, epsilon)
-    return _Solved(M, log, stats, candidate_loss(M, D, log), violation, mix, np.inf)
+    candidate = (repaired["candidate"] if repaired.get("M") is M
+                 else _near_optimal_candidate(M, D, epsilon))
+    violation = max_privacy_violation(stochastic_rows(M), D, epsilon)
+    R, log, mix = candidate
+    return _Solved(R, log, stats, candidate_loss(R, D, log), violation, mix, np.inf)
 
 
 @dataclass

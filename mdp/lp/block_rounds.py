@@ -99,10 +99,7 @@ class BlockRounds:
         """Add the rows not yet in the set; the number added. Switches to tight rounds once
         a round adds fewer than ``SWITCH_FRACTION`` of the rows."""
         ou, ov, ow = self.rows
-        have = np.sort((ou * n + ov) * n + ow)
-        keys = np.unique((u * n + v) * n + w)
-        pos = np.minimum(np.searchsorted(have, keys), len(have) - 1)
-        fresh = keys[have[pos] != keys] if len(have) else keys
+        fresh = np.setdiff1d((u * n + v) * n + w, (ou * n + ov) * n + ow)
         self.rows = (np.r_[ou, fresh // (n * n)], np.r_[ov, (fresh // n) % n], np.r_[ow, fresh % n])
         if len(fresh) < SWITCH_FRACTION * len(ou):
             self.phase = BlockPhase.TIGHT

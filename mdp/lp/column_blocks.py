@@ -275,8 +275,8 @@ class TripleBlockLP:
         n = D.shape[0]
         order = np.lexsort((u, v, w))
         u, v, w = (np.asarray(a, dtype=np.int64)[order] for a in (u, v, w))
-        self.n, self.D, self.DT = n, D, np.ascontiguousarray(D.T)
-        self.col, self.ri, self.rj = w, v, u
+        self.n, self.DT = n, np.ascontiguousarray(D.T)
+        self.ri, self.rj = v, u
         self.privacy_rows = len(u)
         with np.errstate(under="ignore"):
             self.cb = -np.exp(-float(epsilon) * D[u, v])
@@ -320,10 +320,7 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
     if block_bytes(n) > block_byte_limit():
-        raise LPError(f"the column-block method keeps {block_bytes(n) / 2 ** 30:.3g} GiB of block "
-                      f"inverses at n = {n}, more than its limit of "
-                      f"{block_byte_limit() / 2 ** 30:.3g} GiB (MAX_BLOCK_BYTES, or "
-                      f"{MEMORY_SHARE:g} of the memory available)")
+        raise _too_large(n)
     lp = TripleBlockLP(D, u, v, w, epsilon)
     fac = _BlockFactor(lp)
     fac.refine_steps = TRIPLE_REFINE_STEPS
@@ -660,11 +657,15 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
 def _checked_device(n: int) -> str:
     device = block_device(n)
     if device is None:
-        raise LPError(f"the column-block method keeps {block_bytes(n) / 2 ** 30:.3g} GiB of block "
-                      f"inverses at n = {n}, more than its limit of {block_byte_limit() / 2 ** 30:.3g} "
-                      f"GiB (MAX_BLOCK_BYTES, or {MEMORY_SHARE:g} of the memory available); use "
-                      f"solver='hipo'")
+        raise _too_large(n, "; use solver='hipo'")
     return device
+
+
+def _too_large(n: int, hint: str = "") -> LPError:
+    """The refusal when the packed block inverses exceed :func:`block_byte_limit`."""
+    return LPError(f"the column-block method keeps {block_bytes(n) / 2 ** 30:.3g} GiB of block "
+                   f"inverses at n = {n}, more than its limit of {block_byte_limit() / 2 ** 30:.3g} "
+                   f"GiB (MAX_BLOCK_BYTES, or {MEMORY_SHARE:g} of the memory available){hint}")
 
 
 def _solve(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: float | None,
