@@ -33,6 +33,7 @@ def experiment_parser(name: str) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="small, fast version")
     p.add_argument("-o", "--out", default=None, help=f"output directory (default results/{name})")
     p.add_argument("--seed", type=int, default=0, help="random seed of the experiment")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (there is none unless stderr is a terminal)")
     module.add_arguments(p)
     return p

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from mdp.plugins import Command
 
@@ -30,7 +31,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:14s} {desc}")
         return 0
     module = load_experiment(args.name)
-    module.main(experiment_parser(args.name).parse_args(args.rest))
+    options = experiment_parser(args.name).parse_args(args.rest)
+    # bars on a terminal only: in a log file every redraw would be a line of its own
+    options.no_progress = options.no_progress or not sys.stderr.isatty()
+    module.main(options)
     return 0
 
 

@@ -186,6 +186,34 @@ def test_blocks_finish_with_highs_where_their_plateau_cannot_certify(monkeypatch
     assert st["lower_bound"] <= ref * (1 + 3e-7)
 
 
+def test_blocks_keep_their_own_result_when_the_highs_finish_fails(monkeypatch):
+    space = SPACES[1]
+    eps = 0.5
+    ref, _ = optimal_loss_linprog(space.distances, eps)
+    monkeypatch.setattr(opt, "RETRY_RTOL", 1e-13)      # the rounds cannot certify: HiGHS finishes
+
+    def failing(*args, **kwargs):
+        raise opt.LPError("Unknown model status")
+
+    monkeypatch.setattr(opt, "solve_worst_case_lp_lazy", failing)
+    mech = mdp.build("optimal", space, eps, method="blocks")
+    st = mech.stats
+    assert "Unknown model status" in st["finish_error"]
+    assert st["rounds"] >= 1 and "column blocks" in st["formulation"]
+    # every later attempt (HiGHS at lower coefficient limits) failed too
+    assert sum("Unknown model status" in a for a in st["attempts"]) == len(opt.MAX_COEFFICIENTS) - 1
+    assert st["loss"] == pytest.approx(ref, rel=2e-6)
+    assert st["loss"] >= ref * (1 - 3e-7) and st["lower_bound"] <= ref * (1 + 3e-7)
+    certify(mech.matrix, space.distances, eps, repair=False)
+
+    def timing_out(*args, **kwargs):
+        raise opt.LPTimeout("LP time limit reached")
+
+    monkeypatch.setattr(opt, "solve_worst_case_lp_lazy", timing_out)
+    with pytest.raises(mdp.errors.SolverTimeout):
+        mdp.build("optimal", space, eps, method="blocks")
+
+
 @pytest.mark.parametrize("gap", [1e-3, 1e-2])
 def test_blocks_gap_mode_is_certified(gap):
     space = SPACES[1]

@@ -92,6 +92,31 @@ def test_unknown_experiment(cmd, capsys):
     assert code == 2 and "valid names" in e
 
 
+@pytest.mark.parametrize("tty, flag, expected", [(False, [], True), (True, [], False),
+                                                  (True, ["--no-progress"], True)])
+def test_experiment_progress_bars_only_on_a_terminal(tty, flag, expected, capsys, monkeypatch):
+    from experiments import command
+
+    seen = {}
+
+    class Fake:
+        DESCRIPTION = "fake"
+
+        @staticmethod
+        def add_arguments(parser):
+            pass
+
+        @staticmethod
+        def main(args):
+            seen["no_progress"] = args.no_progress
+
+    monkeypatch.setattr(command, "load_experiment", lambda name: Fake)
+    monkeypatch.setattr("experiments.load_experiment", lambda name: Fake)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: tty)
+    code, o, e = run(["experiment", "fake", *flag], capsys)
+    assert code == 0 and seen["no_progress"] is expected
+
+
 def test_module_entry_point():
     res = subprocess.run([sys.executable, "-m", "mdp.cli", "list"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and "weighted_exponential" in res.stdout

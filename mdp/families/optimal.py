@@ -247,19 +247,22 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
                            time_limit: float | None, gap: float | None) -> _Solved:
     """``method="blocks"``: row generation over column blocks until the repaired matrix is
     certified within ``gap`` (``RETRY_RTOL`` when exact); where the rounds' plateau stops short
-    of it, HiGHS's lazy solve (``solver``) finishes from the rows they generated."""
+    of it, HiGHS's lazy solve (``solver``) finishes from the rows they generated (if HiGHS
+    fails, the least-loss matrix the test repaired stands, with the rounds' bound)."""
     t0 = time.perf_counter()
     D = space.distances
     allowed = np.zeros((space.n, space.n), dtype=bool)
     allowed[pu, pv] = True
     target = RETRY_RTOL if gap is None else max(gap, RETRY_RTOL)
 
-    repaired = {}                 # the last matrix the test repaired, and its repair
+    repaired = {}        # the last matrix the test repaired and its repair; the least-loss one
 
     def stop(M, bound):
-        repaired.update(M=M, candidate=_near_optimal_candidate(M, D, epsilon))
-        R, log, _ = repaired["candidate"]
-        loss = candidate_loss(R, D, log)
+        candidate = _near_optimal_candidate(M, D, epsilon)
+        loss = candidate_loss(candidate[0], D, candidate[1])
+        repaired.update(M=M, candidate=candidate)
+        if loss < repaired.get("best_loss", np.inf):
+            repaired.update(best_M=M, best_candidate=candidate, best_loss=loss)
         return loss - bound <= target * loss, loss
 
     M, state, stats = solve_worst_case_lp_block_rounds(
@@ -270,14 +273,28 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
         if left is not None and left <= 0:
             raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {state.rounds} "
                             f"column-block rounds")
-        M, finish = solve_worst_case_lp_lazy(
-            D, allowed, epsilon, time_limit=left, solver=solver, knn=knn,
-            stop=None if gap is None else stop, gap=gap, initial_rows=state.rows)
-        finish.update(block_rounds=state.rounds, block_round_trace=state.trace,
-                      block_seconds=stats["seconds"], block_ipm_iterations=stats["ipm_iterations"],
-                      lower_bound=max(state.bound, finish["lower_bound"]),
-                      seconds=time.perf_counter() - t0)
-        stats = finish
+        try:
+            M, finish = solve_worst_case_lp_lazy(
+                D, allowed, epsilon, time_limit=left, solver=solver, knn=knn,
+                stop=None if gap is None else stop, gap=gap, initial_rows=state.rows)
+        except LPTimeout:
+            raise
+        except LPError as exc:
+            if "best_M" not in repaired:
+                raise
+            # HiGHS can fail where eps * D spans many orders of magnitude; the rounds' best
+            # repaired matrix and their bound stand, and the caller's next attempts may improve
+            M = repaired["best_M"]
+            repaired.update(M=M, candidate=repaired["best_candidate"])
+            stats.update(finish_error=f"HiGHS's lazy finish ({solver}) failed: {exc}",
+                         seconds=time.perf_counter() - t0)
+        else:
+            finish.update(block_rounds=state.rounds, block_round_trace=state.trace,
+                          block_seconds=stats["seconds"],
+                          block_ipm_iterations=stats["ipm_iterations"],
+                          lower_bound=max(state.bound, finish["lower_bound"]),
+                          seconds=time.perf_counter() - t0)
+            stats = finish
     candidate = (repaired["candidate"] if repaired.get("M") is M
                  else _near_optimal_candidate(M, D, epsilon))
     violation = max_privacy_violation(stochastic_rows(M), D, epsilon)
@@ -453,7 +470,9 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         ``method="blocks"``: ``round_trace`` holds a dict per round (``rows``, ``phase``,
         ``iterations``, ``seconds``, ``objective``, ``bound``, ``added``, ``certified``); where
         HiGHS finished, its statistics, with the rounds over blocks in ``block_round_trace``,
-        ``block_rounds``, ``block_seconds`` and ``block_ipm_iterations``.
+        ``block_rounds``, ``block_seconds`` and ``block_ipm_iterations``; where HiGHS's finish
+        failed, the rounds' least-loss repaired matrix and their bound, with the reason in
+        ``finish_error``.
 
     Raises
     ------
