@@ -326,6 +326,6 @@ def test_default_solver_follows_the_detour_and_the_slack_not_the_dimension(monke
     # the curve at an eps where each two-hop path is loose by a factor e^{1.2}: simplex rounds
     big = 2 * opt.CHAIN_SLACK / opt.median_two_hop_slack(curve.distances, 1.0)
     assert opt.default_solver(curve, "lazy", big) == "simplex"
-    assert "dual simplex" in opt.build_optimal(curve, big).stats["formulation"]
+    assert "dual simplex" in opt.build_optimal(curve, big, method="lazy").stats["formulation"]
     monkeypatch.setattr(opt, "IPM_MIN_N", 61)
     assert opt.default_solver(curve, "lazy", eps) == "simplex"
