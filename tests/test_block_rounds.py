@@ -214,6 +214,35 @@ def test_blocks_keep_their_own_result_when_the_highs_finish_fails(monkeypatch):
         mdp.build("optimal", space, eps, method="blocks")
 
 
+def test_blocks_give_highs_a_bounded_finish_near_their_plateau(monkeypatch):
+    space = SPACES[1]
+    eps = 0.5
+    ref, _ = optimal_loss_linprog(space.distances, eps)
+    monkeypatch.setattr(opt, "RETRY_RTOL", 1e-13)      # the rounds cannot certify: HiGHS finishes
+    monkeypatch.setattr(opt, "FINISH_NEAR", 1e12)      # ... and they count as near the target
+    monkeypatch.setattr(opt, "FINISH_TIME_FACTOR", 0.0)
+    monkeypatch.setattr(opt, "FINISH_MIN_SECONDS", 5.0)
+    limits = []
+
+    def slow(*args, time_limit=None, **kwargs):
+        limits.append(time_limit)
+        raise opt.LPTimeout("LP time limit reached")
+
+    monkeypatch.setattr(opt, "solve_worst_case_lp_lazy", slow)
+    mech = mdp.build("optimal", space, eps, method="blocks")
+    st = mech.stats
+    assert limits == [5.0]                              # no later attempt either
+    assert "stopped after 5 s" in st["finish_error"] and len(st["attempts"]) == 1
+    assert st["loss"] == pytest.approx(ref, rel=2e-6)
+    assert st["loss"] >= ref * (1 - 3e-7) and st["lower_bound"] <= ref * (1 + 3e-7)
+    certify(mech.matrix, space.distances, eps, repair=False)
+    # the caller's own time limit, shorter than the finish's budget, still ends the build
+    monkeypatch.setattr(opt, "FINISH_MIN_SECONDS", 1e7)
+    with pytest.raises(mdp.errors.SolverTimeout):
+        mdp.build("optimal", space, eps, method="blocks", time_limit=1e6)
+    assert limits[-1] < 1e6
+
+
 @pytest.mark.parametrize("gap", [1e-3, 1e-2])
 def test_blocks_gap_mode_is_certified(gap):
     space = SPACES[1]

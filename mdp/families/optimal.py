@@ -98,6 +98,14 @@ CHAIN_DETOUR = 0.2
 #: solvers tie near 0.6 on every space measured (``docs/design/lp.md``, "Which rounds for which
 #: space").
 CHAIN_SLACK = 0.6
+#: ``method="blocks"``: where the rounds' plateau is within this factor of the target, HiGHS's
+#: finish gets at most ``FINISH_TIME_FACTOR`` times the rounds' seconds (at least
+#: ``FINISH_MIN_SECONDS``); when it runs out, the rounds' certified result stands. Geolife
+#: n = 200 at eps 1 per km: the rounds reach 1.67e-6 in 219 s, HiGHS's finish from their
+#: 244,456 rows had not ended after 1,280 s more (``docs/design/lp.md``).
+FINISH_NEAR = 10.0
+FINISH_TIME_FACTOR = 1.0
+FINISH_MIN_SECONDS = 60.0
 #: Ways to solve the LP: lazy row generation on HiGHS, every row at once (dualised), or lazy
 #: row generation whose rounds are solved over column blocks (:mod:`mdp.lp.block_rounds`).
 METHODS = ("lazy", "full", "blocks")
@@ -254,6 +262,7 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
     allowed = np.zeros((space.n, space.n), dtype=bool)
     allowed[pu, pv] = True
     target = RETRY_RTOL if gap is None else max(gap, RETRY_RTOL)
+    conclusive = False
 
     repaired = {}        # the last matrix the test repaired and its repair; the least-loss one
 
@@ -273,21 +282,28 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
         if left is not None and left <= 0:
             raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {state.rounds} "
                             f"column-block rounds")
+        near = ("best_M" in repaired and repaired["best_loss"] - state.bound
+                <= FINISH_NEAR * target * repaired["best_loss"])
+        budget = max(FINISH_MIN_SECONDS, FINISH_TIME_FACTOR * stats["seconds"]) if near else None
+        capped = budget is not None and (left is None or budget < left)
         try:
             M, finish = solve_worst_case_lp_lazy(
-                D, allowed, epsilon, time_limit=left, solver=solver, knn=knn,
-                stop=None if gap is None else stop, gap=gap, initial_rows=state.rows)
-        except LPTimeout:
-            raise
+                D, allowed, epsilon, time_limit=budget if capped else left, solver=solver,
+                knn=knn, stop=None if gap is None else stop, gap=gap, initial_rows=state.rows)
         except LPError as exc:
-            if "best_M" not in repaired:
+            if "best_M" not in repaired or (isinstance(exc, LPTimeout) and not capped):
                 raise
-            # HiGHS can fail where eps * D spans many orders of magnitude; the rounds' best
-            # repaired matrix and their bound stand, and the caller's next attempts may improve
+            # HiGHS can fail where eps * D spans many orders of magnitude, or take far longer
+            # than the rounds near their plateau: the rounds' best repaired matrix and their
+            # bound stand (after a failure the caller's next attempts may improve on them)
             M = repaired["best_M"]
             repaired.update(M=M, candidate=repaired["best_candidate"])
-            stats.update(finish_error=f"HiGHS's lazy finish ({solver}) failed: {exc}",
+            why = (f"stopped after {budget:.0f} s (FINISH_TIME_FACTOR x the rounds' time)"
+                   if isinstance(exc, LPTimeout) else f"failed: {exc}")
+            stats.update(finish_error=f"HiGHS's lazy finish ({solver}) {why}",
                          seconds=time.perf_counter() - t0)
+            if isinstance(exc, LPTimeout):
+                conclusive = True
         else:
             finish.update(block_rounds=state.rounds, block_round_trace=state.trace,
                           block_seconds=stats["seconds"],
@@ -299,7 +315,7 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
                  else _near_optimal_candidate(M, D, epsilon))
     violation = max_privacy_violation(stochastic_rows(M), D, epsilon)
     R, log, mix = candidate
-    return _Solved(R, log, stats, candidate_loss(R, D, log), violation, mix, np.inf)
+    return _Solved(R, log, stats, candidate_loss(R, D, log), violation, mix, np.inf, conclusive)
 
 
 @dataclass
@@ -316,6 +332,8 @@ class _Solved:
     violation: float
     uniform_mix: float
     max_coefficient: float
+    #: No lower coefficient limit is tried after it (HiGHS's lazy solves would be slower still).
+    conclusive: bool = False
 
 
 def _near_optimal_candidate(M: np.ndarray, D: np.ndarray, epsilon: float):
@@ -391,7 +409,7 @@ def _solve_over_coefficient_limits(solve, time_limit: float | None,
         attempts.append(f"rows up to {max_coefficient:g}: loss {out.loss:.10g}, bound {out.stats['lower_bound']:.10g}")
         if best is None or out.loss < best.loss:
             best = out
-        if best.loss - best_bound <= rtol * best.loss:
+        if best.loss - best_bound <= rtol * best.loss or out.conclusive:
             break
     return best, best_bound, attempts
 
@@ -434,7 +452,9 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         ``"blocks"``: row generation whose rounds are solved by the interior point method over
         column blocks (:func:`mdp.lp.block_rounds.solve_worst_case_lp_block_rounds`), finished
         by ``"lazy"`` from its rows where its accuracy (about ``1e-6``) does not certify the
-        target; the only method above ``HIGHS_MAX_N`` = 250 points.
+        target (within ``FINISH_NEAR`` times the target, for at most ``FINISH_TIME_FACTOR``
+        times the rounds' seconds: when that runs out, the rounds' certified result stands and
+        ``stats["finish_error"]`` says so); the only method above ``HIGHS_MAX_N`` = 250 points.
         ``"lazy"``: row generation on HiGHS (:func:`mdp.lp.worst_case.solve_worst_case_lp_lazy`);
         ``"full"``: every non-redundant row at once, dualised
         (:func:`mdp.lp.worst_case.solve_worst_case_lp`). ``None``: :func:`default_method`
