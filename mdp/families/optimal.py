@@ -68,7 +68,7 @@ from .exponential import exponential_floor
 __all__ = ["two_hop_distances", "nonredundant_pairs", "median_detour", "median_two_hop_slack",
            "is_map_space", "default_knn", "default_solver", "default_method", "OPTIMAL_MAX_N",
            "HIGHS_MAX_N", "BLOCKS_MIN_N", "CHAIN_DETOUR",
-           "CHAIN_SLACK", "METHODS"]
+           "CHAIN_SLACK", "METHODS", "FINISH_NEAR", "FINISH_TIME_FACTOR", "FINISH_MIN_SECONDS"]
 
 #: Largest space on which "optimal" applies (``method="blocks"``; its block inverses take
 #: ``4 n^3`` bytes, 4 GB at n = 1000). The full LP has n^2 (n-1) rows (10^9 at n = 1000).
