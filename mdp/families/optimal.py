@@ -291,7 +291,8 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
                 D, allowed, epsilon, time_limit=budget if capped else left, solver=solver,
                 knn=knn, stop=None if gap is None else stop, gap=gap, initial_rows=state.rows)
         except LPError as exc:
-            if "best_M" not in repaired or (isinstance(exc, LPTimeout) and not capped):
+            timed_out = isinstance(exc, LPTimeout)
+            if "best_M" not in repaired or (timed_out and not capped):
                 raise
             # HiGHS can fail where eps * D spans many orders of magnitude, or take far longer
             # than the rounds near their plateau: the rounds' best repaired matrix and their
@@ -299,11 +300,10 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
             M = repaired["best_M"]
             repaired.update(M=M, candidate=repaired["best_candidate"])
             why = (f"stopped after {budget:.0f} s (FINISH_TIME_FACTOR x the rounds' time)"
-                   if isinstance(exc, LPTimeout) else f"failed: {exc}")
+                   if timed_out else f"failed: {exc}")
             stats.update(finish_error=f"HiGHS's lazy finish ({solver}) {why}",
                          seconds=time.perf_counter() - t0)
-            if isinstance(exc, LPTimeout):
-                conclusive = True
+            conclusive = timed_out
         else:
             finish.update(block_rounds=state.rounds, block_round_trace=state.trace,
                           block_seconds=stats["seconds"],
