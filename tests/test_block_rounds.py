@@ -142,6 +142,67 @@ def test_rounds_switch_to_tight_and_stop_when_the_test_accepts():
     assert stats["round_trace"][-1]["certified"] == 1.0
 
 
+class _FakeIterate:
+    def __init__(self, gap, bound):
+        self.gap, self._bound, self.M = gap, bound, np.full((2, 2), 0.5)
+
+    def bound(self):
+        return self._bound
+
+    def matrix(self):
+        return self.M
+
+
+def test_iterate_test_runs_on_each_tenfold_closer_iterate_and_keeps_the_best_bound():
+    seen = []
+
+    def stop(M, bound):
+        seen.append(bound)
+        return bound >= 2.0, 7.0
+
+    test = br.IterateTest(stop, bound=1.0, below=1e-3)
+    assert not test(_FakeIterate(2e-3, 5.0)) and seen == []          # above test_from
+    assert not test(_FakeIterate(8e-4, 0.5)) and seen == [1.0]       # the rounds' bound stands
+    assert test.below == pytest.approx(8e-4 / br.TEST_STEP)
+    assert not test(_FakeIterate(1e-4, 1.5)) and seen == [1.0]       # not yet 10x closer
+    assert test(_FakeIterate(5e-5, 2.5)) and seen == [1.0, 2.5]
+    assert test.accepted and test.loss == 7.0 and test.bound == 2.5 and test.tests == 2
+
+
+@pytest.mark.parametrize("name, space, eps", [("rand16", SPACES[1], 0.5), ("gauss14", SPACES[3], 2.0),
+                                              ("grid6", grid(6), 0.5)])
+@pytest.mark.parametrize("gap", [1e-2, 1e-3])
+def test_gap_rounds_stop_at_the_first_iterate_that_certifies(name, space, eps, gap):
+    """In gap= mode the caller's test runs on a tight round's iterates: the rounds end inside
+    the last round, with fewer iterations than with the round's last iterate only, and the
+    repaired matrix is within ``gap`` of SciPy's optimum."""
+    D = space.distances
+    n = D.shape[0]
+    ref, _ = optimal_loss_linprog(D, eps)
+    allowed = ~np.eye(n, dtype=bool)
+    kept = {}
+
+    def stop(M, bound):
+        R, log, _ = opt._near_optimal_candidate(M, D, eps)
+        loss = opt.candidate_loss(R, D, log)
+        kept.update(M=M, R=R, loss=loss)
+        return loss - bound <= gap * loss, loss
+
+    runs = {}
+    for test_from in (None, gap):
+        M, state, stats = br.solve_worst_case_lp_block_rounds(
+            D, allowed, eps, stop=stop, tight_tol=br.gap_round_tol(gap), test_from=test_from)
+        assert state.stopped
+        runs[test_from] = stats["ipm_iterations"]
+    assert stats["monitor_stopped"] and state.trace[-1]["iterate_tests"] >= 1
+    assert kept["M"] is M                      # the matrix tested is the one returned
+    assert runs[gap] < runs[None]
+    assert kept["loss"] - state.bound <= gap * kept["loss"]
+    assert state.bound <= ref * (1 + 1e-9) and ref <= kept["loss"] * (1 + 1e-9)
+    assert kept["loss"] <= ref * (1 + gap) / (1 - gap)
+    certify(kept["R"], D, eps, repair=False)
+
+
 def test_gap_round_tolerance():
     assert br.gap_round_tol(1e-3) == pytest.approx(1e-5)
     assert br.gap_round_tol(0.5) == 1e-4

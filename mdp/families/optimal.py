@@ -276,7 +276,8 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
 
     M, state, stats = solve_worst_case_lp_block_rounds(
         D, allowed, epsilon, knn=knn, time_limit=time_limit, stop=stop,
-        tight_tol=TIGHT_TOL if gap is None else gap_round_tol(gap))
+        tight_tol=TIGHT_TOL if gap is None else gap_round_tol(gap),
+        test_from=None if gap is None else target)
     if not state.stopped:
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if left is not None and left <= 0:

@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -71,7 +72,7 @@ from .reporting import LPProgress, report
 
 __all__ = ["ColumnBlockLP", "solve_worst_case_blocks", "lagrangian_bound", "BLOCKS",
            "MAX_BLOCK_BYTES", "available_memory", "block_byte_limit", "block_bytes",
-           "fits_in_memory", "GPU_BLOCKS_FROM_N", "block_device", "BlockFactorBase"]
+           "fits_in_memory", "GPU_BLOCKS_FROM_N", "block_device", "BlockFactorBase", "Iterate"]
 
 #: ``solver`` name of the column-block method (:func:`mdp.families.spanner.build_spanner`).
 BLOCKS = "blocks"
@@ -309,12 +310,16 @@ class TripleBlockLP:
 def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray,
                              w: np.ndarray, epsilon: float, *, time_limit: float | None = None,
                              tol: float = TOL, max_iter: int = 200,
-                             round_no: int = 1) -> tuple[np.ndarray, dict]:
+                             round_no: int = 1,
+                             monitor: Callable[[Iterate], bool] | None = None
+                             ) -> tuple[np.ndarray, dict]:
     """Solve the worst-case-loss LP over the rows ``(u, v, w)`` by the column-block method.
 
     As :func:`solve_worst_case_blocks` (same returns and errors), with a row set per column
     (:class:`TripleBlockLP`); the blocks are inverted densely on the CPU. ``round_no``: the
-    round its progress reports name (:mod:`mdp.lp.block_rounds`).
+    round its progress reports name (:mod:`mdp.lp.block_rounds`). ``monitor``: called with
+    every iterate (:class:`Iterate`); when it returns True the method stops there and returns
+    that iterate's matrix; ``stats["monitor_stopped"]`` says whether it did.
     """
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
@@ -325,7 +330,7 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
     fac = _BlockFactor(lp)
     fac.refine_steps = TRIPLE_REFINE_STEPS
     return _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0,
-                  round_no=round_no)
+                  round_no=round_no, monitor=monitor)
 
 
 def lagrangian_bound(lp: ColumnBlockLP, y_sum: np.ndarray, z_loss: np.ndarray,
@@ -507,6 +512,38 @@ def _centre(products: np.ndarray, target: float) -> np.ndarray:
 
 
 @dataclass
+class Iterate:
+    """An interior point iterate of the column-block method, as a ``monitor`` sees it.
+
+    Attributes
+    ----------
+    gap : float
+        Its relative gap ``|k - sum(y_E)| / (1 + |k|)``.
+    infeasibility : float
+        The larger of its scaled primal and dual infeasibilities.
+    iteration : int
+    """
+
+    lp: ColumnBlockLP
+    point: _Point
+    gap: float
+    infeasibility: float
+    iteration: int
+    _matrix: np.ndarray | None = field(default=None, repr=False)
+
+    def matrix(self) -> np.ndarray:
+        """The iterate's ``M`` (negatives clipped; the same array on every call)."""
+        if self._matrix is None:
+            self._matrix = np.maximum(self.point.X.T, 0.0)
+        return self._matrix
+
+    def bound(self) -> float:
+        """Its multipliers' Lagrangian bound (:func:`lagrangian_bound`), valid for any iterate."""
+        p = self.point
+        return lagrangian_bound(self.lp, p.yE, p.zL, p.zB)
+
+
+@dataclass
 class _Point:
     """A primal-dual iterate: ``X[w, u] = M_uw``, ``k``, slacks and multipliers of the loss and
     privacy rows, multipliers ``W`` of ``M >= 0`` and ``yE`` of the row sums."""
@@ -669,14 +706,16 @@ def _too_large(n: int, hint: str = "") -> LPError:
 
 
 def _solve(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: float | None,
-           t0: float, round_no: int = 1) -> tuple[np.ndarray, dict]:
+           t0: float, round_no: int = 1, monitor: Callable[[Iterate], bool] | None = None
+           ) -> tuple[np.ndarray, dict]:
     """The interior point iterations on ``lp`` with the factor ``fac``: the best iterate's
-    matrix (in ``lp``'s order) and the statistics."""
+    matrix (in ``lp``'s order; the monitor's iterate where it stopped them) and the statistics."""
     n = lp.n
     deadline = None if time_limit is None else t0 + time_limit
     with blas_threads(SERIAL_BLAS_BELOW):
-        best, it, stalled, bound = _mehrotra(lp, fac, tol=tol, max_iter=max_iter,
-                                             deadline=deadline, round_no=round_no)
+        best, it, stalled, bound, seen = _mehrotra(lp, fac, tol=tol, max_iter=max_iter,
+                                                   deadline=deadline, round_no=round_no,
+                                                   monitor=monitor)
     score, _, p, _ = best
     M = np.maximum(p.X.T, 0.0)
     R = lp.privacy_rows
@@ -686,14 +725,21 @@ def _solve(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: f
                  ipm_relative_gap=float(score), stalled=stalled,
                  formulation="worst-case-loss LP (column blocks)", device=fac.device,
                  dissection_levels=0)
+    if monitor is not None:
+        stats["monitor_stopped"] = seen is not None
+    if seen is not None:
+        M = seen.matrix()
     return M, stats
 
 
 def _mehrotra(lp: ColumnBlockLP, fac: BlockFactorBase, *, tol: float, max_iter: int,
-              deadline: float | None, round_no: int = 1) -> tuple[tuple, int, bool, float]:
-    """Iterations of :func:`solve_worst_case_blocks`: ``(best, iterations, stalled, bound)``
-    with ``best = (score, iteration, point, gap)`` and ``bound`` the best Lagrangian bound of
-    the iterates within ``BOUND_FROM_GAP`` (``-inf`` if none)."""
+              deadline: float | None, round_no: int = 1,
+              monitor: Callable[[Iterate], bool] | None = None
+              ) -> tuple[tuple, int, bool, float, Iterate | None]:
+    """Iterations of :func:`solve_worst_case_blocks`: ``(best, iterations, stalled, bound,
+    seen)`` with ``best = (score, iteration, point, gap)``, ``bound`` the best Lagrangian bound
+    of the iterates within ``BOUND_FROM_GAP`` (``-inf`` if none) and ``seen`` the iterate at which
+    ``monitor`` stopped them (then ``best`` is that iterate), else None."""
     p = _Point.start(lp)
     rows = 2 * lp.n + lp.privacy_rows
     best, bound = None, -np.inf
@@ -711,12 +757,16 @@ def _mehrotra(lp: ColumnBlockLP, fac: BlockFactorBase, *, tol: float, max_iter: 
         if gap <= BOUND_FROM_GAP:
             # valid for any multipliers: the best over the last iterates, not only the best one's
             bound = max(bound, lagrangian_bound(lp, p.yE, p.zL, p.zB))
+        if monitor is not None:
+            seen = Iterate(lp, p, gap, max(pinf, dinf), it)
+            if monitor(seen):
+                return (score, it, p, gap), it, False, max(bound, seen.bound()), seen
         if score <= STALL_FACTOR * mark[0]:
             mark = (score, it)
         if score <= tol:
-            return best, it, False, bound
+            return best, it, False, bound, None
         if best[0] <= STALL_ACCEPT and it - mark[1] >= STALL_ITERATIONS:
-            return best, it, True, bound
+            return best, it, True, bound, None
         if it == max_iter:
             break
         if deadline is not None and time.perf_counter() > deadline:
@@ -728,10 +778,10 @@ def _mehrotra(lp: ColumnBlockLP, fac: BlockFactorBase, *, tol: float, max_iter: 
         except LPError:
             if best[0] > STALL_ACCEPT:
                 raise
-            return best, it, True, bound
+            return best, it, True, bound, None
         p = p.moved(*_mehrotra_step(lp, fac, p, r, rtol, gap))
     if best is not None and best[0] <= STALL_ACCEPT:
-        return best, max_iter, True, bound
+        return best, max_iter, True, bound, None
     raise LPError(f"the column-block interior point method stopped after {max_iter} iterations "
                   f"without converging (best relative gap and infeasibilities "
                   f"{np.nan if best is None else best[0]:.1e})")
