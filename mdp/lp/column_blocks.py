@@ -519,17 +519,13 @@ class Iterate:
     ----------
     gap : float
         Its relative gap ``|k - sum(y_E)| / (1 + |k|)``.
-    infeasibility : float
-        The larger of its scaled primal and dual infeasibilities.
-    iteration : int
     """
 
     lp: ColumnBlockLP
     point: _Point
     gap: float
-    infeasibility: float
-    iteration: int
     _matrix: np.ndarray | None = field(default=None, repr=False)
+    _bound: float | None = field(default=None, repr=False)
 
     def matrix(self) -> np.ndarray:
         """The iterate's ``M`` (negatives clipped; the same array on every call)."""
@@ -538,9 +534,12 @@ class Iterate:
         return self._matrix
 
     def bound(self) -> float:
-        """Its multipliers' Lagrangian bound (:func:`lagrangian_bound`), valid for any iterate."""
-        p = self.point
-        return lagrangian_bound(self.lp, p.yE, p.zL, p.zB)
+        """Its multipliers' Lagrangian bound (:func:`lagrangian_bound`), valid for any iterate
+        (computed once)."""
+        if self._bound is None:
+            p = self.point
+            self._bound = lagrangian_bound(self.lp, p.yE, p.zL, p.zB)
+        return self._bound
 
 
 @dataclass
@@ -754,13 +753,12 @@ def _mehrotra(lp: ColumnBlockLP, fac: BlockFactorBase, *, tol: float, max_iter: 
             break
         if best is None or score < best[0]:
             best = (score, it, p, gap)
+        seen = Iterate(lp, p, gap)
         if gap <= BOUND_FROM_GAP:
             # valid for any multipliers: the best over the last iterates, not only the best one's
-            bound = max(bound, lagrangian_bound(lp, p.yE, p.zL, p.zB))
-        if monitor is not None:
-            seen = Iterate(lp, p, gap, max(pinf, dinf), it)
-            if monitor(seen):
-                return (score, it, p, gap), it, False, max(bound, seen.bound()), seen
+            bound = max(bound, seen.bound())
+        if monitor is not None and monitor(seen):
+            return (score, it, p, gap), it, False, max(bound, seen.bound()), seen
         if score <= STALL_FACTOR * mark[0]:
             mark = (score, it)
         if score <= tol:
