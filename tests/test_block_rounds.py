@@ -220,6 +220,43 @@ def test_state_adds_only_new_rows():
     assert state.phase is br.BlockPhase.TIGHT
 
 
+def test_state_stalls_after_tight_rounds_without_progress():
+    state = br.BlockRounds(rows=(np.zeros(0, int),) * 3, bound=1.0)
+    # relative gaps 0.0909 (progress), 0.0566 (not half), 0.0385 (half of 0.0909: progress), then
+    # four rounds that do not halve 0.0385
+    gaps = [state.certify(loss) for loss in (1.1, 1.06, 1.04, 1.039, 1.038, 1.037)]
+    assert gaps == pytest.approx([0.1 / 1.1, 0.06 / 1.06, 0.04 / 1.04, 0.039 / 1.039,
+                                  0.038 / 1.038, 0.037 / 1.037])
+    assert not state.stalled and state.rounds_since_progress == 3
+    assert state.certify(1.5) == pytest.approx(0.037 / 1.037)     # the least loss counts
+    assert state.stalled
+    fresh = br.BlockRounds(rows=(np.zeros(0, int),) * 3, bound=1.0)
+    for loss in (1.1, 1.05, 1.02, 1.01, 1.004):                   # halves each time
+        fresh.certify(loss)
+    assert not fresh.stalled and fresh.rounds_since_progress == 0
+
+
+def test_rounds_end_when_tight_rounds_stall(monkeypatch):
+    space = SPACES[1]
+    D, eps = space.distances, 4.0
+    n = D.shape[0]
+    allowed = ~np.eye(n, dtype=bool)
+    ref, _ = optimal_loss_linprog(D, eps)
+
+    def never(M, bound):             # a certificate that never improves: relative gap 1/2
+        return False, 2.0 * bound
+
+    M, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, eps, stop=never)
+    tight = [t for t in stats["round_trace"] if t["phase"] == "tight"]
+    assert stats["rounds_ended"] == "no row violated" and len(tight) == 3 and not state.stalled
+    monkeypatch.setattr(br, "STALL_ROUNDS", 1)
+    M, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, eps, stop=never)
+    tight = [t for t in stats["round_trace"] if t["phase"] == "tight"]
+    assert stats["rounds_ended"] == "stalled" and state.stalled and not state.exhausted
+    assert len(tight) == 2 and tight[-1]["added"] > 0
+    assert stats["lower_bound"] <= ref * (1 + 1e-9)
+
+
 @pytest.mark.parametrize("space", SPACES, ids=["rand10", "rand16", "grid4", "gauss14"])
 @pytest.mark.parametrize("eps", [0.5, 1.5])
 def test_optmech_by_blocks_is_exact_and_private(space, eps):
@@ -302,6 +339,30 @@ def test_blocks_give_highs_a_bounded_finish_near_their_plateau(monkeypatch):
     with pytest.raises(mdp.errors.SolverTimeout):
         mdp.build("optimal", space, eps, method="blocks", time_limit=1e6)
     assert limits[-1] < 1e6
+
+
+def test_a_failed_finish_near_the_plateau_ends_the_build(monkeypatch):
+    # near the target, HiGHS's lazy solves at lower coefficient limits (from scratch) cost far
+    # more than they can gain: a failed finish leaves the rounds' result, with no later attempt
+    space = SPACES[1]
+    eps = 0.5
+    ref, _ = optimal_loss_linprog(space.distances, eps)
+    monkeypatch.setattr(opt, "RETRY_RTOL", 1e-13)      # the rounds cannot certify: HiGHS finishes
+    monkeypatch.setattr(opt, "FINISH_NEAR", 1e12)      # ... and they count as near the target
+    calls = []
+
+    def failing(*args, max_coefficient=None, **kwargs):
+        calls.append(max_coefficient)
+        raise opt.LPError("Unknown model status")
+
+    monkeypatch.setattr(opt, "solve_worst_case_lp_lazy", failing)
+    mech = mdp.build("optimal", space, eps, method="blocks")
+    st = mech.stats
+    assert calls == [None]                              # the finish only (no coefficient limit)
+    assert "failed: Unknown model status" in st["finish_error"] and len(st["attempts"]) == 1
+    assert st["loss"] == pytest.approx(ref, rel=2e-6)
+    assert st["loss"] >= ref * (1 - 3e-7) and st["lower_bound"] <= ref * (1 + 3e-7)
+    certify(mech.matrix, space.distances, eps, repair=False)
 
 
 @pytest.mark.parametrize("gap", [1e-3, 1e-2])

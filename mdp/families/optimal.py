@@ -100,7 +100,8 @@ CHAIN_DETOUR = 0.2
 CHAIN_SLACK = 0.6
 #: ``method="blocks"``: where the rounds' plateau is within this factor of the target, HiGHS's
 #: finish gets at most ``FINISH_TIME_FACTOR`` times the rounds' seconds (at least
-#: ``FINISH_MIN_SECONDS``); when it runs out, the rounds' certified result stands. Geolife
+#: ``FINISH_MIN_SECONDS``); when it runs out or fails, the rounds' certified result stands
+#: (no attempt at a lower coefficient limit follows). Geolife
 #: n = 200 at eps 1 per km: the rounds reach 1.67e-6 in 219 s, HiGHS's finish from their
 #: 244,456 rows had not ended after 1,280 s more (``docs/design/lp.md``).
 FINISH_NEAR = 10.0
@@ -297,14 +298,17 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
                 raise
             # HiGHS can fail where eps * D spans many orders of magnitude, or take far longer
             # than the rounds near their plateau: the rounds' best repaired matrix and their
-            # bound stand (after a failure the caller's next attempts may improve on them)
+            # bound stand. After a failure far from the target the caller's next attempts may
+            # improve on them; near it, those lazy HiGHS solves from scratch over the same
+            # coefficients cost far more than they can gain (Geolife n = 200 at eps 1.5 per
+            # km: rounds 197 s to 1.5e-6, the next attempt's rounds 70 s each, over 20 min)
             M = repaired["best_M"]
             repaired.update(M=M, candidate=repaired["best_candidate"])
             why = (f"stopped after {budget:.0f} s (FINISH_TIME_FACTOR x the rounds' time)"
                    if timed_out else f"failed: {exc}")
             stats.update(finish_error=f"HiGHS's lazy finish ({solver}) {why}",
                          seconds=time.perf_counter() - t0)
-            conclusive = timed_out
+            conclusive = timed_out or near
         else:
             finish.update(block_rounds=state.rounds, block_round_trace=state.trace,
                           block_seconds=stats["seconds"],
@@ -493,7 +497,8 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         HiGHS finished, its statistics, with the rounds over blocks in ``block_round_trace``,
         ``block_rounds``, ``block_seconds`` and ``block_ipm_iterations``; where HiGHS's finish
         failed, the rounds' least-loss repaired matrix and their bound, with the reason in
-        ``finish_error``.
+        ``finish_error`` (no later coefficient limit is tried when the rounds were within
+        ``FINISH_NEAR`` times the target, or when the finish ran out of its bounded time).
 
     Raises
     ------

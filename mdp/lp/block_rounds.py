@@ -17,9 +17,12 @@ rows, run it to its end. Each round's multipliers give a Lagrangian bound
 relaxation, the rows never added have zero multipliers); the caller's ``stop`` test repairs the
 round's matrix to a private one and compares its loss with the best bound (with ``test_from``,
 on the round's iterates too: :class:`IterateTest`). The loop ends when
-``stop`` accepts, or when no row is violated (:attr:`BlockRounds.exhausted`): the interior point
-method ends on a plateau near a relative gap of ``1e-6`` (``docs/design/lp.md``), so a caller
-that needs more finishes with HiGHS from :attr:`BlockRounds.rows`.
+``stop`` accepts, when no row is violated (:attr:`BlockRounds.exhausted`), or when
+``STALL_ROUNDS`` tight rounds in a row did not lower the best certified gap by a factor of
+``STALL_FACTOR`` (:attr:`BlockRounds.stalled`: on the method's plateau a few rows can keep
+appearing and disappearing). The interior point method ends on a plateau near a relative gap of
+``1e-6`` (``docs/design/lp.md``), so a caller that needs more finishes with HiGHS from
+:attr:`BlockRounds.rows`.
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ from .reporting import LPProgress, report
 from .worst_case import initial_triples, separate
 
 __all__ = ["BlockPhase", "BlockRounds", "IterateTest", "solve_worst_case_lp_block_rounds",
-           "gap_round_tol", "LOOSE_TOL", "TIGHT_TOL", "SWITCH_FRACTION", "SEPARATION_TOL", "TEST_STEP"]
+           "gap_round_tol", "LOOSE_TOL", "TIGHT_TOL", "SWITCH_FRACTION", "SEPARATION_TOL", "TEST_STEP",
+           "STALL_ROUNDS", "STALL_FACTOR"]
 
 #: Relative gap and infeasibilities at which a loose round's interior point method stops.
 LOOSE_TOL = 1e-2
@@ -51,6 +55,12 @@ SEPARATION_TOL = 1e-8
 #: Within a tight round, the caller's test runs again on the first iterate whose relative gap
 #: is this factor below that of the last iterate tested.
 TEST_STEP = 10.0
+#: The rounds end on a plateau once this many tight rounds in a row have not lowered the best
+#: certified relative gap by a factor of ``STALL_FACTOR`` (Geolife cells, n = 200, eps 0.1 per
+#: km: from round 12 on the certified gap moved between 2.1e-6 and 6e-6 while each round added
+#: 2 to 492 rows, 20-30 s per round, until the task's time limit; ``docs/design/lp.md``).
+STALL_ROUNDS = 4
+STALL_FACTOR = 2.0
 
 
 def gap_round_tol(gap: float) -> float:
@@ -83,6 +93,9 @@ class BlockRounds:
     exhausted : bool
         The last round was tight and its matrix violated no row of the full LP (beyond
         ``SEPARATION_TOL``).
+    stalled : bool
+        ``STALL_ROUNDS`` tight rounds in a row did not lower the best certified relative gap
+        (:meth:`certify`) by a factor of ``STALL_FACTOR``.
     stopped : bool
         ``stop`` accepted the last round's matrix.
     trace : list of dict
@@ -97,7 +110,24 @@ class BlockRounds:
     bound: float = -np.inf
     exhausted: bool = False
     stopped: bool = False
+    stalled: bool = False
     trace: list = field(default_factory=list)
+    #: least certified loss so far, the certified gap at the last progress and tight rounds since
+    best_loss: float = np.inf
+    progress_gap: float = np.inf
+    rounds_since_progress: int = 0
+
+    def certify(self, loss: float) -> float:
+        """Record a tight round's certified loss; the best certified relative gap (least loss
+        against the best bound). Sets :attr:`stalled`."""
+        self.best_loss = min(self.best_loss, loss)
+        gap = (self.best_loss - self.bound) / self.best_loss if self.best_loss > 0 else 0.0
+        if gap <= self.progress_gap / STALL_FACTOR:
+            self.progress_gap, self.rounds_since_progress = gap, 0
+        else:
+            self.rounds_since_progress += 1
+        self.stalled = self.rounds_since_progress >= STALL_ROUNDS
+        return gap
 
     def add(self, u: np.ndarray, v: np.ndarray, w: np.ndarray, n: int) -> int:
         """Add the rows not yet in the set; the number added. Switches to tight rounds once
@@ -191,7 +221,9 @@ def solve_worst_case_lp_block_rounds(
     stats : dict
         The last round's :func:`~mdp.lp.column_blocks.solve_worst_case_triples` statistics with
         ``rounds``, ``round_trace``, ``lower_bound`` (the best), ``ipm_iterations`` and
-        ``seconds`` (all rounds), ``full_rows`` and ``final_violation``.
+        ``seconds`` (all rounds), ``full_rows``, ``final_violation`` and ``rounds_ended`` (why
+        the loop ended: ``"stop accepted"``, ``"no row violated"``, ``"stalled"`` or
+        ``"max_rounds"``).
     """
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
@@ -223,6 +255,8 @@ def solve_worst_case_lp_block_rounds(
         added = 0 if state.stopped else state.add(su, sv, sw, n)
         # a loose round's point is far from the restricted optimum: a tight round follows it
         state.exhausted = added == 0 and phase is BlockPhase.TIGHT
+        if np.isfinite(certified) and not state.stopped:
+            state.certify(certified)
         state.trace.append(dict(rows=stats["privacy_rows"], phase=phase.value,
                                 iterations=stats["ipm_iterations"],
                                 seconds=time.perf_counter() - t1,
@@ -232,9 +266,12 @@ def solve_worst_case_lp_block_rounds(
         report(LPProgress(round=state.rounds, rows=stats["rows"], objective=float(shown),
                           gap=(shown - state.bound) / shown if shown > 0 else np.nan,
                           certified=bool(np.isfinite(certified)), violated=added))
-        if state.stopped or state.exhausted or state.rounds >= max_rounds:
+        if state.stopped or state.exhausted or state.stalled or state.rounds >= max_rounds:
             break
+    ended = ("stop accepted" if state.stopped else "no row violated" if state.exhausted
+             else "stalled" if state.stalled else "max_rounds")
     stats.update(rounds=state.rounds, round_trace=state.trace, lower_bound=state.bound,
+                 rounds_ended=ended,
                  ipm_iterations=iterations, seconds=time.perf_counter() - t0,
                  full_rows=2 * n + int(allowed.sum()) * n, final_violation=worst,
                  formulation="primal worst-case-loss LP, lazy row generation (column blocks)")
