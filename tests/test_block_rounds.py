@@ -312,7 +312,11 @@ def test_blocks_keep_their_own_result_when_the_highs_finish_fails(monkeypatch):
         mdp.build("optimal", space, eps, method="blocks")
 
 
-def test_blocks_give_highs_a_bounded_finish_near_their_plateau(monkeypatch):
+@pytest.mark.parametrize("outcome", ["runs out", "fails"])
+def test_blocks_give_highs_a_bounded_finish_near_their_plateau(monkeypatch, outcome):
+    # near the target HiGHS's finish gets a bounded time; when it runs out or fails, the rounds'
+    # result stands and no later attempt follows (HiGHS's lazy solves at lower coefficient
+    # limits, from scratch, cost far more than they can gain there)
     space = SPACES[1]
     eps = 0.5
     ref, _ = optimal_loss_linprog(space.distances, eps)
@@ -320,49 +324,29 @@ def test_blocks_give_highs_a_bounded_finish_near_their_plateau(monkeypatch):
     monkeypatch.setattr(opt, "FINISH_NEAR", 1e12)      # ... and they count as near the target
     monkeypatch.setattr(opt, "FINISH_TIME_FACTOR", 0.0)
     monkeypatch.setattr(opt, "FINISH_MIN_SECONDS", 5.0)
-    limits = []
-
-    def slow(*args, time_limit=None, **kwargs):
-        limits.append(time_limit)
-        raise opt.LPTimeout("LP time limit reached")
-
-    monkeypatch.setattr(opt, "solve_worst_case_lp_lazy", slow)
-    mech = mdp.build("optimal", space, eps, method="blocks")
-    st = mech.stats
-    assert limits == [5.0]                              # no later attempt either
-    assert "stopped after 5 s" in st["finish_error"] and len(st["attempts"]) == 1
-    assert st["loss"] == pytest.approx(ref, rel=2e-6)
-    assert st["loss"] >= ref * (1 - 3e-7) and st["lower_bound"] <= ref * (1 + 3e-7)
-    certify(mech.matrix, space.distances, eps, repair=False)
-    # the caller's own time limit, shorter than the finish's budget, still ends the build
-    monkeypatch.setattr(opt, "FINISH_MIN_SECONDS", 1e7)
-    with pytest.raises(mdp.errors.SolverTimeout):
-        mdp.build("optimal", space, eps, method="blocks", time_limit=1e6)
-    assert limits[-1] < 1e6
-
-
-def test_a_failed_finish_near_the_plateau_ends_the_build(monkeypatch):
-    # near the target, HiGHS's lazy solves at lower coefficient limits (from scratch) cost far
-    # more than they can gain: a failed finish leaves the rounds' result, with no later attempt
-    space = SPACES[1]
-    eps = 0.5
-    ref, _ = optimal_loss_linprog(space.distances, eps)
-    monkeypatch.setattr(opt, "RETRY_RTOL", 1e-13)      # the rounds cannot certify: HiGHS finishes
-    monkeypatch.setattr(opt, "FINISH_NEAR", 1e12)      # ... and they count as near the target
     calls = []
 
-    def failing(*args, max_coefficient=None, **kwargs):
-        calls.append(max_coefficient)
-        raise opt.LPError("Unknown model status")
+    def finish(*args, time_limit=None, max_coefficient=None, **kwargs):
+        calls.append((time_limit, max_coefficient))
+        if outcome == "fails":
+            raise opt.LPError("Unknown model status")
+        raise opt.LPTimeout("LP time limit reached")
 
-    monkeypatch.setattr(opt, "solve_worst_case_lp_lazy", failing)
+    monkeypatch.setattr(opt, "solve_worst_case_lp_lazy", finish)
     mech = mdp.build("optimal", space, eps, method="blocks")
     st = mech.stats
-    assert calls == [None]                              # the finish only (no coefficient limit)
-    assert "failed: Unknown model status" in st["finish_error"] and len(st["attempts"]) == 1
+    assert calls == [(5.0, None)]                       # the finish only, no coefficient limit
+    why = "failed: Unknown model status" if outcome == "fails" else "stopped after 5 s"
+    assert why in st["finish_error"] and len(st["attempts"]) == 1
     assert st["loss"] == pytest.approx(ref, rel=2e-6)
     assert st["loss"] >= ref * (1 - 3e-7) and st["lower_bound"] <= ref * (1 + 3e-7)
     certify(mech.matrix, space.distances, eps, repair=False)
+    if outcome == "runs out":
+        # the caller's own time limit, shorter than the finish's budget, still ends the build
+        monkeypatch.setattr(opt, "FINISH_MIN_SECONDS", 1e7)
+        with pytest.raises(mdp.errors.SolverTimeout):
+            mdp.build("optimal", space, eps, method="blocks", time_limit=1e6)
+        assert calls[-1][0] < 1e6
 
 
 @pytest.mark.parametrize("gap", [1e-3, 1e-2])
