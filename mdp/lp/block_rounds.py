@@ -57,7 +57,7 @@ SEPARATION_TOL = 1e-8
 TEST_STEP = 10.0
 #: The rounds end on a plateau once this many tight rounds in a row have not lowered the best
 #: certified relative gap by a factor of ``STALL_FACTOR`` (Geolife cells, n = 200, eps 0.1 per
-#: km: from round 12 on the certified gap moved between 2.1e-6 and 6e-6 while each round added
+#: km: from round 10 on the certified gap moved between 2.1e-6 and 6e-6 while each round added
 #: 2 to 492 rows, 20-30 s per round, until the task's time limit; ``docs/design/lp.md``).
 STALL_ROUNDS = 4
 STALL_FACTOR = 2.0
