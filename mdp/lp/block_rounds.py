@@ -110,7 +110,6 @@ class BlockRounds:
     bound: float = -np.inf
     exhausted: bool = False
     stopped: bool = False
-    stalled: bool = False
     trace: list = field(default_factory=list)
     #: least certified loss so far, the certified gap at the last progress and tight rounds since
     best_loss: float = np.inf
@@ -119,15 +118,18 @@ class BlockRounds:
 
     def certify(self, loss: float) -> float:
         """Record a tight round's certified loss; the best certified relative gap (least loss
-        against the best bound). Sets :attr:`stalled`."""
+        against the best bound); :attr:`stalled` follows from it."""
         self.best_loss = min(self.best_loss, loss)
         gap = (self.best_loss - self.bound) / self.best_loss if self.best_loss > 0 else 0.0
         if gap <= self.progress_gap / STALL_FACTOR:
             self.progress_gap, self.rounds_since_progress = gap, 0
         else:
             self.rounds_since_progress += 1
-        self.stalled = self.rounds_since_progress >= STALL_ROUNDS
         return gap
+
+    @property
+    def stalled(self) -> bool:
+        return self.rounds_since_progress >= STALL_ROUNDS
 
     def add(self, u: np.ndarray, v: np.ndarray, w: np.ndarray, n: int) -> int:
         """Add the rows not yet in the set; the number added. Switches to tight rounds once

@@ -715,19 +715,18 @@ def _solve(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: f
         best, it, stalled, bound, seen = _mehrotra(lp, fac, tol=tol, max_iter=max_iter,
                                                    deadline=deadline, round_no=round_no,
                                                    monitor=monitor)
-    score, _, p, _ = best
-    M = np.maximum(p.X.T, 0.0)
+    score, _, p, gap = best
+    final = seen if seen is not None else Iterate(lp, p, gap)
+    M = final.matrix()
     R = lp.privacy_rows
     stats = dict(solver=BLOCKS, variables=n * n + 1, rows=2 * n + R, nnz=3 * n * n + n + 2 * R,
                  privacy_rows=R, ipm_iterations=it, seconds=time.perf_counter() - t0,
-                 lp_objective=float(p.k), lower_bound=max(bound, lagrangian_bound(lp, p.yE, p.zL, p.zB)),
+                 lp_objective=float(p.k), lower_bound=max(bound, final.bound()),
                  ipm_relative_gap=float(score), stalled=stalled,
                  formulation="worst-case-loss LP (column blocks)", device=fac.device,
                  dissection_levels=0)
     if monitor is not None:
         stats["monitor_stopped"] = seen is not None
-    if seen is not None:
-        M = seen.matrix()
     return M, stats
 
 
@@ -758,7 +757,7 @@ def _mehrotra(lp: ColumnBlockLP, fac: BlockFactorBase, *, tol: float, max_iter: 
             # valid for any multipliers: the best over the last iterates, not only the best one's
             bound = max(bound, seen.bound())
         if monitor is not None and monitor(seen):
-            return (score, it, p, gap), it, False, max(bound, seen.bound()), seen
+            return (score, it, p, gap), it, False, bound, seen
         if score <= STALL_FACTOR * mark[0]:
             mark = (score, it)
         if score <= tol:
