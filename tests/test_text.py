@@ -1,5 +1,6 @@
 """Text: embeddings, GloVe, clustered vocabularies, the Lee fastText model, privatizing text."""
 
+import shutil
 import sys
 from collections import Counter
 
@@ -8,7 +9,7 @@ import pytest
 from scipy.spatial.distance import cdist
 
 import mdp
-from mdp.errors import ParameterError
+from mdp.errors import MDPError, ParameterError, ParameterTypeError
 from mdp.privatize import privatize_inputs
 from text import Embeddings, load_glove, privatize, sample_vocabulary, tokenize, train_lee_fasttext
 from text.fasttext import lee_corpus_path
@@ -151,6 +152,51 @@ def test_lee_fasttext_vocabulary_cache_and_determinism(tmp_path):
     assert not np.array_equal(other.vectors, emb.vectors)
     with pytest.raises(ValueError, match="vector_size must be >= 1"):
         train_lee_fasttext(vector_size=0)
+
+
+def _pinnable():
+    from text.fasttext import _CAN_RUN_PINNED, _openblas_kernel
+
+    if _openblas_kernel() not in _CAN_RUN_PINNED:
+        pytest.skip("SciPy's BLAS here is not an OpenBLAS that can run its Haswell kernel")
+
+
+def test_lee_fasttext_trains_figure_1s_vectors_on_any_avx2_machine():
+    # Figure 1's fastText-200 (docs/results/loss-curves) was computed on space 15db2fa6. Unpinned,
+    # an AVX-512 machine's OpenBLAS kernel trains other vectors (space 25e204cc).
+    from experiments.spaces import fingerprint
+    from text import sample_vocabulary
+
+    _pinnable()
+    emb = train_lee_fasttext()
+    assert fingerprint(sample_vocabulary(emb, 200, rng=0)) == "15db2fa654b5cf87"
+
+
+def test_lee_fasttext_child_process_pins_the_kernel(monkeypatch):
+    import text.fasttext as ft
+
+    _pinnable()
+    here = train_lee_fasttext(vector_size=8, epochs=2, seed=3)
+    # force the child process even where this process's kernel already trains the same vectors
+    monkeypatch.setattr(ft, "_SAME_AS_PINNED", frozenset())
+    child = train_lee_fasttext(vector_size=8, epochs=2, seed=3)
+    assert list(child.words) == list(here.words)
+    np.testing.assert_array_equal(child.vectors, here.vectors)
+    monkeypatch.setattr(ft.sys, "executable", shutil.which("false") or pytest.skip("no `false`"))
+    with pytest.raises(MDPError, match="child process failed.*pin_blas=False"):
+        train_lee_fasttext(vector_size=8, epochs=2, seed=3)
+
+
+def test_lee_fasttext_warns_where_the_kernel_cannot_be_pinned(monkeypatch):
+    import text.fasttext as ft
+
+    monkeypatch.setattr(ft, "_openblas_kernel", lambda: None)
+    with pytest.warns(UserWarning, match="may differ from other machines"):
+        emb = train_lee_fasttext(vector_size=8, epochs=2, seed=3)
+    np.testing.assert_array_equal(emb.vectors, train_lee_fasttext(vector_size=8, epochs=2, seed=3,
+                                                                  pin_blas=False).vectors)
+    with pytest.raises(ParameterTypeError, match="pin_blas must be True or False, got 'yes'"):
+        train_lee_fasttext(pin_blas="yes")
 
 
 # -- privatizing text -------------------------------------------------------------------------------

@@ -7,22 +7,43 @@ gensim on the Lee background corpus shipped with gensim (``gensim/test/test_data
 about 58,000 tokens after ``gensim.utils.simple_preprocess``). Training is deterministic
 (``workers=1``, fixed ``seed``; checked identical across processes and ``PYTHONHASHSEED``) and
 takes a few seconds; the result can be cached on disk.
+
+The vectors also depend on the BLAS kernel: gensim's training loops call ``sdot`` / ``saxpy``
+from SciPy's OpenBLAS, which picks a kernel for the CPU it runs on, and kernels round float32
+sums differently. Measured on one AVX-512 machine, by forcing OpenBLAS's kernel
+(``OPENBLAS_CORETYPE``): ``Haswell`` and ``Zen`` train the same vectors, ``SkylakeX`` and
+``Cooperlake`` other ones, ``Sandybridge`` and ``Prescott`` others again. So by default the
+training runs with the ``Haswell`` kernel (AVX2, on every x86-64 CPU since about 2015): in this
+process where OpenBLAS already chose ``Haswell`` or ``Zen``, otherwise in a child process with
+``OPENBLAS_CORETYPE=Haswell``; the vectors are then the same on every such machine.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from mdp.errors import FileFormatError
+from mdp.errors import FileFormatError, MDPError, ParameterTypeError
 from mdp.io import read_npz
 from mdp.validation import check_int
 
 from .embeddings import Embeddings
 
-__all__ = ["train_lee_fasttext", "lee_corpus_path"]
+__all__ = ["train_lee_fasttext", "lee_corpus_path", "PINNED_BLAS_KERNEL"]
+
+#: OpenBLAS kernel that ``train_lee_fasttext(pin_blas=True)`` trains with.
+PINNED_BLAS_KERNEL = "Haswell"
+# OpenBLAS kernels measured to train the same vectors as PINNED_BLAS_KERNEL (no child needed)
+_SAME_AS_PINNED = frozenset({"Haswell", "Zen"})
+# OpenBLAS kernels of CPUs with AVX2 + FMA, which can run the pinned kernel
+_CAN_RUN_PINNED = frozenset({"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids"})
 
 
 def lee_corpus_path() -> Path:
@@ -47,7 +68,7 @@ def lee_corpus_path() -> Path:
 
 def train_lee_fasttext(*, vector_size: int = 50, seed: int = 0, epochs: int = 10,
                        min_count: int = 3, window: int = 5,
-                       cache: str | os.PathLike | None = None) -> Embeddings:
+                       cache: str | os.PathLike | None = None, pin_blas: bool = True) -> Embeddings:
     """Train gensim ``FastText`` on the Lee background corpus and return its word vectors.
 
     Each line of the corpus is one document, tokenised with ``gensim.utils.simple_preprocess``
@@ -66,6 +87,12 @@ def train_lee_fasttext(*, vector_size: int = 50, seed: int = 0, epochs: int = 10
     cache : path, optional
         An ``.npz`` file: loaded when it exists and was trained with the same parameters,
         otherwise written (atomically) after training.
+    pin_blas : bool, default True
+        Train with OpenBLAS's ``Haswell`` kernel (:data:`PINNED_BLAS_KERNEL`) so that the vectors
+        are the same on every x86-64 machine with AVX2 (module docstring). Where SciPy's BLAS is
+        not OpenBLAS or the CPU cannot run that kernel, training uses the machine's own kernel
+        and warns that the vectors may differ from other machines'. ``False``: the machine's own
+        kernel, in this process.
 
     Returns
     -------
@@ -77,8 +104,23 @@ def train_lee_fasttext(*, vector_size: int = 50, seed: int = 0, epochs: int = 10
     epochs = check_int(epochs, "epochs", low=1)
     min_count = check_int(min_count, "min_count", low=1)
     window = check_int(window, "window", low=1)
+    if not isinstance(pin_blas, (bool, np.bool_)):
+        raise ParameterTypeError(f"pin_blas must be True or False, got {pin_blas!r}")
     params = {"vector_size": vector_size, "seed": seed, "epochs": epochs, "min_count": min_count,
               "window": window}
+    kernel = _openblas_kernel()
+    child = False
+    if pin_blas:
+        if kernel in _SAME_AS_PINNED:
+            kernel = PINNED_BLAS_KERNEL
+        elif kernel in _CAN_RUN_PINNED:
+            kernel, child = PINNED_BLAS_KERNEL, True
+        else:
+            warnings.warn(f"SciPy's BLAS ({kernel or 'not OpenBLAS'}) cannot run OpenBLAS's "
+                          f"{PINNED_BLAS_KERNEL} kernel here: the fastText vectors are trained with "
+                          "this machine's own kernel and may differ from other machines'",
+                          stacklevel=2)
+    params["blas_kernel"] = kernel or "unknown"
     key = np.array(sorted(params.items()), dtype=str)
     if cache is not None:
         cache = Path(cache)
@@ -89,6 +131,36 @@ def train_lee_fasttext(*, vector_size: int = 50, seed: int = 0, epochs: int = 10
                     return Embeddings(z["words"], z["vectors"])
             except (FileFormatError, ValueError, TypeError):
                 pass  # an unreadable or foreign cache is rebuilt below
+    gensim_params = {k: v for k, v in params.items() if k != "blas_kernel"}
+    if child:
+        emb = _train_in_child(gensim_params, PINNED_BLAS_KERNEL)
+    else:
+        emb = _train(**gensim_params)
+    if cache is not None:
+        from mdp.io import atomic_write
+
+        atomic_write(cache, lambda fh: np.savez(fh, words=emb.words, vectors=emb.vectors, params=key))
+    return emb
+
+
+def _openblas_kernel() -> str | None:
+    """The kernel ("architecture") OpenBLAS chose here, if SciPy's BLAS is OpenBLAS; else None."""
+    import scipy
+    import scipy.linalg.blas  # noqa: F401  (loads SciPy's BLAS so that threadpoolctl sees it)
+    from threadpoolctl import threadpool_info
+
+    try:
+        blas = scipy.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]
+    except (KeyError, TypeError, ValueError):
+        return None
+    if "openblas" not in str(blas).lower():
+        return None
+    kernels = {info.get("architecture") for info in threadpool_info()
+               if info.get("user_api") == "blas" and info.get("internal_api") == "openblas"}
+    return kernels.pop() if len(kernels) == 1 else None
+
+
+def _train(*, vector_size: int, seed: int, epochs: int, min_count: int, window: int) -> Embeddings:
     from gensim.models import FastText
     from gensim.utils import simple_preprocess
 
@@ -96,9 +168,26 @@ def train_lee_fasttext(*, vector_size: int = 50, seed: int = 0, epochs: int = 10
         sentences = [simple_preprocess(line) for line in fh]
     model = FastText(sentences=sentences, vector_size=vector_size, window=window,
                      min_count=min_count, epochs=epochs, workers=1, seed=seed)
-    emb = Embeddings(list(model.wv.index_to_key), np.asarray(model.wv.vectors, dtype=np.float32))
-    if cache is not None:
-        from mdp.io import atomic_write
+    return Embeddings(list(model.wv.index_to_key), np.asarray(model.wv.vectors, dtype=np.float32))
 
-        atomic_write(cache, lambda fh: np.savez(fh, words=emb.words, vectors=emb.vectors, params=key))
-    return emb
+
+def _train_in_child(params: dict, kernel: str) -> Embeddings:
+    """:func:`_train` in a fresh interpreter whose OpenBLAS is forced to ``kernel``.
+
+    OpenBLAS reads ``OPENBLAS_CORETYPE`` once, when it loads, so only a new process can change it.
+    """
+    env = dict(os.environ, OPENBLAS_CORETYPE=kernel)
+    with tempfile.TemporaryDirectory(prefix="mdp-fasttext-") as tmp:
+        out = Path(tmp) / "vectors.npz"
+        code = ("import json, sys, numpy as np; from text.fasttext import _train; "
+                "e = _train(**json.loads(sys.argv[1])); "
+                "np.savez(sys.argv[2], words=np.array(e.words, dtype=str), vectors=e.vectors)")
+        done = subprocess.run([sys.executable, "-c", code, json.dumps(params), str(out)], env=env,
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0 or not out.is_file():
+            tail = "\n".join(done.stderr.strip().splitlines()[-5:])
+            raise MDPError(f"training fastText with OpenBLAS's {kernel} kernel in a child process "
+                           f"failed (exit status {done.returncode}); pass pin_blas=False to train "
+                           f"with this machine's own kernel. The child said:\n{tail}")
+        with np.load(out) as z:
+            return Embeddings(list(z["words"]), z["vectors"])
