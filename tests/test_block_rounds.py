@@ -14,7 +14,7 @@ from mdp.families import optimal as opt
 from mdp.lp import block_rounds as br
 from mdp.lp import progress
 from mdp.lp.column_blocks import TripleBlockLP, lagrangian_bound, solve_worst_case_triples
-from mdp.lp.worst_case import initial_triples, privacy_rows
+from mdp.lp.worst_case import initial_triples, privacy_rows, separate
 from mdp.space import MetricSpace
 from mdp.verification import certify
 
@@ -112,12 +112,14 @@ def test_rounds_bound_the_full_optimum(space, eps):
     assert state.rounds == len(state.trace) == stats["rounds"] >= 1
     assert stats["lower_bound"] <= ref * (1 + 3e-7)
     assert stats["lower_bound"] >= ref - 2e-5 * (1 + ref)
-    # every row of the full LP is met to the separation tolerance
-    assert stats["final_violation"] <= br.SEPARATION_TOL
+    # every row of the full LP is met to the tight rounds' separation tolerance (rand16 at 0.5
+    # ended at 5.6e-10 when they separated at SEPARATION_TOL, 1e-8)
+    assert br.TIGHT_SEPARATION_TOL <= 1e-10
+    assert stats["final_violation"] <= br.TIGHT_SEPARATION_TOL
     K = np.exp(-eps * D)
     V = K[:, :, None] * M[:, None, :] - M[None, :, :]
     V[np.arange(n), np.arange(n)] = -np.inf
-    assert V.max() <= br.SEPARATION_TOL
+    assert V.max() <= br.TIGHT_SEPARATION_TOL
     # the rows only grow, starting from the starting rows
     start = initial_triples(D, allowed, 2)
     assert stats["round_trace"][0]["rows"] == len(start[0])
@@ -201,6 +203,22 @@ def test_gap_rounds_stop_at_the_first_iterate_that_certifies(name, space, eps, g
     assert state.bound <= ref * (1 + 1e-9) and ref <= kept["loss"] * (1 + 1e-9)
     assert kept["loss"] <= ref * (1 + gap) / (1 - gap)
     certify(kept["R"], D, eps, repair=False)
+
+
+@pytest.mark.parametrize("gap", [None, 1e-3])
+def test_tight_rounds_of_exact_builds_separate_finer(monkeypatch, gap):
+    seen = []
+
+    def spy(M, D, eps, allowed, tol):
+        seen.append(tol)
+        return separate(M, D, eps, allowed, tol)
+
+    monkeypatch.setattr(br, "separate", spy)
+    st = mdp.build("optimal", SPACES[1], 0.5, method="blocks", gap=gap).stats
+    phases = [t["phase"] for t in st.get("block_round_trace", st["round_trace"])]
+    assert "tight" in phases and len(seen) == len(phases)
+    fine = br.TIGHT_SEPARATION_TOL if gap is None else br.SEPARATION_TOL
+    assert seen == [fine if p == "tight" else br.SEPARATION_TOL for p in phases]
 
 
 def test_gap_round_tolerance():

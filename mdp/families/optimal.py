@@ -50,7 +50,13 @@ import numpy as np
 from ..candidate import Candidate
 from ..errors import ParameterError
 from ..lp import SOLVERS, LPError, LPTimeout, explain_failures, stochastic_rows
-from ..lp.block_rounds import TIGHT_TOL, gap_round_tol, solve_worst_case_lp_block_rounds
+from ..lp.block_rounds import (
+    SEPARATION_TOL,
+    TIGHT_SEPARATION_TOL,
+    TIGHT_TOL,
+    gap_round_tol,
+    solve_worst_case_lp_block_rounds,
+)
 from ..lp.column_blocks import block_byte_limit, block_bytes
 from ..lp.output import LOG_DOMAIN_C, balanced_envelope, candidate_loss, private_candidate
 from ..lp.worst_case import (
@@ -101,11 +107,13 @@ CHAIN_SLACK = 0.6
 #: ``method="blocks"``: where the rounds' plateau is within this factor of the target, HiGHS's
 #: finish gets at most ``FINISH_TIME_FACTOR`` times the rounds' seconds (at least
 #: ``FINISH_MIN_SECONDS``); when it runs out or fails, the rounds' certified result stands
-#: (no attempt at a lower coefficient limit follows). Geolife
-#: n = 200 at eps 1 per km: the rounds reach 1.67e-6 in 219 s, HiGHS's finish from their
-#: 244,456 rows had not ended after 1,280 s more (``docs/design/lp.md``).
+#: (no attempt at a lower coefficient limit follows). The finish ended within its time only in
+#: builds up to about 100 points (Geolife n = 100: 31 s); from 200 points it never did, whether
+#: given as long as the rounds took (fastText n = 200 at eps 2: stopped after 390 s; Geolife
+#: n = 200 at eps 0.1 and Table 2's n = 250: after 287 s and 731 s) or 1,280 s more (Geolife
+#: n = 200 at eps 1), which doubled those builds (``docs/design/lp.md``).
 FINISH_NEAR = 10.0
-FINISH_TIME_FACTOR = 1.0
+FINISH_TIME_FACTOR = 0.1
 FINISH_MIN_SECONDS = 60.0
 #: Ways to solve the LP: lazy row generation on HiGHS, every row at once (dualised), or lazy
 #: row generation whose rounds are solved over column blocks (:mod:`mdp.lp.block_rounds`).
@@ -278,6 +286,7 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
     M, state, stats = solve_worst_case_lp_block_rounds(
         D, allowed, epsilon, knn=knn, time_limit=time_limit, stop=stop,
         tight_tol=TIGHT_TOL if gap is None else gap_round_tol(gap),
+        tight_separation_tol=TIGHT_SEPARATION_TOL if gap is None else SEPARATION_TOL,
         test_from=None if gap is None else target)
     if not state.stopped:
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
@@ -304,7 +313,8 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
             # km: rounds 197 s to 1.5e-6, the next attempt's rounds 70 s each, over 20 min)
             M = repaired["best_M"]
             repaired.update(M=M, candidate=repaired["best_candidate"])
-            why = (f"stopped after {budget:.0f} s (FINISH_TIME_FACTOR x the rounds' time)"
+            why = (f"stopped after {budget:.0f} s (FINISH_MIN_SECONDS or FINISH_TIME_FACTOR x "
+                   f"the rounds' time)"
                    if timed_out else f"failed: {exc}")
             stats.update(finish_error=f"HiGHS's lazy finish ({solver}) {why}",
                          seconds=time.perf_counter() - t0)
@@ -458,7 +468,7 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         column blocks (:func:`mdp.lp.block_rounds.solve_worst_case_lp_block_rounds`), finished
         by ``"lazy"`` from its rows where its accuracy (about ``1e-6``) does not certify the
         target (within ``FINISH_NEAR`` times the target, for at most ``FINISH_TIME_FACTOR``
-        times the rounds' seconds: when that runs out, the rounds' certified result stands and
+        times the rounds' seconds or ``FINISH_MIN_SECONDS``: when that runs out, the rounds' certified result stands and
         ``stats["finish_error"]`` says so); the only method above ``HIGHS_MAX_N`` = 250 points.
         ``"lazy"``: row generation on HiGHS (:func:`mdp.lp.worst_case.solve_worst_case_lp_lazy`);
         ``"full"``: every non-redundant row at once, dualised

@@ -40,7 +40,8 @@ from .reporting import LPProgress, report
 from .worst_case import initial_triples, separate
 
 __all__ = ["BlockPhase", "BlockRounds", "IterateTest", "solve_worst_case_lp_block_rounds",
-           "gap_round_tol", "LOOSE_TOL", "TIGHT_TOL", "SWITCH_FRACTION", "SEPARATION_TOL", "TEST_STEP",
+           "gap_round_tol", "LOOSE_TOL", "TIGHT_TOL", "SWITCH_FRACTION", "SEPARATION_TOL",
+           "TIGHT_SEPARATION_TOL", "TEST_STEP",
            "STALL_ROUNDS", "STALL_FACTOR"]
 
 #: Relative gap and infeasibilities at which a loose round's interior point method stops.
@@ -49,9 +50,15 @@ LOOSE_TOL = 1e-2
 TIGHT_TOL = 1e-8
 #: Tight rounds start once a round adds fewer than this fraction of its rows.
 SWITCH_FRACTION = 0.01
-#: Absolute violation of a scaled row ``e^{-eps D_uv} M_uw - M_vw`` above which it is added (an
-#: interior point meets its rows to about ``1e-9``).
+#: Absolute violation of a scaled row ``e^{-eps D_uv} M_uw - M_vw`` above which a loose round adds
+#: it (an interior point meets its rows to about ``1e-9``).
 SEPARATION_TOL = 1e-8
+#: The same for tight rounds of exact builds. The rows a tight round's matrix violates by less
+#: than the separation's tolerance are never added, and the repair (``balanced_envelope``) pays
+#: for them: at 1e-8 that was most of the exact rounds' plateau (Geolife cells, n = 150, eps 1 per
+#: km: certified 8.1e-7, of which the repair 6.2e-7; at 1e-10: 3.5e-7, the repair 8.9e-8;
+#: ``docs/design/lp.md``).
+TIGHT_SEPARATION_TOL = 1e-10
 #: Within a tight round, the caller's test runs again on the first iterate whose relative gap
 #: is this factor below that of the last iterate tested.
 TEST_STEP = 10.0
@@ -92,7 +99,7 @@ class BlockRounds:
         Best Lagrangian lower bound on the full LP's optimum so far.
     exhausted : bool
         The last round was tight and its matrix violated no row of the full LP (beyond
-        ``SEPARATION_TOL``).
+        the tight rounds' separation tolerance).
     stalled : bool
         ``STALL_ROUNDS`` tight rounds in a row did not lower the best certified relative gap
         (:meth:`certify`) by a factor of ``STALL_FACTOR``.
@@ -189,7 +196,7 @@ def solve_worst_case_lp_block_rounds(
         distances: np.ndarray, allowed: np.ndarray, epsilon: float, *, knn: int = 2,
         time_limit: float | None = None, stop: Callable | None = None,
         tight_tol: float = TIGHT_TOL, test_from: float | None = None,
-        max_rounds: int = 100) -> tuple[np.ndarray, BlockRounds, dict]:
+        tight_separation_tol: float = TIGHT_SEPARATION_TOL, max_rounds: int = 100) -> tuple[np.ndarray, BlockRounds, dict]:
     """Row generation with rounds solved by the column-block interior point method.
 
     Parameters
@@ -212,6 +219,10 @@ def solve_worst_case_lp_block_rounds(
     test_from : float or None
         Relative gap from which ``stop`` tests a tight round's iterates (the caller's target);
         None: the round's last iterate only.
+    tight_separation_tol : float
+        Violation above which a row violated by a tight round's matrix is added (loose rounds:
+        ``SEPARATION_TOL``); ``gap=`` builds, whose repair budget is far larger, pass
+        ``SEPARATION_TOL``.
     max_rounds : int
 
     Returns
@@ -247,7 +258,9 @@ def solve_worst_case_lp_block_rounds(
         state.rounds += 1
         iterations += stats["ipm_iterations"]
         state.bound = max(state.bound, stats["lower_bound"], -np.inf if test is None else test.bound)
-        su, sv, sw, worst = separate(M, D, epsilon, allowed, SEPARATION_TOL)
+        su, sv, sw, worst = separate(M, D, epsilon, allowed,
+                                     tight_separation_tol if state.phase is BlockPhase.TIGHT
+                                     else SEPARATION_TOL)
         certified = np.nan
         if test is not None and test.accepted:
             state.stopped, certified = True, test.loss
