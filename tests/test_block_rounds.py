@@ -241,17 +241,26 @@ def test_state_adds_only_new_rows():
 def test_state_stalls_after_tight_rounds_without_progress():
     state = br.BlockRounds(rows=(np.zeros(0, int),) * 3, bound=1.0)
     # relative gaps 0.0909 (progress), 0.0566 (not half), 0.0385 (half of 0.0909: progress), then
-    # four rounds that do not halve 0.0385
-    gaps = [state.certify(loss) for loss in (1.1, 1.06, 1.04, 1.039, 1.038, 1.037)]
+    # four rounds that do not halve 0.0385; the rows added never halve either
+    gaps = [state.certify(loss, 100) for loss in (1.1, 1.06, 1.04, 1.039, 1.038, 1.037)]
     assert gaps == pytest.approx([0.1 / 1.1, 0.06 / 1.06, 0.04 / 1.04, 0.039 / 1.039,
                                   0.038 / 1.038, 0.037 / 1.037])
     assert not state.stalled and state.rounds_since_progress == 3
-    assert state.certify(1.5) == pytest.approx(0.037 / 1.037)     # the least loss counts
+    assert state.certify(1.5, 60) == pytest.approx(0.037 / 1.037)     # the least loss counts
     assert state.stalled
     fresh = br.BlockRounds(rows=(np.zeros(0, int),) * 3, bound=1.0)
-    for loss in (1.1, 1.05, 1.02, 1.01, 1.004):                   # halves each time
-        fresh.certify(loss)
+    for loss in (1.1, 1.05, 1.02, 1.01, 1.004):                       # halves each time
+        fresh.certify(loss, 100)
     assert not fresh.stalled and fresh.rounds_since_progress == 0
+    # a flat certificate while the rows still missing fall by half every other round (fastText,
+    # n = 200, eps 6: 2.5e-2 to 2.4e-2 while 10,319, 5,637, 1,347, 295 rows were added)
+    flat = br.BlockRounds(rows=(np.zeros(0, int),) * 3, bound=1.0)
+    for added in (10319, 5637, 1347, 295, 290, 140, 100, 69, 60, 50, 40):
+        flat.certify(1.025, added)
+        assert not flat.stalled
+    assert flat.rounds_since_progress == 3            # 69 is the last half (of 140)
+    flat.certify(1.025, 36)
+    assert flat.stalled
 
 
 def test_rounds_end_when_tight_rounds_stall(monkeypatch):
@@ -268,6 +277,7 @@ def test_rounds_end_when_tight_rounds_stall(monkeypatch):
     tight = [t for t in stats["round_trace"] if t["phase"] == "tight"]
     assert stats["rounds_ended"] == "no row violated" and len(tight) == 3 and not state.stalled
     monkeypatch.setattr(br, "STALL_ROUNDS", 1)
+    monkeypatch.setattr(br, "STALL_FACTOR", 1e9)     # the rows added never count as progress
     M, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, eps, stop=never)
     tight = [t for t in stats["round_trace"] if t["phase"] == "tight"]
     assert stats["rounds_ended"] == "stalled" and state.stalled and not state.exhausted
@@ -328,6 +338,30 @@ def test_blocks_keep_their_own_result_when_the_highs_finish_fails(monkeypatch):
     monkeypatch.setattr(opt, "solve_worst_case_lp_lazy", timing_out)
     with pytest.raises(mdp.errors.SolverTimeout):
         mdp.build("optimal", space, eps, method="blocks")
+
+
+def test_blocks_certify_an_earlier_round_by_a_later_bound_without_a_finish(monkeypatch):
+    space = SPACES[1]
+    eps = 0.5
+    ref, _ = optimal_loss_linprog(space.distances, eps)
+    rounds = br.solve_worst_case_lp_block_rounds
+
+    def never_accept(*args, stop, **kwargs):
+        # the stop test never accepts a round, as when a round's own bound is a little short
+        return rounds(*args, stop=lambda M, bound: (False, stop(M, bound)[1]), **kwargs)
+
+    def finish(*args, **kwargs):
+        raise AssertionError("HiGHS's finish ran although the rounds were certified")
+
+    monkeypatch.setattr(opt, "solve_worst_case_lp_block_rounds", never_accept)
+    monkeypatch.setattr(opt, "solve_worst_case_lp_lazy", finish)
+    mech = mdp.build("optimal", space, eps, method="blocks")
+    st = mech.stats
+    assert st["rounds_ended"] == "no row violated" and "finish_error" not in st
+    assert st["certified_by"] == "an earlier round's matrix and the best bound"
+    assert st["relative_gap"] <= opt.RETRY_RTOL
+    assert st["loss"] == pytest.approx(ref, rel=1.1e-6)
+    certify(mech.matrix, space.distances, eps, repair=False)
 
 
 @pytest.mark.parametrize("outcome", ["runs out", "fails"])

@@ -288,7 +288,14 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
         tight_tol=TIGHT_TOL if gap is None else gap_round_tol(gap),
         tight_separation_tol=TIGHT_SEPARATION_TOL if gap is None else SEPARATION_TOL,
         test_from=None if gap is None else target)
-    if not state.stopped:
+    if (not state.stopped and "best_M" in repaired
+            and repaired["best_loss"] - state.bound <= target * repaired["best_loss"]):
+        # an earlier round's matrix, certified by a later round's bound (fastText-200 at eps 6:
+        # round 19's matrix and round 21's bound, 9.3e-7): no finish needed
+        M = repaired["best_M"]
+        repaired.update(M=M, candidate=repaired["best_candidate"])
+        stats.update(certified_by="an earlier round's matrix and the best bound")
+    elif not state.stopped:
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if left is not None and left <= 0:
             raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {state.rounds} "
