@@ -187,6 +187,28 @@ def test_lee_fasttext_child_process_pins_the_kernel(monkeypatch):
         train_lee_fasttext(vector_size=8, epochs=2, seed=3)
 
 
+@pytest.mark.parametrize("libs, kernel", [
+    # pip wheels: SciPy's own library, whatever SCS's old bundled OpenBLAS calls the CPU
+    ([("scs.libs/libopenblas-r0.so", "Zen"), ("scipy.libs/libscipy_openblas.so", "SkylakeX"),
+      ("numpy.libs/libscipy_openblas64_.so", "SkylakeX")], "SkylakeX"),
+    ([("/opt/conda/lib/libopenblas.so", "Haswell")], "Haswell"),                   # one shared
+    ([("scs.libs/libopenblas.so", "Zen"), ("/usr/lib/libopenblas.so", "SkylakeX")], "SkylakeX"),
+    ([("/usr/lib/a/libopenblas.so", "Zen"), ("/usr/lib/b/libopenblas.so", "SkylakeX")], None),
+    ([], None),
+])
+def test_openblas_kernel_is_scipys(monkeypatch, libs, kernel):
+    import threadpoolctl
+
+    from text.fasttext import _openblas_kernel
+
+    if _openblas_kernel() is None and libs:
+        pytest.skip("SciPy's BLAS here is not OpenBLAS")
+    info = [{"internal_api": "openblas", "user_api": "blas", "filepath": f, "architecture": k}
+            for f, k in libs] + [{"internal_api": "openmp", "filepath": "x.libs/libgomp.so"}]
+    monkeypatch.setattr(threadpoolctl, "threadpool_info", lambda: info)
+    assert _openblas_kernel() == kernel
+
+
 def test_lee_fasttext_warns_where_the_kernel_cannot_be_pinned(monkeypatch):
     import text.fasttext as ft
 

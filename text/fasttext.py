@@ -116,10 +116,10 @@ def train_lee_fasttext(*, vector_size: int = 50, seed: int = 0, epochs: int = 10
         elif kernel in _CAN_RUN_PINNED:
             kernel, child = PINNED_BLAS_KERNEL, True
         else:
-            warnings.warn(f"SciPy's BLAS ({kernel or 'not OpenBLAS'}) cannot run OpenBLAS's "
-                          f"{PINNED_BLAS_KERNEL} kernel here: the fastText vectors are trained with "
-                          "this machine's own kernel and may differ from other machines'",
-                          stacklevel=2)
+            warnings.warn(f"SciPy's BLAS ({kernel or 'not an OpenBLAS identified here'}) cannot "
+                          f"run OpenBLAS's {PINNED_BLAS_KERNEL} kernel: the fastText vectors are "
+                          "trained with this machine's own kernel and may differ from other "
+                          "machines'", stacklevel=2)
     params["blas_kernel"] = kernel or "unknown"
     key = np.array(sorted(params.items()), dtype=str)
     if cache is not None:
@@ -144,7 +144,12 @@ def train_lee_fasttext(*, vector_size: int = 50, seed: int = 0, epochs: int = 10
 
 
 def _openblas_kernel() -> str | None:
-    """The kernel ("architecture") OpenBLAS chose here, if SciPy's BLAS is OpenBLAS; else None."""
+    """The kernel ("architecture") of the OpenBLAS that SciPy's BLAS wrappers call, or None.
+
+    Other wheels bundle their own OpenBLAS (SCS: 0.3.15, which calls an AVX-512 CPU "Zen"), so
+    the library is the one in SciPy's ``scipy.libs`` (pip wheels), else one shared by every
+    package (conda, system); None when SciPy's BLAS is not OpenBLAS or that is ambiguous.
+    """
     import scipy
     import scipy.linalg.blas  # noqa: F401  (loads SciPy's BLAS so that threadpoolctl sees it)
     from threadpoolctl import threadpool_info
@@ -155,8 +160,10 @@ def _openblas_kernel() -> str | None:
         return None
     if "openblas" not in str(blas).lower():
         return None
-    kernels = {info.get("architecture") for info in threadpool_info()
-               if info.get("user_api") == "blas" and info.get("internal_api") == "openblas"}
+    libs = [(Path(str(info.get("filepath", ""))).parent.name, info.get("architecture"))
+            for info in threadpool_info() if info.get("internal_api") == "openblas"]
+    kernels = ({k for folder, k in libs if folder == "scipy.libs"}
+               or {k for folder, k in libs if not folder.endswith(".libs")})
     return kernels.pop() if len(kernels) == 1 else None
 
 
