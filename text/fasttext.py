@@ -197,4 +197,4 @@ def _train_in_child(params: dict, kernel: str) -> Embeddings:
                            f"failed (exit status {done.returncode}); pass pin_blas=False to train "
                            f"with this machine's own kernel. The child said:\n{tail}")
         with np.load(out) as z:
-            return Embeddings(list(z["words"]), z["vectors"])
+            return Embeddings(z["words"].tolist(), z["vectors"])

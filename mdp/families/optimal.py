@@ -275,33 +275,38 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
 
     repaired = {}        # the last matrix the test repaired and its repair; the least-loss one
 
+    def within(loss, bound, factor=1.0):
+        return loss - bound <= factor * target * loss
+
     def stop(M, bound):
         candidate = _near_optimal_candidate(M, D, epsilon)
         loss = candidate_loss(candidate[0], D, candidate[1])
         repaired.update(M=M, candidate=candidate)
         if loss < repaired.get("best_loss", np.inf):
             repaired.update(best_M=M, best_candidate=candidate, best_loss=loss)
-        return loss - bound <= target * loss, loss
+        return within(loss, bound), loss
+
+    def least_loss():
+        """The least-loss matrix the test repaired stands (with its repair)."""
+        repaired.update(M=repaired["best_M"], candidate=repaired["best_candidate"])
+        return repaired["best_M"]
 
     M, state, stats = solve_worst_case_lp_block_rounds(
         D, allowed, epsilon, knn=knn, time_limit=time_limit, stop=stop,
         tight_tol=TIGHT_TOL if gap is None else gap_round_tol(gap),
         tight_separation_tol=TIGHT_SEPARATION_TOL if gap is None else SEPARATION_TOL,
         test_from=None if gap is None else target)
-    if (not state.stopped and "best_M" in repaired
-            and repaired["best_loss"] - state.bound <= target * repaired["best_loss"]):
+    if not state.stopped and "best_M" in repaired and within(repaired["best_loss"], state.bound):
         # an earlier round's matrix, certified by a later round's bound (fastText-200 at eps 6:
         # round 19's matrix and round 21's bound, 9.3e-7): no finish needed
-        M = repaired["best_M"]
-        repaired.update(M=M, candidate=repaired["best_candidate"])
+        M = least_loss()
         stats.update(certified_by="an earlier round's matrix and the best bound")
     elif not state.stopped:
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if left is not None and left <= 0:
             raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {state.rounds} "
                             f"column-block rounds")
-        near = ("best_M" in repaired and repaired["best_loss"] - state.bound
-                <= FINISH_NEAR * target * repaired["best_loss"])
+        near = "best_M" in repaired and within(repaired["best_loss"], state.bound, FINISH_NEAR)
         budget = max(FINISH_MIN_SECONDS, FINISH_TIME_FACTOR * stats["seconds"]) if near else None
         capped = budget is not None and (left is None or budget < left)
         try:
@@ -318,8 +323,7 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
             # improve on them; near it, those lazy HiGHS solves from scratch over the same
             # coefficients cost far more than they can gain (Geolife n = 200 at eps 1.5 per
             # km: rounds 197 s to 1.5e-6, the next attempt's rounds 70 s each, over 20 min)
-            M = repaired["best_M"]
-            repaired.update(M=M, candidate=repaired["best_candidate"])
+            M = least_loss()
             why = (f"stopped after {budget:.0f} s (FINISH_MIN_SECONDS or FINISH_TIME_FACTOR x "
                    f"the rounds' time)"
                    if timed_out else f"failed: {exc}")
@@ -475,8 +479,8 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         column blocks (:func:`mdp.lp.block_rounds.solve_worst_case_lp_block_rounds`), finished
         by ``"lazy"`` from its rows where its accuracy (about ``1e-6``) does not certify the
         target (within ``FINISH_NEAR`` times the target, for at most ``FINISH_TIME_FACTOR``
-        times the rounds' seconds or ``FINISH_MIN_SECONDS``: when that runs out, the rounds' certified result stands and
-        ``stats["finish_error"]`` says so); the only method above ``HIGHS_MAX_N`` = 250 points.
+        times the rounds' seconds or ``FINISH_MIN_SECONDS``: when that runs out, the rounds'
+        certified result stands and ``stats["finish_error"]`` says so); the only method above ``HIGHS_MAX_N`` = 250 points.
         ``"lazy"``: row generation on HiGHS (:func:`mdp.lp.worst_case.solve_worst_case_lp_lazy`);
         ``"full"``: every non-redundant row at once, dualised
         (:func:`mdp.lp.worst_case.solve_worst_case_lp`). ``None``: :func:`default_method`
@@ -515,7 +519,9 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         ``block_rounds``, ``block_seconds`` and ``block_ipm_iterations``; where HiGHS's finish
         failed, the rounds' least-loss repaired matrix and their bound, with the reason in
         ``finish_error`` (no later coefficient limit is tried when the rounds were within
-        ``FINISH_NEAR`` times the target, or when the finish ran out of its bounded time).
+        ``FINISH_NEAR`` times the target, or when the finish ran out of its bounded time); where
+        an earlier round's repaired matrix meets the target against the best bound of all
+        rounds, no finish runs and ``certified_by`` says so.
 
     Raises
     ------

@@ -18,9 +18,9 @@ relaxation, the rows never added have zero multipliers); the caller's ``stop`` t
 round's matrix to a private one and compares its loss with the best bound (with ``test_from``,
 on the round's iterates too: :class:`IterateTest`). The loop ends when
 ``stop`` accepts, when no row is violated (:attr:`BlockRounds.exhausted`), or when
-``STALL_ROUNDS`` tight rounds in a row did not lower the best certified gap by a factor of
-``STALL_FACTOR`` (:attr:`BlockRounds.stalled`: on the method's plateau a few rows can keep
-appearing and disappearing). The interior point method ends on a plateau near a relative gap of
+``STALL_ROUNDS`` tight rounds in a row lowered neither the best certified gap nor the rows they
+add by a factor of ``STALL_FACTOR`` (:attr:`BlockRounds.stalled`: on the method's plateau a few
+rows can keep appearing and disappearing). The interior point method ends on a plateau near a relative gap of
 ``1e-6`` (``docs/design/lp.md``), so a caller that needs more finishes with HiGHS from
 :attr:`BlockRounds.rows`.
 """
@@ -131,7 +131,8 @@ class BlockRounds:
     def certify(self, loss: float, added: int) -> float:
         """Record a tight round's certified loss and the rows its matrix violated (added); the
         best certified relative gap (least loss against the best bound). :attr:`stalled`
-        follows: progress is either falling by ``STALL_FACTOR`` since the last progress."""
+        follows: a round makes progress when the gap or the rows added have fallen by
+        ``STALL_FACTOR`` since the last round that made progress."""
         self.best_loss = min(self.best_loss, loss)
         gap = (self.best_loss - self.bound) / self.best_loss if self.best_loss > 0 else 0.0
         if gap <= self.progress_gap / STALL_FACTOR or added <= self.progress_added / STALL_FACTOR:
@@ -202,7 +203,8 @@ def solve_worst_case_lp_block_rounds(
         distances: np.ndarray, allowed: np.ndarray, epsilon: float, *, knn: int = 2,
         time_limit: float | None = None, stop: Callable | None = None,
         tight_tol: float = TIGHT_TOL, test_from: float | None = None,
-        tight_separation_tol: float = TIGHT_SEPARATION_TOL, max_rounds: int = 100) -> tuple[np.ndarray, BlockRounds, dict]:
+        tight_separation_tol: float = TIGHT_SEPARATION_TOL,
+        max_rounds: int = 100) -> tuple[np.ndarray, BlockRounds, dict]:
     """Row generation with rounds solved by the column-block interior point method.
 
     Parameters
