@@ -1,6 +1,8 @@
 """OPTMech by row generation over column blocks (mdp.lp.block_rounds, method="blocks") against
 the textbook LP solved by SciPy's HiGHS, and the per-column row sets (TripleBlockLP)."""
 
+import math
+
 import numpy as np
 import pytest
 from reference_lp import optimal_loss_linprog
@@ -263,6 +265,70 @@ def test_state_stalls_after_tight_rounds_without_progress():
     assert flat.stalled
 
 
+def test_pair_closure_returns_the_nearly_binding_rows_of_the_pairs():
+    rng = np.random.default_rng(7)
+    D = SPACES[1].distances
+    n, eps, margin, tol = D.shape[0], 3.0, 1.0, 1e-6
+    M = rng.random((n, n)) ** 6                       # entries spread over many decades
+    M /= M.sum(axis=1, keepdims=True)
+    u = np.array([0, 3, 5, 5])
+    v = np.array([1, 2, 9, 0])
+    cu, cv, cw = br.pair_closure(M, D, eps, u, v, margin=margin, tol=tol)
+    brute = {(a, b, w) for a, b in zip(u, v, strict=True) for w in range(n)
+             if math.exp(-eps * D[a, b]) * M[a, w] > tol
+             and math.log(math.exp(-eps * D[a, b]) * M[a, w] / M[b, w]) >= -margin}
+    got = set(zip(cu.tolist(), cv.tolist(), cw.tolist(), strict=True))
+    assert got == brute and len(got) == len(cu)
+    assert 0 < len(got) < len(u) * n                 # some columns in, some out
+    # violated rows are always in (margin 0: exactly the rows at or beyond binding)
+    cu, cv, cw = br.pair_closure(M, D, eps, u, v, margin=0.0)
+    assert np.all(np.exp(-eps * D[cu, cv]) * M[cu, cw] >= M[cv, cw])
+
+
+def test_state_returns_the_pairs_violated_again():
+    state = br.BlockRounds(rows=(np.zeros(0, int),) * 3)
+    n = 5
+    u, v = state.recurring(np.array([0, 0, 3]), np.array([1, 1, 2]), n)
+    assert len(u) == 0 and state.violated_pairs.tolist() == [1, 17]
+    u, v = state.recurring(np.array([0, 4, 3, 3]), np.array([1, 0, 2, 2]), n)
+    assert sorted(zip(u.tolist(), v.tolist(), strict=True)) == [(0, 1), (3, 2)]
+    assert state.violated_pairs.tolist() == [1, 17, 20]
+
+
+def test_pair_closure_fires_on_recurring_pairs_and_keeps_the_rounds_exact(monkeypatch):
+    """Tight rounds whose violations recur on the same pairs; the closure from the first of
+    them (``CLOSURE_AFTER`` = 0); the full LP's optimum bounded and every row met as before."""
+    space = MetricSpace.from_points(np.random.default_rng(12).random((24, 2)) * 5)
+    D, eps = space.distances, 4.0
+    n = D.shape[0]
+    ref, _ = optimal_loss_linprog(D, eps)
+    allowed = ~np.eye(n, dtype=bool)
+    # gated: no stop test, so no certified gap, so never three flat rounds: no closure
+    _, plain_state, plain = br.solve_worst_case_lp_block_rounds(D, allowed, eps, knn=2)
+    assert plain["closure_rows"] == 0 and len(plain_state.violated_pairs) > 0
+    monkeypatch.setattr(br, "CLOSURE_AFTER", 0)
+    M, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, eps, knn=2)
+    assert stats["closure_rows"] > 0
+    assert stats["closure_rows"] == sum(t["closure"] for t in stats["round_trace"])
+    assert state.exhausted and stats["final_violation"] <= br.TIGHT_SEPARATION_TOL
+    for st in (stats, plain):
+        assert ref - 2e-5 * (1 + ref) <= st["lower_bound"] <= ref * (1 + 3e-7)
+    _, _, off = br.solve_worst_case_lp_block_rounds(D, allowed, eps, knn=2, closure_margin=None)
+    assert off["closure_rows"] == 0 and off["rounds"] == plain["rounds"]
+
+
+def test_state_counts_tight_rounds_without_a_falling_gap():
+    state = br.BlockRounds(rows=(np.zeros(0, int),) * 3, bound=1.0)
+    flats = []
+    for loss, added in ((1.1, 100), (1.08, 40), (1.07, 10), (1.065, 2), (1.04, 1)):
+        state.certify(loss, added)
+        flats.append(state.flat_rounds)
+    # the gap 0.0909 -> 0.074 -> 0.065 -> 0.061 (never half): flat while the rows fall; 0.0385
+    # is below half of 0.0909
+    assert flats == [0, 1, 2, 3, 0]
+    assert state.rounds_since_progress == 0
+
+
 def test_rounds_end_when_tight_rounds_stall(monkeypatch):
     space = SPACES[1]
     D, eps = space.distances, 4.0
@@ -297,6 +363,8 @@ def test_optmech_by_blocks_is_exact_and_private(space, eps):
     assert st["lower_bound"] <= ref * (1 + 3e-7)
     assert st["loss"] >= ref * (1 - 3e-7)
     assert st["loss"] == pytest.approx(ref, rel=1.1e-6)
+    trace = st.get("block_round_trace", st["round_trace"])
+    assert st["closure_rows"] == sum(t["closure"] for t in trace)
     certify(mech.matrix, space.distances, eps, repair=False)
 
 
@@ -308,6 +376,7 @@ def test_blocks_finish_with_highs_where_their_plateau_cannot_certify(monkeypatch
     st = mdp.build("optimal", space, eps, method="blocks").stats
     assert st["block_rounds"] >= 1
     assert "lazy row generation" in st["formulation"]
+    assert st["closure_rows"] == sum(t["closure"] for t in st["block_round_trace"])
     assert st["loss"] == pytest.approx(ref, rel=1e-7)
     assert st["lower_bound"] <= ref * (1 + 3e-7)
 
@@ -361,6 +430,8 @@ def test_blocks_certify_an_earlier_round_by_a_later_bound_without_a_finish(monke
     assert st["certified_by"] == "an earlier round's matrix and the best bound"
     assert st["relative_gap"] <= opt.RETRY_RTOL
     assert st["loss"] == pytest.approx(ref, rel=1.1e-6)
+    trace = st.get("block_round_trace", st["round_trace"])
+    assert st["closure_rows"] == sum(t["closure"] for t in trace)
     certify(mech.matrix, space.distances, eps, repair=False)
 
 

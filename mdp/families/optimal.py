@@ -332,6 +332,7 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
             conclusive = timed_out or near
         else:
             finish.update(block_rounds=state.rounds, block_round_trace=state.trace,
+                          closure_rows=stats["closure_rows"],
                           block_seconds=stats["seconds"],
                           block_ipm_iterations=stats["ipm_iterations"],
                           lower_bound=max(state.bound, finish["lower_bound"]),
@@ -514,7 +515,9 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         fails or the relative gap exceeds ``RETRY_RTOL``; the least loss is returned, with the
         best bound.
         ``method="blocks"``: ``round_trace`` holds a dict per round (``rows``, ``phase``,
-        ``iterations``, ``seconds``, ``objective``, ``bound``, ``added``, ``certified``); where
+        ``iterations``, ``seconds``, ``objective``, ``bound``, ``added``, ``closure``,
+        ``certified``) and ``closure_rows`` the rows of the pair closure
+        (:func:`mdp.lp.block_rounds.pair_closure`); where
         HiGHS finished, its statistics, with the rounds over blocks in ``block_round_trace``,
         ``block_rounds``, ``block_seconds`` and ``block_ipm_iterations``; where HiGHS's finish
         failed, the rounds' least-loss repaired matrix and their bound, with the reason in
