@@ -84,15 +84,16 @@ STALL_ROUNDS = 4
 STALL_FACTOR = 2.0
 #: Pair closure (module docstring): a recurring pair's row joins in the columns where
 #: ``e^{-eps D_uv} M_uw >= e^{-CLOSURE_MARGIN} M_vw``. fastText, n = 200, eps 12: without the
-#: closure a 1,200 s time limit ran out at a certified gap of 4.5%; margin 3: 314 s, 863,000 rows,
-#: certified 3.4e-6; margin 1: 293 s, 631,000 rows, 1.4e-6 (the interior point method's accuracy
-#: falls as rows near binding accumulate; ``docs/design/lp.md``).
+#: closure a 1,200 s time limit ran out at a certified gap of 4.5%; with it from the first tight
+#: round, margin 3: 314 s, 863,000 rows, certified 3.4e-6; margin 1: 293 s, 631,000 rows, 1.4e-6
+#: (the interior point method's accuracy falls as rows near binding accumulate; with
+#: ``CLOSURE_AFTER``: 297 s, 298,000 rows, 8.4e-7; ``docs/design/lp.md``).
 CLOSURE_MARGIN = 1.0
 #: The closure starts once this many tight rounds in a row have not lowered the best certified
 #: gap by ``STALL_FACTOR``: earlier, while the rows still fall round after round, its rows (most
 #: of them added in the first tight rounds) only slow the rounds and lower the interior point
-#: method's final accuracy (fastText, n = 200, eps 6: closure from the first tight round 430 s,
-#: certified 1.5e-6; without, 9.3e-7-1.0e-6 in about 360 s).
+#: method's final accuracy (fastText, n = 200, eps 6: without the closure 476 s, certified
+#: 9.2e-7; from the first tight round 430 s, 1.5e-6; after three flat rounds 251 s, 9.3e-7).
 CLOSURE_AFTER = 3
 
 
@@ -194,7 +195,8 @@ class BlockRounds:
         """Record a tight round's certified loss and the rows its matrix violated (added); the
         best certified relative gap (least loss against the best bound). :attr:`stalled`
         follows: a round makes progress when the gap or the rows added have fallen by
-        ``STALL_FACTOR`` since the last round that made progress."""
+        ``STALL_FACTOR`` since the last round that made progress; :attr:`flat_rounds` counts the
+        rounds since the gap alone last fell by ``STALL_FACTOR`` (the pair closure's trigger)."""
         self.best_loss = min(self.best_loss, loss)
         gap = (self.best_loss - self.bound) / self.best_loss if self.best_loss > 0 else 0.0
         if gap <= self.gap_progress / STALL_FACTOR:
