@@ -14,6 +14,7 @@ from .accounting import eps_tight, loss, row_losses
 from .calibration import calibrate
 from .emd import emd, emd_1d, emd_downsampled, emd_grid
 from .errors import (
+    AccuracyWarning,
     BuildError,
     FileFormatError,
     MDPError,
@@ -35,5 +36,5 @@ __all__ = [
     "calibrate", "eps_tight", "loss", "row_losses", "lower_bound", "lower_bounds", "LowerBound",
     "certify", "PrivacyError", "emd", "emd_1d", "emd_grid", "emd_downsampled", "__version__",
     "MDPError", "ParameterError", "ParameterTypeError", "FileFormatError", "SolverError",
-    "SolverTimeout", "BuildError",
+    "SolverTimeout", "BuildError", "AccuracyWarning",
 ]

@@ -16,6 +16,9 @@ type                        raised when
 :class:`SolverTimeout`      a solver reached its time limit (no result is returned)
 :class:`BuildError`         a mechanism cannot be built (names family, n, epsilon, reason)
 ==========================  =================================================================
+
+Warnings: :class:`AccuracyWarning` when a solver returns a result that holds its privacy
+guarantee but is certified less accurately than asked (e.g. OPTMech's exact target).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import os
 
 __all__ = ["MDPError", "ParameterError", "ParameterTypeError", "FileFormatError", "PrivacyError",
-           "SolverError", "SolverTimeout", "BuildError"]
+           "SolverError", "SolverTimeout", "BuildError", "AccuracyWarning"]
 
 
 class MDPError(Exception):
@@ -76,3 +79,8 @@ class SolverTimeout(SolverError):
 
 class BuildError(MDPError, RuntimeError):
     """A mechanism could not be built; the message names the family, n, epsilon and why."""
+
+
+class AccuracyWarning(UserWarning):
+    """A result is private as certified, but its certified optimality gap misses the target asked
+    for (the message names the family, n, epsilon, the gap, the target and why)."""

@@ -6,12 +6,15 @@ brute-force check of the pure mDP inequality in exact rational arithmetic
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 import mdp
 from mdp.errors import SolverError, SolverTimeout
 from mdp.exact import check_pure_exact
+from mdp.families import optimal
 from mdp.space import MetricSpace
 
 N = 14
@@ -61,7 +64,7 @@ def _exactly_private(m) -> None:
 
 
 def _optimal_is_exact(m) -> bool:
-    return "fallback" not in m.stats and m.stats["relative_gap"] <= 1e-6
+    return "fallback" not in m.stats and m.stats["target_met"]
 
 
 @pytest.mark.parametrize("n", (12, 18))
@@ -70,7 +73,18 @@ def _optimal_is_exact(m) -> bool:
 def test_every_family_builds_and_is_exactly_private(kind, c, n):
     space = _space(kind, n)
     eps = c / _median(space)
-    built = {f: mdp.build(f, space, eps) for f in FAMILIES}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", mdp.AccuracyWarning)
+        built = {f: mdp.build(f, space, eps) for f in FAMILIES}
+    # OPTMech misses its exact target at some of these eps (losses of 1e-10 to 1e-2 against
+    # solver tolerances of 1e-9 to 1e-7): exactly those builds say so
+    warned = [w for w in caught if issubclass(w.category, mdp.AccuracyWarning)]
+    met = built["optimal"].stats["target_met"]
+    assert len(warned) == (0 if met else 1)
+    if "fallback" not in built["optimal"].stats:
+        assert met == optimal.gap_target_met(built["optimal"].stats["loss"],
+                                             built["optimal"].stats["lower_bound"], 1e-6,
+                                             space.distances)
     for m in built.values():
         _exactly_private(m)
         assert np.isfinite(m.loss())

@@ -1,10 +1,13 @@
 """OPTMech ``gap=``: certified near-optimal mode (issue 18), against the full LP in scipy linprog."""
 
+import warnings
+
 import numpy as np
 import pytest
 from reference_lp import optimal_loss_linprog
 
 import mdp
+from mdp.families import optimal
 from mdp.space import MetricSpace
 
 
@@ -20,7 +23,8 @@ def test_gap_bound_valid_and_loss_within_gap(seed, n, gap):
     opt, _ = optimal_loss_linprog(space.distances, eps)
     mech = mdp.build("optimal", space, eps, gap=gap, knn=0, solver="simplex")
     st = mech.stats
-    assert st["gap_target"] == gap
+    assert st["gap_target"] == max(gap, 1e-6)  # below the exact target: the exact target
+    assert st["target_met"]
     assert st["lower_bound"] <= opt * (1 + 1e-9) + 1e-12  # the bound never exceeds the optimum
     loss = mech.loss()
     assert loss >= opt * (1 - 1e-9)  # certified private, so never below the optimum
@@ -136,3 +140,51 @@ def test_lagrangian_bound_valid_for_any_multipliers_and_tight_at_the_duals():
             assert new >= box_bound(y) - 1e-12
             gains.append(new - box_bound(y))
     assert max(gains) > 0          # strictly tighter for some inexact multipliers
+
+
+def test_gap_target_met_relative_or_absolute_floor():
+    D = np.array([[0.0, 2.0], [2.0, 0.0]])
+    assert optimal.gap_target_met(1.0, 1.0 - 1e-7, 1e-6, D)
+    assert not optimal.gap_target_met(1.0, 1.0 - 1e-5, 1e-6, D)
+    assert optimal.gap_target_met(1.0, 1.0 - 0.999e-3, 1e-3, D)
+    # the optimum itself ~0 (eps 400 on 60 points: loss 7.9e-36, bound 0): met by the floor
+    assert optimal.gap_target_met(7.9e-36, 0.0, 1e-6, D)
+    assert optimal.gap_target_met(optimal.ABSOLUTE_GAP * 2.0, 0.0, 1e-6, D)
+    assert not optimal.gap_target_met(optimal.ABSOLUTE_GAP * 2.0 * 1.01, 0.0, 1e-6, D)
+
+
+def test_exact_builds_meet_their_target_without_a_warning():
+    space = _space(5, 12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mdp.AccuracyWarning)
+        mech = mdp.build("optimal", space, 1.0)
+    assert mech.stats["target_met"]
+    assert mech.stats["relative_gap"] <= 1e-6
+
+
+@pytest.mark.parametrize("gap", [None, 1e-3])
+def test_a_build_certified_above_its_target_warns_and_says_so(gap, monkeypatch):
+    """A weaker (still valid) bound than the rounds found leaves the certificate above the
+    target: the matrix stands, certified private, ``target_met`` is False and the warning
+    names the space, epsilon, the gap reached and the target."""
+    solve = optimal._solve_over_coefficient_limits
+
+    def weaker_bound(*args, **kwargs):
+        best, bound, attempts = solve(*args, **kwargs)
+        return best, bound - 0.01 * best.loss, attempts
+
+    monkeypatch.setattr(optimal, "_solve_over_coefficient_limits", weaker_bound)
+    space = _space(6, 12)
+    opt, _ = optimal_loss_linprog(space.distances, 1.0)
+    with pytest.warns(mdp.AccuracyWarning, match=r"n = 12, epsilon = 1\).*relative gap 0\.01") as rec:
+        mech = mdp.build("optimal", space, 1.0, gap=gap)
+    target = "exact" if gap is None else "gap=0.001"
+    assert target in str(rec[0].message)
+    assert rec[0].filename == __file__  # points at the caller of mdp.build
+    st = mech.stats
+    assert not st["target_met"]
+    assert st["relative_gap"] == pytest.approx(0.01, rel=0.05)
+    assert st["lower_bound"] <= opt
+    assert mech.loss() == pytest.approx(opt, rel=max(gap or 0, 1e-6))
+    _, report = mdp.certify(mech.matrix, space.distances, 1.0, repair=False)
+    assert report["verified"] and not report["repaired"]
