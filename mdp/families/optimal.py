@@ -441,6 +441,7 @@ def _solve_over_coefficient_limits(solve, time_limit: float | None, rtol: float 
     least loss is returned with the best bound and a line per attempt.
     """
     t0 = time.perf_counter()
+    scale = np.zeros(0) if distances is None else distances
     best, best_bound, attempts = None, -np.inf, []
     for max_coefficient in MAX_COEFFICIENTS:
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
@@ -457,7 +458,6 @@ def _solve_over_coefficient_limits(solve, time_limit: float | None, rtol: float 
         attempts.append(f"rows up to {max_coefficient:g}: loss {out.loss:.10g}, bound {out.stats['lower_bound']:.10g}")
         if best is None or out.loss < best.loss:
             best = out
-        scale = np.zeros(0) if distances is None else distances
         if gap_target_met(best.loss, best_bound, rtol, scale) or out.conclusive:
             break
     return best, best_bound, attempts
@@ -522,11 +522,13 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         (e.g. 1e-3, ``method="lazy"`` only): the row generation stops as soon as the loss of the
         repaired (private) matrix is within ``gap`` relative of the Lagrangian lower bound of the
         restricted LP (a relaxation, so the bound is valid); ``stats["lower_bound"]``,
-        ``stats["relative_gap"]`` and ``stats["gap_target"]`` record it. Where a build ends
-        certified above its target (``method="blocks"`` at about 200 points and more, when the
-        interior point method's plateau and HiGHS's bounded finish both stop short),
-        ``stats["target_met"]`` is False and an :class:`mdp.errors.AccuracyWarning` says how far
-        and why; the matrix is private as certified either way.
+        ``stats["relative_gap"]`` and ``stats["gap_target"]`` record it (values below
+        ``RETRY_RTOL`` ask for, and record, ``RETRY_RTOL``). Where a build ends certified above
+        its target (``method="blocks"`` from about 150 points, when the interior point method's
+        plateau and HiGHS's bounded finish both stop short; at any size where the worst-case
+        loss is tiny against the distances and the solvers' absolute tolerances set the
+        accuracy), ``stats["target_met"]`` is False and an :class:`mdp.errors.AccuracyWarning`
+        says how far and why; the matrix is private as certified either way.
 
     Returns
     -------
