@@ -124,7 +124,13 @@ def test_solver_failure_falls_back_to_exponential_and_says_why(monkeypatch):
     eps = 2.0 / _median(space)
     ref = mdp.build("exponential", space, eps)
     for name in ("optimal", "spanner"):
-        m = mdp.build(name, space, eps)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", mdp.AccuracyWarning)
+            m = mdp.build(name, space, eps)
+        # OPTMech promised the optimum: it says it returns the exponential mechanism instead
+        said = [str(w.message) for w in caught if issubclass(w.category, mdp.AccuracyWarning)]
+        assert len(said) == (name == "optimal")
+        assert all("exponential mechanism" in m_ and "Unknown" in m_ for m_ in said)
         fb = m.stats["fallback"]
         assert fb["to"] == "exponential" and "Unknown" in fb["reason"] and fb["lp_loss"] is None
         np.testing.assert_allclose(m.log_matrix, ref.log_matrix, rtol=0, atol=1e-12)

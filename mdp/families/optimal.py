@@ -608,9 +608,13 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
             space.distances)
     if best is None:
         reason = "HiGHS found no optimum of the LP with any coefficient limit: " + "; ".join(attempts)
+        warnings.warn(AccuracyWarning(f"OPTMech (n = {n}, epsilon = {epsilon:g}): {reason}. The "
+                                      f"exponential mechanism at epsilon is returned instead "
+                                      f"(private, not certified optimal; stats['fallback'])."),
+                      stacklevel=3)  # the caller of mdp.build
         return exponential_floor(None, True, space.distances, epsilon,
-                                 {"attempts": attempts, "method": method}, family="OPTMech",
-                                 reason=reason)
+                                 {"attempts": attempts, "method": method, "target_met": False},
+                                 family="OPTMech", reason=reason)
     abs_gap = best.loss - bound
     stats = dict(best.stats)
     stats.update(full_privacy_rows=n * n * (n - 1), redundant_pairs=n * (n - 1) - len(pu),
