@@ -431,17 +431,15 @@ def _least_loss_repair(M: np.ndarray, D: np.ndarray, epsilon: float):
     return min(plain, lifted, key=lambda c: candidate_loss(c[0], D, c[1]))
 
 
-def _solve_over_coefficient_limits(solve, time_limit: float | None, rtol: float = RETRY_RTOL,
-                                   distances: np.ndarray | None = None
-                                   ) -> tuple[_Solved, float, list[str]]:
+def _solve_over_coefficient_limits(solve, time_limit: float | None, rtol: float,
+                                   distances: np.ndarray) -> tuple[_Solved, float, list[str]]:
     """``solve(max_coefficient, time_left)`` for each of ``MAX_COEFFICIENTS`` until the gap is
-    small (:func:`gap_target_met` on ``distances``; relative only without them).
+    small (:func:`gap_target_met` with ``rtol`` on ``distances``).
 
     Every restricted LP is a relaxation of the full one: each bound holds, the best is kept. The
     least loss is returned with the best bound and a line per attempt.
     """
     t0 = time.perf_counter()
-    scale = np.zeros(0) if distances is None else distances
     best, best_bound, attempts = None, -np.inf, []
     for max_coefficient in MAX_COEFFICIENTS:
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
@@ -458,7 +456,7 @@ def _solve_over_coefficient_limits(solve, time_limit: float | None, rtol: float 
         attempts.append(f"rows up to {max_coefficient:g}: loss {out.loss:.10g}, bound {out.stats['lower_bound']:.10g}")
         if best is None or out.loss < best.loss:
             best = out
-        if gap_target_met(best.loss, best_bound, rtol, scale) or out.conclusive:
+        if gap_target_met(best.loss, best_bound, rtol, distances) or out.conclusive:
             break
     return best, best_bound, attempts
 
@@ -646,8 +644,7 @@ def gap_target_met(loss: float, bound: float, target: float, distances: np.ndarr
     eps the optimal matrix is nearly the identity: 60 random points in 3-d at eps 400 have a
     loss of 7.9e-36 and a bound of 0, a relative gap of 1 with an absolute one of 7.9e-36).
     """
-    scale = float(np.max(distances)) if np.size(distances) else 0.0
-    return bool(loss - bound <= max(target * loss, ABSOLUTE_GAP * scale))
+    return bool(loss - bound <= max(target * loss, ABSOLUTE_GAP * float(np.max(distances))))
 
 
 def _missed_target_message(n: int, epsilon: float, gap: float | None, stats: dict) -> str:
