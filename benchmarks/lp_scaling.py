@@ -22,8 +22,10 @@ times out. Figures depend on machine load: take the min of repeats.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import time
+from functools import partial
 
 import pandas as pd
 
@@ -47,6 +49,18 @@ def glove_space(n: int) -> MetricSpace:
     from text import load_glove, sample_vocabulary
 
     return sample_vocabulary(load_glove(), n, rng=0)
+
+
+def print_progress(t0: float, event: mdp.lp.LPProgress) -> None:
+    """One line per round's end and per tenth interior point iteration (``--live``)."""
+    if event.iteration is not None and event.iteration % 10:
+        return
+    where = (f"round {event.round} it. {event.iteration}" if event.iteration is not None
+             else f"round {event.round} ends: {event.violated} rows violated"
+             if event.violated is not None else f"round {event.round}")
+    what = "certified" if event.certified else "gap"
+    print(f"  [{time.perf_counter() - t0:8.1f} s] {where}, rows {event.rows:,d}, objective "
+          f"{event.objective:.10g}, {what} {event.gap:.2e}", flush=True)
 
 
 def main() -> None:
@@ -76,6 +90,9 @@ def main() -> None:
                         "default HiGHS's, half the cores, and BLAS by the physical cores and the "
                         "dense step's size)")
     p.add_argument("--trace", action="store_true", help="print every round of the lazy solves")
+    p.add_argument("--live", action="store_true",
+                   help="print each round as it ends and every tenth interior point iteration, "
+                        "with the seconds since the build started (mdp.lp.progress)")
     args = p.parse_args()
     mdp.lp.set_threads(args.threads)
     if args.constopt_solver is not None:
@@ -100,9 +117,12 @@ def main() -> None:
                 load_before = os.getloadavg()[0]
                 for _ in range(args.repeats):
                     t0 = time.perf_counter()
+                    live = (mdp.lp.progress(partial(print_progress, t0)) if args.live
+                            else contextlib.nullcontext())
                     try:
-                        mech = mdp.build(name, space, DEFAULT_EPS[space_name], time_limit=args.time_limit,
-                                         **PARAMS[name])
+                        with live:
+                            mech = mdp.build(name, space, DEFAULT_EPS[space_name],
+                                             time_limit=args.time_limit, **PARAMS[name])
                     except LPTimeout:
                         timed_out.add(name)
                         best = None

@@ -5,14 +5,18 @@ import dataclasses
 
 import numpy as np
 import pytest
+from reference_lp import optimal_loss_linprog
+from test_block_rounds import random_triples, triples_optimum
 from test_column_blocks import SPACES, dense_blocks, solve_against_linprog, spanner_pairs
 
+import mdp
 from mdp.errors import ParameterError
 from mdp.lp import LPError, dense
 from mdp.lp import batched_blocks as bb
 from mdp.lp import column_blocks as cb
 from mdp.lp._block_kernels import unpack_symmetric
-from mdp.lp.column_blocks import ColumnBlockLP
+from mdp.lp.column_blocks import ColumnBlockLP, TripleBlockLP, solve_worst_case_triples
+from mdp.verification import certify
 
 needs_gpu = pytest.mark.skipif(not dense.gpu_available(), reason="no CUDA device for CuPy")
 
@@ -53,6 +57,50 @@ def test_numpy_batched_factor_equals_the_packed_factor(chunk_blocks):
         assert np.allclose(a, b, rtol=1e-8, atol=1e-10)
 
 
+def triple_lp(space, eps, seed):
+    """``(D, n, u, v, w, lp, dB, wx, dL_inv, rng)``: OPTMech's LP over random rows per column
+    (each column its own rows), and random positive weights for one factorisation."""
+    D, n = space.distances, space.n
+    rng = np.random.default_rng(seed)
+    u, v, w = random_triples(n, rng, share=0.3)
+    lp = TripleBlockLP(D, u, v, w, eps)
+    return (D, n, u, v, w, lp, rng.uniform(0.01, 100, lp.privacy_rows),
+            rng.uniform(0.01, 100, (n, n)), rng.random(n), rng)
+
+
+def dense_triple_blocks(D, eps, u, v, w, dB, wx):
+    """Every column's block ``sum_r d_r b_r b_r^T + diag(wx[w])`` row by row, with ``b_r`` the
+    row ``e_v - e^{-eps D_uv} e_u`` (``dB`` in :class:`TripleBlockLP`'s column order)."""
+    n = D.shape[0]
+    order = np.lexsort((u, v, w))
+    K = np.array([np.diag(wx[c]) for c in range(n)])
+    for r, (a, b, c) in enumerate(zip(u[order], v[order], w[order], strict=True)):
+        row = np.zeros(n)
+        row[b] += 1.0
+        row[a] -= np.exp(-eps * D[a, b])
+        K[c] += dB[r] * np.outer(row, row)
+    return K
+
+
+@pytest.mark.parametrize("chunk_blocks", [1, 3, 100])
+def test_numpy_batched_factor_of_column_rows_equals_the_packed_factor(chunk_blocks):
+    D, n, u, v, w, lp, dB, wx, dL_inv, rng = triple_lp(SPACES[2], 0.7, 8)
+    packed = cb._BlockFactor(lp)
+    batched = bb.BatchedBlockFactor(lp, bb.numpy_backend(),
+                                    chunk_bytes=chunk_blocks * 4 * 8 * n * n)
+    for fac in (packed, batched):
+        fac.factor(dB, wx, dL_inv)
+    inv = np.linalg.inv(dense_triple_blocks(D, 0.7, u, v, w, dB, wx))
+    assert np.allclose(batched.Kinv, inv, rtol=1e-9, atol=0)
+    for col in (0, 5, n - 1):
+        assert np.allclose(batched.Kinv[col], unpack_symmetric(packed.Kinv[col], n), rtol=1e-9)
+    R = rng.normal(size=(n, n))
+    assert np.allclose(batched._apply(R), packed._apply(R), rtol=1e-9, atol=1e-12)
+    r, rE = rng.normal(size=(n, n)), rng.normal(size=n)
+    for a, b in zip(batched.solve(r, rE, 0.3), packed.solve(r, rE, 0.3), strict=True):
+        assert np.allclose(a, b, rtol=1e-8, atol=1e-10)
+
+
 def test_entry_map_fills_the_dense_blocks():
     D, n, pu, pv, lp, dB, wx, _, _ = spanner_lp(SPACES[0], 2.0, 1)
     pos, C = bb._entry_map(lp)
@@ -86,6 +134,32 @@ def test_the_method_on_the_batched_path_matches_linprog(monkeypatch, level):
     pu, pv = spanner_pairs(D)
     _, stats = solve_against_linprog(D, pu, pv, level)
     assert stats["device"] == "numpy"
+
+
+@pytest.mark.parametrize("eps", [0.3, 2.0])
+def test_the_triples_method_on_the_batched_path_matches_linprog(monkeypatch, eps):
+    _fake_gpu(monkeypatch)
+    monkeypatch.setenv("MDP_DEVICE", "gpu")
+    D = SPACES[1].distances
+    u, v, w = random_triples(D.shape[0], np.random.default_rng(2), share=0.3)
+    ref = triples_optimum(D, eps, u, v, w)
+    M, stats = solve_worst_case_triples(D, u, v, w, eps)
+    assert stats["device"] == "numpy"
+    assert ref - 2e-5 * (1 + ref) <= stats["lower_bound"] <= ref + 1e-9
+    assert stats["lp_objective"] == pytest.approx(ref, abs=2e-5 * (1 + ref))
+
+
+def test_optmech_block_rounds_on_the_batched_path_are_exact_and_private(monkeypatch):
+    _fake_gpu(monkeypatch)
+    monkeypatch.setenv("MDP_DEVICE", "gpu")
+    space = SPACES[2]
+    ref, _ = optimal_loss_linprog(space.distances, 1.5)
+    mech = mdp.build("optimal", space, 1.5, method="blocks")
+    st = mech.stats
+    assert st["device"] == "numpy" and st["method"] == "blocks"
+    assert st["lower_bound"] <= ref * (1 + 3e-7) and st["loss"] >= ref * (1 - 3e-7)
+    assert st["loss"] == pytest.approx(ref, rel=1.1e-6)
+    certify(mech.matrix, space.distances, 1.5, repair=False)
 
 
 def test_device_choice_and_memory_rules(monkeypatch):
@@ -158,3 +232,29 @@ def test_gpu_method_matches_linprog(monkeypatch, level):
     pu, pv = spanner_pairs(D)
     _, stats = solve_against_linprog(D, pu, pv, level)
     assert stats["device"] == "gpu"
+
+
+@needs_gpu
+def test_gpu_factor_of_column_rows_equals_the_numpy_factor():
+    D, n, u, v, w, lp, dB, wx, dL_inv, rng = triple_lp(SPACES[4], 0.9, 4)
+    ref = bb.BatchedBlockFactor(lp, bb.numpy_backend())
+    gpu = bb.BatchedBlockFactor(lp, bb.cupy_backend(), chunk_bytes=7 * 4 * 8 * n * n)
+    for fac in (ref, gpu):
+        fac.factor(dB, wx, dL_inv)
+    assert np.allclose(bb.cupy_backend().to_host(gpu.Kinv), ref.Kinv, rtol=1e-9, atol=0)
+    r, rE = rng.normal(size=(n, n)), rng.normal(size=n)
+    for a, b in zip(gpu.solve(r, rE, 0.3), ref.solve(r, rE, 0.3), strict=True):
+        assert np.allclose(a, b, rtol=1e-8, atol=1e-10)
+
+
+@needs_gpu
+@pytest.mark.parametrize("eps", [0.5, 2.0])     # the rounds certify alone (no HiGHS finish)
+def test_gpu_optmech_block_rounds_are_exact_and_private(monkeypatch, eps):
+    monkeypatch.setenv("MDP_DEVICE", "gpu")
+    space = SPACES[4]
+    ref, _ = optimal_loss_linprog(space.distances, eps)
+    mech = mdp.build("optimal", space, eps, method="blocks")
+    assert mech.stats["device"] == "gpu"
+    assert mech.stats["lower_bound"] <= ref * (1 + 3e-7)
+    assert mech.stats["loss"] == pytest.approx(ref, rel=1.1e-6)
+    certify(mech.matrix, space.distances, eps, repair=False)

@@ -58,7 +58,7 @@ from ..lp.block_rounds import (
     gap_round_tol,
     solve_worst_case_lp_block_rounds,
 )
-from ..lp.column_blocks import block_byte_limit, block_bytes
+from ..lp.column_blocks import fits_in_memory
 from ..lp.output import LOG_DOMAIN_C, balanced_envelope, candidate_loss, private_candidate
 from ..lp.worst_case import (
     MAX_COEFFICIENTS,
@@ -252,10 +252,9 @@ def default_solver(space: MetricSpace, method: str, epsilon: float, *,
 
 def default_method(space: MetricSpace) -> str:
     """``method`` when ``None``: ``"blocks"`` from ``BLOCKS_MIN_N`` points where its block
-    inverses fit in host memory (:func:`mdp.lp.column_blocks.block_bytes` within
-    :func:`~mdp.lp.column_blocks.block_byte_limit`), else ``"lazy"``."""
-    return ("blocks" if space.n >= BLOCKS_MIN_N and block_bytes(space.n) <= block_byte_limit()
-            else "lazy")
+    inverses fit in memory (:func:`mdp.lp.column_blocks.fits_in_memory`: the host's packed
+    inverses, or a GPU's that ``MDP_DEVICE`` allows), else ``"lazy"``."""
+    return "blocks" if space.n >= BLOCKS_MIN_N and fits_in_memory(space.n) else "lazy"
 
 
 def _applies(space: MetricSpace) -> str | None:

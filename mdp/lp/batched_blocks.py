@@ -9,9 +9,11 @@ chunk by chunk of ``c`` blocks, as batched array operations:
 
 .. math:: K_{w} = L_w L_w^\top, \qquad K_w^{-1} = L_w^{-\top} L_w^{-1},
 
-with the blocks filled from one fixed sparse map of their entries (the pair graph's pattern is
-the same in every column), a batched Cholesky factorisation, a batched triangular solve for
-``L_w^{-1}`` and a batched product; the three sums of the Schur complement
+with the blocks filled from one fixed sparse map of their entries where the pair graph's
+pattern is the same in every column (SpannerMech's :class:`~mdp.lp.column_blocks.ColumnBlockLP`),
+or scattered from each column's own rows (OPTMech's lazy rows,
+:class:`~mdp.lp.column_blocks.TripleBlockLP`), a batched Cholesky factorisation, a batched
+triangular solve for ``L_w^{-1}`` and a batched product; the three sums of the Schur complement
 
 .. math:: S_{EE} = \sum_w K_w^{-1}, \qquad S_{LE} = -\sum_w \operatorname{diag}(D_{:w}) K_w^{-1},
           \qquad S_{LL} = \sum_w \operatorname{diag}(D_{:w}) K_w^{-1} \operatorname{diag}(D_{:w})
@@ -37,7 +39,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .column_blocks import BlockFactorBase, ColumnBlockLP
+from .column_blocks import BlockFactorBase, ColumnBlockLP, TripleBlockLP
 from .dense import _cupy
 from .highs import LPError
 
@@ -172,6 +174,61 @@ def _entry_map(lp: ColumnBlockLP) -> tuple[np.ndarray, sp.csr_matrix]:
     return pos, C
 
 
+class _SharedPattern:
+    """A chunk's blocks of a :class:`ColumnBlockLP`: every column has the same entries, filled
+    by one sparse product (:func:`_entry_map`)."""
+
+    def __init__(self, lp: ColumnBlockLP, backend: ArrayBackend):
+        pos, C = _entry_map(lp)
+        self.n, self.backend = lp.n, backend
+        self._pos = backend.to_device(pos)
+        self._map = backend.sparse_matrix(C)
+
+    def weights(self, dB: np.ndarray, wx: np.ndarray):
+        return self.backend.to_device(np.concatenate([dB, wx], axis=1).T)      # (m + n, n)
+
+    def blocks(self, weights, w0: int, w1: int):
+        xp, n = self.backend.xp, self.n
+        K = xp.zeros((w1 - w0, n * n))
+        K[:, self._pos] = (self._map @ xp.ascontiguousarray(weights[:, w0:w1])).T
+        return K.reshape(w1 - w0, n, n)
+
+
+class _ColumnRows:
+    """A chunk's blocks of a :class:`TripleBlockLP`: each column its own rows, whose four
+    entries ``d (e_i + c e_j)(e_i + c e_j)^T`` and the diagonal are summed into the chunk by one
+    weighted ``bincount`` over flat positions computed once per row set."""
+
+    def __init__(self, lp: TripleBlockLP, backend: ArrayBackend, chunk: int):
+        n = lp.n
+        self.n, self.backend, self.chunk, self.start = n, backend, chunk, lp.start
+        column = np.repeat(np.arange(n), np.diff(lp.start))
+        self._chunks = []
+        for w0 in range(0, n, chunk):
+            w1 = min(n, w0 + chunk)
+            a, b = lp.start[w0], lp.start[w1]
+            base = (column[a:b] - w0) * n * n
+            ri, rj, cb = lp.ri[a:b], lp.rj[a:b], lp.cb[a:b]
+            diagonal = (np.arange(w1 - w0)[:, None] * n * n + np.arange(n) * (n + 1)).ravel()
+            pos = np.concatenate([base + ri * n + ri, base + rj * n + rj, base + ri * n + rj,
+                                  base + rj * n + ri, diagonal])
+            self._chunks.append((backend.to_device(pos),
+                                 backend.to_device(np.concatenate([np.ones(b - a), cb * cb,
+                                                                   cb, cb]))))
+
+    def weights(self, dB: np.ndarray, wx: np.ndarray):
+        return self.backend.to_device(dB), self.backend.to_device(wx)
+
+    def blocks(self, weights, w0: int, w1: int):
+        xp, n = self.backend.xp, self.n
+        dB, wx = weights
+        pos, coef = self._chunks[w0 // self.chunk]
+        d = dB[self.start[w0]:self.start[w1]]
+        values = xp.concatenate([coef * xp.concatenate([d, d, d, d]), wx[w0:w1].ravel()])
+        return xp.bincount(pos, weights=values, minlength=(w1 - w0) * n * n).reshape(
+            w1 - w0, n, n)
+
+
 class BatchedBlockFactor(BlockFactorBase):
     """The block inverses and the Schur complement of one iteration, computed in batches.
 
@@ -184,7 +241,7 @@ class BatchedBlockFactor(BlockFactorBase):
         The device lacks :func:`batched_bytes`.
     """
 
-    def __init__(self, lp: ColumnBlockLP, backend: ArrayBackend, *,
+    def __init__(self, lp: ColumnBlockLP | TripleBlockLP, backend: ArrayBackend, *,
                  chunk_bytes: int = CHUNK_BYTES):
         super().__init__(lp)
         n, xp = lp.n, backend.xp
@@ -194,10 +251,9 @@ class BatchedBlockFactor(BlockFactorBase):
                               f"{batched_bytes(n, chunk_bytes) / 2 ** 30:.3g} GiB on the "
                               f"{backend.name}, {backend.free_bytes() / 2 ** 30:.3g} GiB are free")
         self.chunk = chunk_size(n, chunk_bytes)
-        pos, C = _entry_map(lp)
         try:
-            self._pos = backend.to_device(pos)
-            self._map = backend.sparse_matrix(C)
+            self._fill = (_ColumnRows(lp, backend, self.chunk) if isinstance(lp, TripleBlockLP)
+                          else _SharedPattern(lp, backend))
             self.Kinv = xp.empty((n, n, n))
             self._DT = backend.to_device(lp.DT)
         except Exception as exc:  # noqa: BLE001 -- CuPy's OutOfMemoryError is not a MemoryError
@@ -208,13 +264,11 @@ class BatchedBlockFactor(BlockFactorBase):
     def factor(self, dB: np.ndarray, wx: np.ndarray, dL_inv: np.ndarray) -> None:
         """As :meth:`mdp.lp.column_blocks._BlockFactor.factor`."""
         be, xp, n = self.backend, self.backend.xp, self.lp.n
-        weights = be.to_device(np.concatenate([dB, wx], axis=1).T)      # (m + n, n)
+        weights = self._fill.weights(dB, wx)
         SEE, SLE, SLL = (xp.zeros((n, n)) for _ in range(3))
         for w0 in range(0, n, self.chunk):
             w1 = min(n, w0 + self.chunk)
-            K = xp.zeros((w1 - w0, n * n))
-            K[:, self._pos] = (self._map @ xp.ascontiguousarray(weights[:, w0:w1])).T
-            K = K.reshape(w1 - w0, n, n)
+            K = self._fill.blocks(weights, w0, w1)
             try:
                 L = be.cholesky(K)
             except np.linalg.LinAlgError:

@@ -195,7 +195,7 @@ def _levels(tree: Dissection | None) -> int:
     return depth[(tree.nodes[-1].start, tree.nodes[-1].stop)]
 
 
-def _block_factor(lp: ColumnBlockLP, device: str,
+def _block_factor(lp: ColumnBlockLP | TripleBlockLP, device: str,
                   tree: Dissection | None = None) -> BlockFactorBase:
     """The factor of ``device``; a GPU whose memory runs out when allocating gives the CPU's
     (if that fits)."""
@@ -316,7 +316,8 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
     """Solve the worst-case-loss LP over the rows ``(u, v, w)`` by the column-block method.
 
     As :func:`solve_worst_case_blocks` (same returns and errors), with a row set per column
-    (:class:`TripleBlockLP`); the blocks are inverted densely on the CPU. ``round_no``: the
+    (:class:`TripleBlockLP`); the blocks are inverted densely, on the device
+    :func:`block_device` picks (on a GPU in batches: :mod:`mdp.lp.batched_blocks`). ``round_no``: the
     round its progress reports name (:mod:`mdp.lp.block_rounds`). ``monitor``: called with
     every iterate (:class:`Iterate`); when it returns True the method stops there and returns
     that iterate's matrix; ``stats["monitor_stopped"]`` says whether it did.
@@ -324,10 +325,11 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
-    if block_bytes(n) > block_byte_limit():
+    device = block_device(n)
+    if device is None:
         raise _too_large(n)
     lp = TripleBlockLP(D, u, v, w, epsilon)
-    fac = _BlockFactor(lp)
+    fac = _block_factor(lp, device)
     fac.refine_steps = TRIPLE_REFINE_STEPS
     return _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0,
                   round_no=round_no, monitor=monitor)
