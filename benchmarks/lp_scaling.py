@@ -15,8 +15,10 @@ Each (space, mechanism, n) builds through :func:`mdp.build` (so the time include
 and prints LP seconds, total seconds, variables, rows, non-zeros, the loss, the certified relative
 gap (OPTMech) and the load average before and after the build; ``--trace`` also prints the lazy
 solve's rounds (phase, rows, seconds, objective; OPTMech's column-block rounds with their
-iterations, bound, rows added and the certified loss of the tight ones). A mechanism is skipped for larger n after it
-times out. Figures depend on machine load: take the min of repeats.
+iterations, bound, rows added and the certified loss of the tight ones) after each build, and
+``--live`` prints each round as it ends and every tenth interior point iteration while the build
+runs (so a build that times out still shows where its time went). A mechanism is skipped for
+larger n after it times out. Figures depend on machine load: take the min of repeats.
 """
 
 from __future__ import annotations
