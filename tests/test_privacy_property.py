@@ -1,8 +1,6 @@
 """Property test: whenever certification returns, an exact rational check of the pure inequality
 on the returned matrix passes (issue 15), including spaces with near-duplicate points."""
 
-
-
 import numpy as np
 import pytest
 from accuracy_warnings import build_recording

@@ -274,7 +274,7 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
     D = space.distances
     allowed = np.zeros((space.n, space.n), dtype=bool)
     allowed[pu, pv] = True
-    target = RETRY_RTOL if gap is None else max(gap, RETRY_RTOL)
+    target = _gap_target(gap)
     conclusive = False
 
     repaired = {}        # the last matrix the test repaired and its repair; the least-loss one
@@ -594,15 +594,15 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
                                method="lazy" if method == "blocks" else method, solver=solver,
                                knn=knn, max_coefficient=max_coefficient, time_limit=left, gap=gap)
 
+    target = _gap_target(gap)
     limit = "none" if time_limit is None else f"{time_limit:g} s"
     with explain_failures("OPTMech", n, epsilon,
                           on_timeout=f"a larger time_limit (now {limit}), or 'spanner' or 'constopt', "
                                      "which solve smaller LPs",
                           on_failure="another method ('blocks', 'lazy' or 'full') or solver "
                                      "('simplex' or 'ipm'), or 'spanner' with stretch=1 (the same LP)"):
-        best, bound, attempts = _solve_over_coefficient_limits(
-            solve, time_limit, RETRY_RTOL if gap is None else max(gap, RETRY_RTOL),
-            space.distances)
+        best, bound, attempts = _solve_over_coefficient_limits(solve, time_limit, target,
+                                                               space.distances)
     if best is None:
         reason = "HiGHS found no optimum of the LP with any coefficient limit: " + "; ".join(attempts)
         warnings.warn(AccuracyWarning(f"OPTMech (n = {n}, epsilon = {epsilon:g}): {reason}. The "
@@ -618,7 +618,7 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
                  max_privacy_violation=best.violation, loss=best.loss, lower_bound=bound,
                  optimality_gap=abs_gap, relative_gap=abs_gap / best.loss if best.loss > 0 else 0.0,
                  method=method, uniform_mix=best.uniform_mix, max_coefficient=best.max_coefficient,
-                 gap_target=RETRY_RTOL if gap is None else max(gap, RETRY_RTOL),
+                 gap_target=target,
                  attempts=attempts, unresolved_rows=_left_out_rows(space.distances, epsilon, pu, pv,
                                                                    best.max_coefficient))
     stats["target_met"] = gap_target_met(best.loss, bound, stats["gap_target"], space.distances)
@@ -632,6 +632,11 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     if best.log:
         return Candidate(log_matrix=best.matrix, stats=stats)
     return Candidate(matrix=best.matrix, stats=stats)
+
+
+def _gap_target(gap: float | None) -> float:
+    """The relative gap a build aims at: ``RETRY_RTOL`` when exact, and never below it."""
+    return RETRY_RTOL if gap is None else max(gap, RETRY_RTOL)
 
 
 def gap_target_met(loss: float, bound: float, target: float, distances: np.ndarray) -> bool:

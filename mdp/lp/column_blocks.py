@@ -325,9 +325,7 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
-    device = block_device(n)
-    if device is None:
-        raise _too_large(n)
+    device = _checked_device(n)
     lp = TripleBlockLP(D, u, v, w, epsilon)
     fac = _block_factor(lp, device)
     fac.refine_steps = TRIPLE_REFINE_STEPS
@@ -672,7 +670,7 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
-    device = _checked_device(n)
+    device = _checked_device(n, "; use solver='hipo'")
     lp = ColumnBlockLP(D, pu, pv, eps_pair)
     tree = None
     if device == "cpu":
@@ -692,10 +690,12 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     return M, stats
 
 
-def _checked_device(n: int) -> str:
+def _checked_device(n: int, hint: str = "") -> str:
+    """:func:`block_device`, or the refusal of :func:`_too_large` (with ``hint``) where
+    neither device has the memory."""
     device = block_device(n)
     if device is None:
-        raise _too_large(n, "; use solver='hipo'")
+        raise _too_large(n, hint)
     return device
 
 
