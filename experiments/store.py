@@ -68,6 +68,15 @@ CREATE TABLE IF NOT EXISTS leases (
 )
 """
 
+#: Seconds a run waits for another run's lock on the store before giving up.
+_BUSY_TIMEOUT = 60.0
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
 #: Results of :meth:`ResultStore.claim`.
 CLAIMED, DONE, BUSY = "claimed", "done", "busy"
 
@@ -156,6 +165,15 @@ class ResultStore:
     ----------
     path : str or PathLike
         The database file; created with its parent directory if missing.
+    lease_seconds : float
+        How long a claim on a task lasts without a heartbeat (see :meth:`claim`).
+
+    Raises
+    ------
+    ValueError
+        ``path`` exists and is not a results store (the message names the file).
+    TimeoutError
+        Another process kept the file locked for 60 s while this one opened it.
 
     Examples
     --------
@@ -178,16 +196,42 @@ class ResultStore:
         # isolation_level=None: explicit BEGIN/COMMIT below, one transaction per write.
         self._conn = self._connect()
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute(_SCHEMA)
-            self._conn.execute(_LEASES)
+            self._set_up()
+        except sqlite3.OperationalError as exc:
+            self._conn.close()
+            if _is_busy(exc):
+                raise TimeoutError(f"{self.path}: the results store stayed locked by another process "
+                                   f"for {_BUSY_TIMEOUT:g} s while opening it ({exc})") from None
+            raise ValueError(f"{self.path}: not a results store ({exc})") from None
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise ValueError(f"{self.path}: not a results store ({exc})") from None
 
     def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+        return sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT, isolation_level=None)
+
+    def _set_up(self) -> None:
+        """WAL journal and the two tables, safe against other runs opening the same file at once.
+
+        SQLite answers a journal-mode change with "database is locked" at once, without waiting
+        on the busy timeout, while another connection is opening the file; so that step is retried
+        until the timeout. The tables are created under the write lock, which does wait.
+        """
+        deadline = time.monotonic() + _BUSY_TIMEOUT
+        pause = 0.005
+        while True:
+            try:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(2 * pause, 0.25)
+        self._conn.execute("PRAGMA synchronous=FULL")
+        with self._transaction():
+            self._conn.execute(_SCHEMA)
+            self._conn.execute(_LEASES)
 
     @contextmanager
     def _transaction(self, conn: sqlite3.Connection | None = None):

@@ -65,7 +65,10 @@ def _concurrent_sweep(db: str, marks: str, ready: str, name: str, workers: int, 
                    "i": i, "marks": marks, "sleep": 0.3}) for i in range(12)]
     with ResultStore(db) as store:
         Path(ready, name).touch()               # start together: both runs see every task to do
+        deadline = time.monotonic() + 120.0
         while len(list(Path(ready).iterdir())) < 2:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name}: the other run never opened the store")
             time.sleep(0.01)
         records = run_sweep(tasks, store, workers=workers, progress=False)
     Path(out).write_text(json.dumps({"pid": os.getpid(), "records": records}))
@@ -82,10 +85,16 @@ def test_two_concurrent_runs_compute_each_task_once(tmp_path):
     runs = [ctx.Process(target=_concurrent_sweep,
                         args=(str(db), str(marks), str(ready), name, workers, str(tmp_path / f"{name}.json")))
             for name, workers in (("serial", 0), ("pool", 2))]
-    for p in runs:
-        p.start()
-    for p in runs:
-        p.join(timeout=300)
+    try:
+        for p in runs:
+            p.start()
+        for p in runs:
+            p.join(timeout=300)
+    finally:    # a run left alive would make the interpreter wait for it at exit, forever
+        for p in runs:
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=30)
     assert [p.exitcode for p in runs] == [0, 0]
     computed = sorted(int(m.name.split("-")[0]) for m in marks.iterdir())
     assert computed == list(range(12)), "a task was computed twice (or never)"
