@@ -1,0 +1,188 @@
+"""The per-column mix repair of ``gap=`` mode (``mdp.lp.column_mix``), against brute force and
+scipy's linprog, and OPTMech's use of it on restricted optima."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference_lp import optimal_loss_linprog
+from scipy.optimize import linprog
+from scipy.sparse import coo_matrix, vstack
+
+import mdp
+from mdp.accounting import loss as worst_loss
+from mdp.families import optimal
+from mdp.lp.column_mix import least_loss_column_mix, lower_envelope
+from mdp.lp.output import balanced_envelope, private_candidate, stochastic_rows
+from mdp.space import MetricSpace
+from mdp.verification import certify_matrix
+
+
+def _points(seed: int, n: int) -> np.ndarray:
+    pts = np.random.default_rng(seed).uniform(0, 3, size=(n, 2))
+    return MetricSpace.from_points(pts).distances
+
+
+def _column_ratio_excess(A: np.ndarray, D: np.ndarray, eps: float) -> float:
+    """Largest ``A[u, w] / (e^{eps D[u, v]} A[v, w]) - 1`` over all triples (brute force)."""
+    n = len(D)
+    worst = -np.inf
+    for w in range(A.shape[1]):
+        for u in range(n):
+            for v in range(n):
+                if A[v, w] > 0:
+                    worst = max(worst, A[u, w] / (np.exp(eps * D[u, v]) * A[v, w]) - 1.0)
+                elif A[u, w] > 0:
+                    return np.inf
+    return worst
+
+
+def _restricted_optimum(D: np.ndarray, eps: float, k: int) -> tuple[np.ndarray, float]:
+    """OPTMech's LP with only the privacy rows to each input's ``k`` nearest others (scipy):
+    a relaxation, so its value is a valid lower bound, and its optimum violates other rows."""
+    n = len(D)
+    nv = n * n + 1
+    rows = np.repeat(np.arange(n), n)
+    loss_rows = coo_matrix((D.ravel(), (rows, np.arange(n * n))), shape=(n, nv)).tolil()
+    loss_rows[:, n * n] = -1.0
+    near = np.argsort(D, axis=1)[:, 1:k + 1]
+    u = np.repeat(np.arange(n), k * n)
+    v = np.repeat(near.ravel(), n)
+    w = np.tile(np.arange(n), n * k)
+    r = np.arange(len(u))
+    priv = coo_matrix((np.r_[np.ones(len(u)), -np.exp(eps * D[u, v])],
+                       (np.r_[r, r], np.r_[u * n + w, v * n + w])), shape=(len(u), nv))
+    A_ub = vstack([loss_rows.tocsr(), priv.tocsr()]).tocsr()
+    A_eq = coo_matrix((np.ones(n * n), (rows, np.arange(n * n))), shape=(n, nv)).tocsr()
+    c = np.zeros(nv)
+    c[-1] = 1.0
+    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(A_ub.shape[0]), A_eq=A_eq, b_eq=np.ones(n),
+                  bounds=(0, None), method="highs")
+    assert res.status == 0, res.message
+    M = np.maximum(res.x[:-1].reshape(n, n), 0.0)
+    return M / M.sum(axis=1, keepdims=True), float(res.fun)
+
+
+def test_lower_envelope_is_the_largest_private_minorant_brute_force():
+    D = _points(0, 7)
+    eps = 0.8
+    M = np.random.default_rng(1).uniform(0.01, 1.0, size=(7, 5))
+    L = lower_envelope(M, D, eps)
+    brute = np.array([[min(np.exp(eps * D[v, u]) * M[u, w] for u in range(7)) for w in range(5)]
+                      for v in range(7)])
+    np.testing.assert_allclose(L, brute, rtol=1e-14)
+    assert np.all(L <= M * (1 + 1e-15))
+    assert _column_ratio_excess(L, D, eps) <= 1e-14
+    # a private column is its own lower envelope; a zero entry zeroes its column
+    E = np.exp(-eps * D[:, :3])
+    np.testing.assert_allclose(lower_envelope(E, D, eps), E, rtol=1e-14)
+    M[2, 4] = 0.0
+    assert np.all(lower_envelope(M, D, eps)[:, 4] == 0.0)
+
+
+def _mix_linprog(atoms, D) -> float:
+    """The same LP written out independently for scipy's linprog."""
+    n, k = len(D), len(atoms)
+    A_eq = np.hstack([np.hstack(atoms), np.zeros((n, 1))])
+    A_ub = np.hstack([np.hstack([D * A for A in atoms]), -np.ones((n, 1))])
+    c = np.zeros(k * n + 1)
+    c[-1] = 1.0
+    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(n), A_eq=A_eq, b_eq=np.ones(n),
+                  bounds=[(0, None)] * (k * n) + [(None, None)], method="highs")
+    assert res.status == 0
+    return float(res.fun)
+
+
+def test_mix_matches_linprog_and_never_loses_to_an_atom():
+    D = _points(2, 9)
+    eps = 1.0
+    K = np.exp(-eps * D)
+    half = np.exp(-eps / 2 * D)
+    expo = half / half.sum(axis=1, keepdims=True)     # the exponential mechanism at eps/2: eps-mDP
+    uniform = np.full_like(D, 1.0 / len(D))
+    atoms = [expo, uniform, K]
+    P = least_loss_column_mix(atoms, D)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-7)
+    assert worst_loss(P, D) == pytest.approx(_mix_linprog(atoms, D), rel=1e-7)
+    assert worst_loss(P, D) <= min(worst_loss(expo, D), worst_loss(uniform, D)) + 1e-9
+    assert _column_ratio_excess(P, D, eps) <= 1e-12          # nonnegative column weights
+    # a mechanism alone (invertible): its only mix is itself
+    np.testing.assert_allclose(least_loss_column_mix([expo], D), expo, atol=1e-7)
+
+
+def test_mix_without_a_unit_row_sum_mixture_returns_none():
+    D = _points(3, 5)
+    atom = np.zeros_like(D)
+    atom[:, 0] = 1.0
+    atom[0, 0] = 2.0     # rows 0 and 1 need weights 1/2 and 1 on the same column
+    assert least_loss_column_mix([atom], D) is None
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(4, 9), eps=st.floats(0.2, 3.0),
+       k=st.integers(1, 2))
+def test_mix_of_a_restricted_optimum_is_certified_and_never_below_the_optimum(seed, n, eps, k):
+    """On random spaces: the mix of the repairs of a restricted optimum is certified private by
+    the registry's check, never below the independent optimum and never above the repair it
+    started from."""
+    D = _points(seed, n)
+    M, bound = _restricted_optimum(D, eps, k)
+    base, log, _ = private_candidate(balanced_envelope(M, D, eps), D, eps)
+    atoms = [base, lower_envelope(M, D, eps), np.exp(-eps * D)]
+    P = least_loss_column_mix(atoms, D)
+    R, log, _ = private_candidate(stochastic_rows(P), D, eps, log=False)
+    certify_matrix(R, D, eps, repair=False)
+    opt, _ = optimal_loss_linprog(D, eps)
+    assert bound <= opt * (1 + 1e-9)
+    assert worst_loss(R, D) >= opt * (1 - 1e-9)
+    assert worst_loss(R, D) <= worst_loss(base, D) * (1 + 1e-7)
+
+
+def test_gap_repair_mixes_only_near_the_target_and_keeps_the_cheaper_candidate():
+    D = _points(5, 12)
+    eps = 1.0
+    M, bound = _restricted_optimum(D, eps, 1)
+    base = optimal._near_optimal_candidate(M.copy(), D, eps)
+    base_loss = worst_loss(base[0], D)
+    rel = (base_loss - bound) / base_loss
+    assert rel > 1e-3                      # a repair that costs something: the case to improve
+
+    repair = optimal._GapRepair(D, eps, target=rel / 2)       # within 4x of it: mixed
+    (R, log, _), loss = repair(M.copy(), bound)
+    assert repair.mixes == 1 and not log
+    assert loss <= base_loss and loss == pytest.approx(worst_loss(R, D), rel=1e-12)
+    certify_matrix(R, D, eps, repair=False)
+    assert loss >= optimal_loss_linprog(D, eps)[0] * (1 - 1e-9)
+    assert len(repair.previous) == 1       # kept as an atom of the next mix
+
+    for target in (2 * rel, rel / 10):     # already met / too far for the mix to try
+        repair = optimal._GapRepair(D, eps, target=target)
+        (R, _, _), loss = repair(M.copy(), bound)
+        assert repair.mixes == 0 and loss == pytest.approx(base_loss, rel=1e-12)
+
+
+def test_gap_build_reports_its_mixes_and_stays_certified(monkeypatch):
+    """A whole ``gap=`` build on the block rounds: the mix is tried and kept, reported, and the
+    result is certified by the registry within the gap of its bound; with the mix switched off
+    the same build reports none."""
+    pts = np.random.default_rng(0).uniform(0, 3, size=(55, 2))
+    space = MetricSpace.from_points(pts)
+    mech = mdp.build("optimal", space, 1.0, gap=3e-3)
+    st_ = mech.stats
+    assert st_["method"] == "blocks" and st_["target_met"]
+    assert st_["column_mixes"] >= st_["column_mixes_kept"] >= 1
+    assert mech.loss() - st_["lower_bound"] <= 3e-3 * mech.loss() + 1e-12
+    monkeypatch.setattr(optimal, "MIX_TRY_FACTOR", 0.0)
+    plain = mdp.build("optimal", space, 1.0, gap=3e-3).stats
+    assert plain["column_mixes"] == 0 and plain["target_met"]
+
+
+def test_lazy_gap_build_releases_the_mix_it_tested():
+    """``method="lazy"`` (small spaces): the candidate the stop test certified, mixed, is the one
+    released (a regression: it was recomputed without the mix and missed the target)."""
+    pts = np.random.default_rng(2).uniform(0, 3, size=(12, 2))
+    mech = mdp.build("optimal", MetricSpace.from_points(pts), 1.0, gap=0.2, knn=0, solver="simplex")
+    st_ = mech.stats
+    assert st_["column_mixes_kept"] >= 1 and st_["target_met"]
+    assert mech.loss() - st_["lower_bound"] <= 0.2 * mech.loss()
+    assert mech.loss() >= optimal_loss_linprog(MetricSpace.from_points(pts).distances, 1.0)[0] * (1 - 1e-9)
