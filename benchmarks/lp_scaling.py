@@ -146,6 +146,7 @@ def main() -> None:
                            "gap_target": st.get("gap_target"), "solver": st.get("solver"),
                            "threads": args.threads or "default", "device": st.get("device", "cpu"),
                            "ipm_iterations": st.get("ipm_iterations"),
+                           "column_mixes": st.get("column_mixes_kept"),
                            "dissection_levels": st.get("dissection_levels"),
                            "load": load}
                     if args.trace and st.get("ipm_rounds"):

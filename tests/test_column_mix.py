@@ -118,6 +118,14 @@ def test_mix_without_a_unit_row_sum_mixture_returns_none():
     assert least_loss_column_mix([atom], D) is None
 
 
+@pytest.mark.parametrize("atoms,match", [([], "at least one"), ([np.ones((4, 4))], r"atoms\[0\]"),
+                                         ([np.ones((5, 5)), -np.ones((5, 5))], r"atoms\[1\]"),
+                                         ([np.full((5, 5), np.nan)], r"atoms\[0\]")])
+def test_bad_atoms_are_refused_naming_them(atoms, match):
+    with pytest.raises(mdp.errors.ParameterError, match=match):
+        least_loss_column_mix(atoms, _points(3, 5))
+
+
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(4, 9), eps=st.floats(0.2, 3.0),
        k=st.integers(1, 2))

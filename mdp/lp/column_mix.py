@@ -36,6 +36,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import ParameterError
 from ..verification import _envelope as column_envelope
 from .highs import LPError, SparseLP
 
@@ -70,6 +71,11 @@ def least_loss_column_mix(atoms: Sequence[np.ndarray], distances: np.ndarray, *,
     time_limit : float or None
         Seconds for HiGHS.
 
+    Raises
+    ------
+    ParameterError
+        No atom, or an atom that is not a finite non-negative matrix of the distances' shape.
+
     Returns
     -------
     ndarray (n, n) or None
@@ -78,8 +84,15 @@ def least_loss_column_mix(atoms: Sequence[np.ndarray], distances: np.ndarray, *,
     """
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
+    atoms = [np.asarray(A, dtype=float) for A in atoms]
     k = len(atoms)
-    sums = np.hstack([np.asarray(A, dtype=float) for A in atoms])             # (n, k n)
+    if k == 0:
+        raise ParameterError("atoms must hold at least one matrix")
+    for j, Aj in enumerate(atoms):
+        if Aj.shape != D.shape or not np.all(np.isfinite(Aj)) or np.any(Aj < 0):
+            raise ParameterError(f"atoms[{j}] must be a finite non-negative {D.shape} matrix, got "
+                                 f"shape {Aj.shape}")
+    sums = np.hstack(atoms)                                                   # (n, k n)
     losses = np.hstack([D * A for A in atoms])
     A = sp.vstack([sp.hstack([sp.csr_matrix(sums), sp.csr_matrix((n, 1))]),
                    sp.hstack([sp.csr_matrix(losses), sp.csr_matrix(-np.ones((n, 1)))])],
@@ -97,4 +110,4 @@ def least_loss_column_mix(atoms: Sequence[np.ndarray], distances: np.ndarray, *,
         t = np.maximum(lp.solve().x[:-1], 0.0).reshape(k, n)
     except LPError:
         return None
-    return sum(np.asarray(Aj, dtype=float) * t[j][None, :] for j, Aj in enumerate(atoms))
+    return sum(Aj * t[j][None, :] for j, Aj in enumerate(atoms))
