@@ -9,16 +9,14 @@ from scipy.optimize import linprog
 from scipy.sparse import coo_matrix, vstack
 
 
-def optimal_loss_linprog(D: np.ndarray, eps: float) -> tuple[float, np.ndarray]:
-    """Minimum worst-case loss over eps-mDP mechanisms, and a minimiser (row-major M)."""
+def _solve(D: np.ndarray, eps: float, u: np.ndarray, v: np.ndarray, w: np.ndarray
+           ) -> tuple[float, np.ndarray]:
+    """The worst-case-loss LP with the privacy rows ``M[u,w] <= e^{eps D[u,v]} M[v,w]`` given."""
     n = D.shape[0]
     nv = n * n + 1                                   # M[u, w] at u * n + w, then k
     rows = np.repeat(np.arange(n), n)
     loss_rows = coo_matrix((D.ravel(), (rows, np.arange(n * n))), shape=(n, nv)).tolil()
     loss_rows[:, n * n] = -1.0                       # sum_w D[u,w] M[u,w] - k <= 0
-    u, v, w = (a.ravel() for a in np.meshgrid(np.arange(n), np.arange(n), np.arange(n), indexing="ij"))
-    keep = u != v
-    u, v, w = u[keep], v[keep], w[keep]
     r = np.arange(len(u))                            # M[u,w] - e^{eps D[u,v]} M[v,w] <= 0
     priv = coo_matrix((np.r_[np.ones(len(u)), -np.exp(eps * D[u, v])],
                        (np.r_[r, r], np.r_[u * n + w, v * n + w])), shape=(len(u), nv))
@@ -31,3 +29,22 @@ def optimal_loss_linprog(D: np.ndarray, eps: float) -> tuple[float, np.ndarray]:
     if res.status != 0:
         raise RuntimeError(res.message)
     return float(res.fun), res.x[:-1].reshape(n, n)
+
+
+def optimal_loss_linprog(D: np.ndarray, eps: float) -> tuple[float, np.ndarray]:
+    """Minimum worst-case loss over eps-mDP mechanisms, and a minimiser (row-major M)."""
+    n = D.shape[0]
+    u, v, w = (a.ravel() for a in np.meshgrid(np.arange(n), np.arange(n), np.arange(n), indexing="ij"))
+    keep = u != v
+    return _solve(D, eps, u[keep], v[keep], w[keep])
+
+
+def restricted_optimum_linprog(D: np.ndarray, eps: float, k: int) -> tuple[float, np.ndarray]:
+    """The same LP with only the privacy rows from each input to its ``k`` nearest others: a
+    relaxation (its value is a valid lower bound) whose optimum violates other rows."""
+    n = D.shape[0]
+    near = np.argsort(D, axis=1)[:, 1:k + 1]
+    u = np.repeat(np.arange(n), k * n)
+    v = np.repeat(near.ravel(), n)
+    w = np.tile(np.arange(n), n * k)
+    return _solve(D, eps, u, v, w)

@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference_lp import optimal_loss_linprog
+from reference_lp import optimal_loss_linprog, restricted_optimum_linprog
 from scipy.optimize import linprog
-from scipy.sparse import coo_matrix, vstack
 
 import mdp
 from mdp.accounting import loss as worst_loss
@@ -38,29 +37,11 @@ def _column_ratio_excess(A: np.ndarray, D: np.ndarray, eps: float) -> float:
 
 
 def _restricted_optimum(D: np.ndarray, eps: float, k: int) -> tuple[np.ndarray, float]:
-    """OPTMech's LP with only the privacy rows to each input's ``k`` nearest others (scipy):
-    a relaxation, so its value is a valid lower bound, and its optimum violates other rows."""
-    n = len(D)
-    nv = n * n + 1
-    rows = np.repeat(np.arange(n), n)
-    loss_rows = coo_matrix((D.ravel(), (rows, np.arange(n * n))), shape=(n, nv)).tolil()
-    loss_rows[:, n * n] = -1.0
-    near = np.argsort(D, axis=1)[:, 1:k + 1]
-    u = np.repeat(np.arange(n), k * n)
-    v = np.repeat(near.ravel(), n)
-    w = np.tile(np.arange(n), n * k)
-    r = np.arange(len(u))
-    priv = coo_matrix((np.r_[np.ones(len(u)), -np.exp(eps * D[u, v])],
-                       (np.r_[r, r], np.r_[u * n + w, v * n + w])), shape=(len(u), nv))
-    A_ub = vstack([loss_rows.tocsr(), priv.tocsr()]).tocsr()
-    A_eq = coo_matrix((np.ones(n * n), (rows, np.arange(n * n))), shape=(n, nv)).tocsr()
-    c = np.zeros(nv)
-    c[-1] = 1.0
-    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(A_ub.shape[0]), A_eq=A_eq, b_eq=np.ones(n),
-                  bounds=(0, None), method="highs")
-    assert res.status == 0, res.message
-    M = np.maximum(res.x[:-1].reshape(n, n), 0.0)
-    return M / M.sum(axis=1, keepdims=True), float(res.fun)
+    """A restricted optimum (rows to each input's ``k`` nearest only), rows normalised, and the
+    restricted LP's value (a valid lower bound)."""
+    value, M = restricted_optimum_linprog(D, eps, k)
+    M = np.maximum(M, 0.0)
+    return M / M.sum(axis=1, keepdims=True), value
 
 
 def test_lower_envelope_is_the_largest_private_minorant_brute_force():
