@@ -197,14 +197,11 @@ class ResultStore:
         self._conn = self._connect()
         try:
             self._set_up()
-        except sqlite3.OperationalError as exc:
-            self._conn.close()
-            if _is_busy(exc):
-                raise TimeoutError(f"{self.path}: the results store stayed locked by another process "
-                                   f"for {_BUSY_TIMEOUT:g} s while opening it ({exc})") from None
-            raise ValueError(f"{self.path}: not a results store ({exc})") from None
         except sqlite3.DatabaseError as exc:
             self._conn.close()
+            if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
+                raise TimeoutError(f"{self.path}: the results store stayed locked by another process "
+                                   f"for {_BUSY_TIMEOUT:g} s while opening it ({exc})") from None
             raise ValueError(f"{self.path}: not a results store ({exc})") from None
 
     def _connect(self) -> sqlite3.Connection:

@@ -357,7 +357,7 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
                  else _near_optimal_candidate(M, D, epsilon))
     violation = max_privacy_violation(stochastic_rows(M), D, epsilon)
     if repair is not None:
-        stats.update(column_mixes=repair.mixes, column_mixes_kept=repair.mixes_kept)
+        stats.update(repair.counts())
     R, log, mix = candidate
     return _Solved(R, log, stats, candidate_loss(R, D, log), violation, mix, np.inf, conclusive)
 
@@ -404,7 +404,7 @@ class _GapRepair:
         self.D, self.epsilon, self.target = D, epsilon, target
         self.mixable = bool(epsilon * D.max() <= LOG_DOMAIN_C)
         self.previous: list[np.ndarray] = []
-        self.mixes = 0          # how many mixes were tried, and how many were the cheaper repair
+        self.mixes = 0
         self.mixes_kept = 0
 
     def __call__(self, M: np.ndarray, bound: float):
@@ -422,6 +422,10 @@ class _GapRepair:
         if not candidate[1]:
             self.previous = (self.previous + [candidate[0]])[-MIX_PREVIOUS:]
         return candidate, loss
+
+    def counts(self) -> dict:
+        """``column_mixes`` (mixes tried) and ``column_mixes_kept`` (cheaper than the envelope)."""
+        return {"column_mixes": self.mixes, "column_mixes_kept": self.mixes_kept}
 
     def _mix(self, M: np.ndarray, repaired: np.ndarray):
         D, eps = self.D, self.epsilon
@@ -458,7 +462,7 @@ def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, 
                                             knn=knn, max_coefficient=max_coefficient,
                                             stop=None if gap is None else stop, gap=gap)
         if repair is not None:
-            stats.update(column_mixes=repair.mixes, column_mixes_kept=repair.mixes_kept)
+            stats.update(repair.counts())
     else:
         M, stats = solve_worst_case_lp(D, pu, pv, epsilon, time_limit=time_limit, solver=solver,
                                        max_coefficient=max_coefficient)
