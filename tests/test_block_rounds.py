@@ -13,8 +13,9 @@ from test_column_blocks import grid
 import mdp
 from mdp.errors import ParameterError
 from mdp.families import optimal as opt
+from mdp.lp import LPError, progress
 from mdp.lp import block_rounds as br
-from mdp.lp import progress
+from mdp.lp import column_blocks as cb
 from mdp.lp.column_blocks import TripleBlockLP, lagrangian_bound, solve_worst_case_triples
 from mdp.lp.worst_case import initial_triples, privacy_rows, separate
 from mdp.space import MetricSpace
@@ -193,18 +194,23 @@ def test_gap_rounds_stop_at_the_first_iterate_that_certifies(name, space, eps, g
         return loss - bound <= gap * loss, loss
 
     runs = {}
-    for test_from in (None, gap):
+    # the monitor's own effect with cold rounds (warm ones shorten the same rounds too), then
+    # both together, as builds run them
+    for warm, test_from in ((False, None), (False, gap), (True, gap)):
         M, state, stats = br.solve_worst_case_lp_block_rounds(
-            D, allowed, eps, stop=stop, tight_tol=br.gap_round_tol(gap), test_from=test_from)
+            D, allowed, eps, stop=stop, tight_tol=br.gap_round_tol(gap), test_from=test_from,
+            warm_start=warm)
         assert state.stopped
-        runs[test_from] = stats["ipm_iterations"]
-    assert stats["monitor_stopped"] and state.trace[-1]["iterate_tests"] >= 1
-    assert kept["M"] is M                      # the matrix tested is the one returned
-    assert runs[gap] < runs[None]
-    assert kept["loss"] - state.bound <= gap * kept["loss"]
-    assert state.bound <= ref * (1 + 1e-9) and ref <= kept["loss"] * (1 + 1e-9)
-    assert kept["loss"] <= ref * (1 + gap) / (1 - gap)
-    certify(kept["R"], D, eps, repair=False)
+        runs[warm, test_from] = stats["ipm_iterations"]
+        if test_from is None:
+            continue
+        assert stats["monitor_stopped"] and state.trace[-1]["iterate_tests"] >= 1
+        assert kept["M"] is M                      # the matrix tested is the one returned
+        assert kept["loss"] - state.bound <= gap * kept["loss"]
+        assert state.bound <= ref * (1 + 1e-9) and ref <= kept["loss"] * (1 + 1e-9)
+        assert kept["loss"] <= ref * (1 + gap) / (1 - gap)
+        certify(kept["R"], D, eps, repair=False)
+    assert runs[False, gap] < runs[False, None]
 
 
 @pytest.mark.parametrize("gap", [None, 1e-3])
@@ -339,12 +345,15 @@ def test_rounds_end_when_tight_rounds_stall(monkeypatch):
     def never(M, bound):             # a certificate that never improves: relative gap 1/2
         return False, 2.0 * bound
 
-    M, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, eps, stop=never)
+    # cold rounds: the round counts below are theirs
+    M, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, eps, stop=never,
+                                                          warm_start=False)
     tight = [t for t in stats["round_trace"] if t["phase"] == "tight"]
     assert stats["rounds_ended"] == "no row violated" and len(tight) == 3 and not state.stalled
     monkeypatch.setattr(br, "STALL_ROUNDS", 1)
     monkeypatch.setattr(br, "STALL_FACTOR", 1e9)     # the rows added never count as progress
-    M, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, eps, stop=never)
+    M, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, eps, stop=never,
+                                                          warm_start=False)
     tight = [t for t in stats["round_trace"] if t["phase"] == "tight"]
     assert stats["rounds_ended"] == "stalled" and state.stalled and not state.exhausted
     assert len(tight) == 2 and tight[-1]["added"] > 0
@@ -523,3 +532,98 @@ def test_rounds_report_progress_and_time_out():
     assert {e.round for e in events if e.iteration is not None} == set(range(1, state.rounds + 1))
     with pytest.raises(mdp.lp.LPTimeout):
         br.solve_worst_case_lp_block_rounds(D, allowed, 0.5, time_limit=1e-9)
+
+
+def _some_point(lp, rng):
+    """A positive primal-dual point of ``lp`` (values only matter through their mapping)."""
+    n, m = lp.n, lp.privacy_rows
+    return cb._Point(X=rng.random((n, n)) + 0.1, k=3.0, sL=rng.random(n) + 0.1,
+                     sB=rng.random(m) + 0.1, zL=rng.random(n) + 0.1, zB=rng.random(m) + 0.1,
+                     W=rng.random((n, n)) + 0.1, yE=rng.standard_normal(n))
+
+
+def test_warm_start_keeps_the_shared_rows_and_centres_the_new_ones():
+    rng = np.random.default_rng(3)
+    D, eps = SPACES[1].distances, 0.8
+    n = D.shape[0]
+    u, v, w = random_triples(n, rng, share=0.5)
+    first = rng.random(len(u)) < 0.6
+    small = TripleBlockLP(D, u[first], v[first], w[first], eps)
+    shuffle = rng.permutation(len(u))                 # the rows' order does not matter
+    big = TripleBlockLP(D, u[shuffle], v[shuffle], w[shuffle], eps)
+    p = _some_point(small, rng)
+    q = cb.WarmStart(small.keys, p).point_for(big)
+    old = dict(zip(small.keys.tolist(), zip(p.sB, p.zB, strict=True), strict=True))
+    mu, value = p.mu(), big.privacy(p.X)
+    shared = 0
+    for r, key in enumerate(big.keys.tolist()):
+        if key in old:
+            shared += 1
+            assert (q.sB[r], q.zB[r]) == old[key]
+        else:
+            assert q.sB[r] == max(value[r], math.sqrt(mu))
+            assert q.zB[r] == pytest.approx(mu / q.sB[r], rel=1e-15)
+    assert shared == first.sum() < len(u)
+    for name in ("X", "sL", "zL", "W", "yE"):
+        assert np.array_equal(getattr(q, name), getattr(p, name))
+        assert getattr(q, name) is not getattr(p, name)
+    assert q.k == p.k
+
+
+def test_a_warm_round_reaches_the_same_optimum_in_fewer_iterations():
+    """A round over more rows, started from the first round's kept iterate: the same optimum
+    as SciPy's and as a cold start, in fewer iterations (they are deterministic: 12 against 18)."""
+    D, eps = SPACES[1].distances, 0.5
+    n = D.shape[0]
+    allowed = ~np.eye(n, dtype=bool)
+    u, v, w = initial_triples(D, allowed, 2)
+    M, first = solve_worst_case_triples(D, u, v, w, eps, tol=1e-2, keep_gap=0.5)
+    warm = first["warm_start"]
+    assert not first["warm"] and isinstance(warm, cb.WarmStart)
+    su, sv, sw, _ = separate(M, D, eps, allowed, br.SEPARATION_TOL)
+    assert len(su) > 0
+    u, v, w = np.r_[u, su], np.r_[v, sv], np.r_[w, sw]
+    ref = triples_optimum(D, eps, u, v, w)
+    _, cold = solve_worst_case_triples(D, u, v, w, eps, tol=1e-8)
+    _, hot = solve_worst_case_triples(D, u, v, w, eps, tol=1e-8, warm=warm)
+    assert hot["warm"] and not cold["warm"] and "warm_start" not in hot
+    assert hot["ipm_iterations"] < cold["ipm_iterations"]
+    for st in (cold, hot):
+        assert st["lp_objective"] == pytest.approx(ref, rel=1e-6)
+        assert st["lower_bound"] <= ref * (1 + 1e-9)
+
+
+def test_a_failed_warm_start_solves_again_from_the_default_point(monkeypatch):
+    D, eps = SPACES[0].distances, 1.0
+    n = D.shape[0]
+    u, v, w = initial_triples(D, ~np.eye(n, dtype=bool), 2)
+    _, first = solve_worst_case_triples(D, u, v, w, eps, tol=1e-2, keep_gap=0.5)
+    solve = cb._solve
+
+    def failing(lp, fac, *, start=None, **kw):
+        if start is not None:
+            raise LPError("stub: the warm start diverged")
+        return solve(lp, fac, start=start, **kw)
+
+    monkeypatch.setattr(cb, "_solve", failing)
+    _, st = solve_worst_case_triples(D, u, v, w, eps, warm=first["warm_start"])
+    assert not st["warm"]
+    assert st["lp_objective"] == pytest.approx(triples_optimum(D, eps, u, v, w), rel=1e-6)
+
+
+def test_warm_rounds_take_fewer_iterations_to_the_same_bound():
+    """Over the test spaces, exact rounds with and without warm starts: the same bound on SciPy's
+    optimum, every round after the first started warm, fewer iterations in all."""
+    total = {True: 0, False: 0}
+    for space in SPACES:
+        D, eps = space.distances, 1.0
+        n = D.shape[0]
+        ref, _ = optimal_loss_linprog(D, eps)
+        allowed = ~np.eye(n, dtype=bool)
+        for warm in (True, False):
+            _, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, eps, warm_start=warm)
+            assert state.exhausted
+            assert ref - 2e-5 * (1 + ref) <= stats["lower_bound"] <= ref * (1 + 3e-7)
+            assert [t["warm"] for t in state.trace] == [False] + [warm] * (state.rounds - 1)
+            total[warm] += stats["ipm_iterations"]
+    assert total[True] < total[False]

@@ -72,7 +72,8 @@ from .reporting import LPProgress, report
 
 __all__ = ["ColumnBlockLP", "solve_worst_case_blocks", "lagrangian_bound", "BLOCKS",
            "MAX_BLOCK_BYTES", "available_memory", "block_byte_limit", "block_bytes",
-           "fits_in_memory", "GPU_BLOCKS_FROM_N", "block_device", "BlockFactorBase", "Iterate"]
+           "fits_in_memory", "GPU_BLOCKS_FROM_N", "block_device", "BlockFactorBase", "Iterate",
+           "WarmStart", "solve_worst_case_triples", "TripleBlockLP"]
 
 #: ``solver`` name of the column-block method (:func:`mdp.families.spanner.build_spanner`).
 BLOCKS = "blocks"
@@ -277,6 +278,8 @@ class TripleBlockLP:
         order = np.lexsort((u, v, w))
         u, v, w = (np.asarray(a, dtype=np.int64)[order] for a in (u, v, w))
         self.n, self.DT = n, np.ascontiguousarray(D.T)
+        #: ``(w n + v) n + u`` of each row, ascending (the rows' order)
+        self.keys = (w * n + v) * n + u
         self.ri, self.rj = v, u
         self.privacy_rows = len(u)
         with np.errstate(under="ignore"):
@@ -311,7 +314,8 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
                              w: np.ndarray, epsilon: float, *, time_limit: float | None = None,
                              tol: float = TOL, max_iter: int = 200,
                              round_no: int = 1,
-                             monitor: Callable[[Iterate], bool] | None = None
+                             monitor: Callable[[Iterate], bool] | None = None,
+                             warm: WarmStart | None = None, keep_gap: float | None = None
                              ) -> tuple[np.ndarray, dict]:
     """Solve the worst-case-loss LP over the rows ``(u, v, w)`` by the column-block method.
 
@@ -321,6 +325,12 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
     round its progress reports name (:mod:`mdp.lp.block_rounds`). ``monitor``: called with
     every iterate (:class:`Iterate`); when it returns True the method stops there and returns
     that iterate's matrix; ``stats["monitor_stopped"]`` says whether it did.
+
+    ``warm``: an iterate of an earlier LP over a subset of these rows (:class:`WarmStart`) to
+    start from; where the warm solve fails, the method starts again from its default point
+    (``stats["warm"]`` says which ran). ``keep_gap``: keep the first iterate whose relative gap
+    and infeasibilities are within it (or the last one) as ``stats["warm_start"]``, to start the
+    next round's LP from.
     """
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
@@ -329,8 +339,58 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
     lp = TripleBlockLP(D, u, v, w, epsilon)
     fac = _block_factor(lp, device)
     fac.refine_steps = TRIPLE_REFINE_STEPS
-    return _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0,
-                  round_no=round_no, monitor=monitor)
+    if warm is not None:
+        try:
+            M, stats = _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0,
+                              round_no=round_no, monitor=monitor, start=warm.point_for(lp),
+                              keep_gap=keep_gap)
+            stats["warm"] = True
+            return M, stats
+        except LPTimeout:
+            raise
+        except LPError:
+            pass
+    M, stats = _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0,
+                      round_no=round_no, monitor=monitor, keep_gap=keep_gap)
+    stats["warm"] = False
+    return M, stats
+
+
+@dataclass
+class WarmStart:
+    r"""An iterate of one round's LP, kept to start the next round's (more rows).
+
+    Gondzio's warm start for cutting-plane schemes (Math. Programming 83, 1998), as ConstOPTMech's
+    rounds use it (:mod:`mdp.families.constopt_ipm`): the kept iterate is an early, well-centred one
+    (the first within the caller's ``keep_gap``, or the round's last), not the optimum, whose
+    products ``s z`` are too small to absorb new rows. The
+    entries, ``k``, the loss rows and the rows both LPs share keep their values; a new row gets
+    the slack ``max(b^T x, sqrt(mu))`` and the multiplier ``mu / slack`` (centred; the method is
+    an infeasible one and removes the residual of a violated row).
+
+    Attributes
+    ----------
+    keys : int ndarray
+        :attr:`TripleBlockLP.keys` of the LP the iterate belongs to.
+    point : _Point
+    """
+
+    keys: np.ndarray
+    point: _Point
+
+    def point_for(self, lp: TripleBlockLP) -> _Point:
+        """The start for ``lp``, whose rows include the kept LP's."""
+        p = self.point
+        mu = p.mu()
+        pos = np.searchsorted(self.keys, lp.keys)
+        pos = np.minimum(pos, max(len(self.keys) - 1, 0))
+        old = (self.keys[pos] == lp.keys) if len(self.keys) else np.zeros(len(lp.keys), bool)
+        value = lp.privacy(p.X)
+        sB = np.maximum(value, np.sqrt(mu))
+        zB = mu / sB
+        sB[old], zB[old] = p.sB[pos[old]], p.zB[pos[old]]
+        return _Point(X=p.X.copy(), k=p.k, sL=p.sL.copy(), sB=sB, zL=p.zL.copy(), zB=zB,
+                      W=p.W.copy(), yE=p.yE.copy())
 
 
 def lagrangian_bound(lp: ColumnBlockLP, y_sum: np.ndarray, z_loss: np.ndarray,
@@ -707,16 +767,18 @@ def _too_large(n: int, hint: str = "") -> LPError:
 
 
 def _solve(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: float | None,
-           t0: float, round_no: int = 1, monitor: Callable[[Iterate], bool] | None = None
+           t0: float, round_no: int = 1, monitor: Callable[[Iterate], bool] | None = None,
+           start: _Point | None = None, keep_gap: float | None = None
            ) -> tuple[np.ndarray, dict]:
     """The interior point iterations on ``lp`` with the factor ``fac``: the best iterate's
     matrix (in ``lp``'s order; the monitor's iterate where it stopped them) and the statistics."""
     n = lp.n
     deadline = None if time_limit is None else t0 + time_limit
     with blas_threads(SERIAL_BLAS_BELOW):
-        best, it, stalled, bound, seen = _mehrotra(lp, fac, tol=tol, max_iter=max_iter,
-                                                   deadline=deadline, round_no=round_no,
-                                                   monitor=monitor)
+        best, it, stalled, bound, seen, kept = _mehrotra(lp, fac, tol=tol, max_iter=max_iter,
+                                                         deadline=deadline, round_no=round_no,
+                                                         monitor=monitor, start=start,
+                                                         keep_gap=keep_gap)
     score, _, p, gap = best
     final = seen if seen is not None else Iterate(lp, p, gap)
     M = final.matrix()
@@ -729,18 +791,24 @@ def _solve(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: f
                  dissection_levels=0)
     if monitor is not None:
         stats["monitor_stopped"] = seen is not None
+    if keep_gap is not None:
+        stats["warm_start"] = WarmStart(lp.keys, kept if kept is not None else p)
     return M, stats
 
 
 def _mehrotra(lp: ColumnBlockLP, fac: BlockFactorBase, *, tol: float, max_iter: int,
               deadline: float | None, round_no: int = 1,
-              monitor: Callable[[Iterate], bool] | None = None
-              ) -> tuple[tuple, int, bool, float, Iterate | None]:
+              monitor: Callable[[Iterate], bool] | None = None, start: _Point | None = None,
+              keep_gap: float | None = None
+              ) -> tuple[tuple, int, bool, float, Iterate | None, _Point | None]:
     """Iterations of :func:`solve_worst_case_blocks`: ``(best, iterations, stalled, bound,
-    seen)`` with ``best = (score, iteration, point, gap)``, ``bound`` the best Lagrangian bound
-    of the iterates within ``BOUND_FROM_GAP`` (``-inf`` if none) and ``seen`` the iterate at which
-    ``monitor`` stopped them (then ``best`` is that iterate), else None."""
-    p = _Point.start(lp)
+    seen, kept)`` with ``best = (score, iteration, point, gap)``, ``bound`` the best Lagrangian
+    bound of the iterates within ``BOUND_FROM_GAP`` (``-inf`` if none), ``seen`` the iterate at
+    which ``monitor`` stopped them (then ``best`` is that iterate), else None, and ``kept`` the
+    first iterate within ``keep_gap`` (:class:`WarmStart`), else None. ``start``: the first
+    iterate (default :meth:`_Point.start`)."""
+    p = _Point.start(lp) if start is None else start
+    kept = None
     rows = 2 * lp.n + lp.privacy_rows
     best, bound = None, -np.inf
     mark = (np.inf, 0)               # last iterate that cut the best score by STALL_FACTOR
@@ -754,18 +822,20 @@ def _mehrotra(lp: ColumnBlockLP, fac: BlockFactorBase, *, tol: float, max_iter: 
             break
         if best is None or score < best[0]:
             best = (score, it, p, gap)
+        if kept is None and keep_gap is not None and score <= keep_gap:
+            kept = p
         seen = Iterate(lp, p, gap)
         if gap <= BOUND_FROM_GAP:
             # valid for any multipliers: the best over the last iterates, not only the best one's
             bound = max(bound, seen.bound())
         if monitor is not None and monitor(seen):
-            return (score, it, p, gap), it, False, bound, seen
+            return (score, it, p, gap), it, False, bound, seen, kept
         if score <= STALL_FACTOR * mark[0]:
             mark = (score, it)
         if score <= tol:
-            return best, it, False, bound, None
+            return best, it, False, bound, None, kept
         if best[0] <= STALL_ACCEPT and it - mark[1] >= STALL_ITERATIONS:
-            return best, it, True, bound, None
+            return best, it, True, bound, None, kept
         if it == max_iter:
             break
         if deadline is not None and time.perf_counter() > deadline:
@@ -777,10 +847,10 @@ def _mehrotra(lp: ColumnBlockLP, fac: BlockFactorBase, *, tol: float, max_iter: 
         except LPError:
             if best[0] > STALL_ACCEPT:
                 raise
-            return best, it, True, bound, None
+            return best, it, True, bound, None, kept
         p = p.moved(*_mehrotra_step(lp, fac, p, r, rtol, gap))
     if best is not None and best[0] <= STALL_ACCEPT:
-        return best, max_iter, True, bound, None
+        return best, max_iter, True, bound, None, kept
     raise LPError(f"the column-block interior point method stopped after {max_iter} iterations "
                   f"without converging (best relative gap and infeasibilities "
                   f"{np.nan if best is None else best[0]:.1e})")
