@@ -158,7 +158,8 @@ def main() -> None:
                         st.get("round_trace") if "phases" not in st else None)
                     if args.trace and blocks:
                         for i, r in enumerate(blocks, 1):
-                            print(f"  round {i:3d} blocks {r['phase']:5s} rows {r['rows']:10,d} "
+                            start = "warm" if r.get("warm") else "cold"
+                            print(f"  round {i:3d} blocks {r['phase']:5s} {start} rows {r['rows']:10,d} "
                                   f"{r['iterations']:3d} it. {r['seconds']:8.2f} s objective "
                                   f"{r['objective']:.10g} bound {r['bound']:.10g} added {r['added']:,d} "
                                   f"certified {r['certified']:.10g}")

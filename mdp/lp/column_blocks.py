@@ -29,6 +29,10 @@ complement) in about ``sum_t n_t^2 s_t`` flops instead of ``n^3``; the blocks ar
 cores. **GPU.** Where ``MDP_DEVICE`` and CuPy allow (:func:`block_device`), the blocks are
 factored in batches on the GPU instead (:mod:`mdp.lp.batched_blocks`).
 
+**Warm starts.** Row generation (:mod:`mdp.lp.block_rounds`) solves a sequence of these LPs,
+each with a few percent more rows than the last; a solve can keep an early, well-centred iterate
+and the next one start there (:class:`WarmStart`).
+
 **Accuracy.** Near the optimum the blocks of the used columns become ill-conditioned (their tight
 rows fix a column up to its scale, which only the coupling rows pin), and the explicit block
 inverses limit the method to a relative gap of about ``1e-6``. Each Newton solve is refined
@@ -360,13 +364,13 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
 class WarmStart:
     r"""An iterate of one round's LP, kept to start the next round's (more rows).
 
-    Gondzio's warm start for cutting-plane schemes (Math. Programming 83, 1998), as ConstOPTMech's
-    rounds use it (:mod:`mdp.families.constopt_ipm`): the kept iterate is an early, well-centred one
-    (the first within the caller's ``keep_gap``, or the round's last), not the optimum, whose
-    products ``s z`` are too small to absorb new rows. The
-    entries, ``k``, the loss rows and the rows both LPs share keep their values; a new row gets
-    the slack ``max(b^T x, sqrt(mu))`` and the multiplier ``mu / slack`` (centred; the method is
-    an infeasible one and removes the residual of a violated row).
+    Gondzio's warm start for cutting-plane schemes (Math. Programming 83, 1998), as
+    ConstOPTMech's rounds use it (:mod:`mdp.families.constopt_ipm`): the kept iterate is an
+    early, well-centred one (the first within the caller's ``keep_gap``, or the round's last), not
+    the optimum, whose products ``s z`` are too small to absorb new rows. The entries, ``k``, the
+    loss rows and the rows both LPs share keep their values; a new row gets the slack
+    ``max(b^T x, sqrt(mu))`` and the multiplier ``mu / slack`` (centred; the method is an
+    infeasible one and removes the residual of a violated row).
 
     Attributes
     ----------
@@ -379,7 +383,8 @@ class WarmStart:
     point: _Point
 
     def point_for(self, lp: TripleBlockLP) -> _Point:
-        """The start for ``lp``, whose rows include the kept LP's."""
+        """The start for ``lp``: its rows that the kept LP has keep their slacks and multipliers
+        (matched by key), the others are centred."""
         p = self.point
         mu = p.mu()
         pos = np.searchsorted(self.keys, lp.keys)
