@@ -56,6 +56,7 @@ from ..lp.dense import (
     schur_factor,
 )
 from ..lp.reporting import LPProgress, report
+from ..lp.rowgen import warm_rows
 from .constopt import _bound_factors, free_free_pairs, lipschitz_log_matrix
 
 __all__ = ["ConstOptLP", "RowBlockResult", "RowBlockTooDense", "solve_row_block_ipm", "default_start", "warm_start", "certified_lower_bound",
@@ -516,10 +517,8 @@ def warm_start(prev: ConstOptLP, point: tuple, lp: ConstOptLP) -> tuple:
     r"""A starting point for ``lp`` from an iterate ``point`` of ``prev``, the same LP with other
     free-free rows.
 
-    The variables, the linking rows and the rows both LPs have keep their values. A new row gets
-    the slack ``max(b^T x, sqrt(mu))`` and the multiplier ``mu / slack`` (``mu`` the iterate's mean
-    complementarity product), so it starts centred; its primal residual (negative ``b^T x`` for
-    a violated row) is what the infeasible method then removes. As in Gondzio's warm start for
+    The variables, the linking rows and the rows both LPs have keep their values; a new row
+    starts centred (:func:`mdp.lp.rowgen.warm_rows`). As in Gondzio's warm start for
     cutting-plane schemes (Math. Programming 83, 1998), the iterate is an earlier, well-centred
     one (relative gap ``KEEP_GAP``), not the optimum, whose products are too small to move.
     """
@@ -527,21 +526,10 @@ def warm_start(prev: ConstOptLP, point: tuple, lp: ConstOptLP) -> tuple:
         raise ValueError("warm_start needs two LPs on the same space, epsilon and free entries")
     x, w, sL, zL, sB, zB = point
     nb, f = lp.n_bound, lp.f
-    old_key = prev.pairs[0] * f + prev.pairs[1]
-    key = lp.pairs[0] * f + lp.pairs[1]
-    order = np.argsort(old_key, kind="stable")
-    at = np.searchsorted(old_key[order], key)
-    found = np.zeros(len(key), dtype=bool)
-    if len(old_key):
-        at = np.minimum(at, len(old_key) - 1)
-        found = old_key[order[at]] == key
     mu = float(sL @ zL + sB @ zB + x @ w) / (len(sL) + len(sB) + len(x))
-    slack = np.maximum(lp.local(x)[nb:], np.sqrt(mu))
-    sBn = np.r_[sB[:nb], slack]
-    zBn = np.r_[zB[:nb], mu / slack]
-    sBn[nb:][found] = sB[nb + order[at[found]]]
-    zBn[nb:][found] = zB[nb + order[at[found]]]
-    return x, w, sL, zL, sBn, zBn
+    slack, mult = warm_rows(prev.pairs[0] * f + prev.pairs[1], sB[nb:], zB[nb:],
+                            lp.pairs[0] * f + lp.pairs[1], lp.local(x)[nb:], mu)
+    return x, w, sL, zL, np.r_[sB[:nb], slack], np.r_[zB[:nb], mult]
 
 
 def certified_lower_bound(lp: ConstOptLP, res: RowBlockResult, k_bar: float) -> float:

@@ -49,6 +49,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -73,6 +74,7 @@ from .dense import (
 from .dissection import Dissection, nested_dissection
 from .highs import LPError, LPTimeout, get_threads
 from .reporting import LPProgress, report
+from .rowgen import warm_rows
 
 __all__ = ["ColumnBlockLP", "solve_worst_case_blocks", "lagrangian_bound", "BLOCKS",
            "MAX_BLOCK_BYTES", "available_memory", "block_byte_limit", "block_bytes",
@@ -333,8 +335,8 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
     ``warm``: an iterate of an earlier LP over a subset of these rows (:class:`WarmStart`) to
     start from; where the warm solve fails, the method starts again from its default point
     (``stats["warm"]`` says which ran). ``keep_gap``: keep the first iterate whose relative gap
-    and infeasibilities are within it (or the last one) as ``stats["warm_start"]``, to start the
-    next round's LP from.
+    and infeasibilities are within it (else the iterate returned) as ``stats["warm_start"]``, to
+    start the next round's LP from.
     """
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
@@ -343,19 +345,18 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
     lp = TripleBlockLP(D, u, v, w, epsilon)
     fac = _block_factor(lp, device)
     fac.refine_steps = TRIPLE_REFINE_STEPS
+    solve = partial(_solve, lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0,
+                    round_no=round_no, monitor=monitor, keep_gap=keep_gap)
     if warm is not None:
         try:
-            M, stats = _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0,
-                              round_no=round_no, monitor=monitor, start=warm.point_for(lp),
-                              keep_gap=keep_gap)
+            M, stats = solve(start=warm.point_for(lp))
             stats["warm"] = True
             return M, stats
         except LPTimeout:
             raise
         except LPError:
             pass
-    M, stats = _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0,
-                      round_no=round_no, monitor=monitor, keep_gap=keep_gap)
+    M, stats = solve()
     stats["warm"] = False
     return M, stats
 
@@ -366,11 +367,11 @@ class WarmStart:
 
     Gondzio's warm start for cutting-plane schemes (Math. Programming 83, 1998), as
     ConstOPTMech's rounds use it (:mod:`mdp.families.constopt_ipm`): the kept iterate is an
-    early, well-centred one (the first within the caller's ``keep_gap``, or the round's last), not
+    early, well-centred one (the first within the caller's ``keep_gap``, else the iterate the
+    solve returned), not
     the optimum, whose products ``s z`` are too small to absorb new rows. The entries, ``k``, the
-    loss rows and the rows both LPs share keep their values; a new row gets the slack
-    ``max(b^T x, sqrt(mu))`` and the multiplier ``mu / slack`` (centred; the method is an
-    infeasible one and removes the residual of a violated row).
+    loss rows and the rows both LPs share keep their values; a new row starts centred
+    (:func:`mdp.lp.rowgen.warm_rows`).
 
     Attributes
     ----------
@@ -386,14 +387,7 @@ class WarmStart:
         """The start for ``lp``: its rows that the kept LP has keep their slacks and multipliers
         (matched by key), the others are centred."""
         p = self.point
-        mu = p.mu()
-        pos = np.searchsorted(self.keys, lp.keys)
-        pos = np.minimum(pos, max(len(self.keys) - 1, 0))
-        old = (self.keys[pos] == lp.keys) if len(self.keys) else np.zeros(len(lp.keys), bool)
-        value = lp.privacy(p.X)
-        sB = np.maximum(value, np.sqrt(mu))
-        zB = mu / sB
-        sB[old], zB[old] = p.sB[pos[old]], p.zB[pos[old]]
+        sB, zB = warm_rows(self.keys, p.sB, p.zB, lp.keys, lp.privacy(p.X), p.mu())
         return _Point(X=p.X.copy(), k=p.k, sL=p.sL.copy(), sB=sB, zL=p.zL.copy(), zB=zB,
                       W=p.W.copy(), yE=p.yE.copy())
 

@@ -68,7 +68,45 @@ from .highs import SIMPLEX_PRICING, LPError, LPSolution, LPTimeout, SparseLP
 from .reporting import LPProgress, report
 
 __all__ = ["Phase", "RowGenerationPolicy", "Cuts", "RowGenerationState", "RowGenerationResult",
-           "RowGeneration"]
+           "RowGeneration", "warm_rows"]
+
+
+def warm_rows(old_keys: np.ndarray, old_slack: np.ndarray, old_mult: np.ndarray,
+              keys: np.ndarray, values: np.ndarray, mu: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""Slacks and multipliers of the rows of a round that an interior point method starts from
+    an iterate of the round before (Gondzio's warm start for cutting-plane schemes, Math.
+    Programming 83, 1998).
+
+    A row both rounds have (same key) keeps its slack and multiplier; a new row gets
+
+    .. math:: s = \max(b^\top x, \sqrt{\mu}), \qquad z = \mu / s,
+
+    i.e. it starts centred (``values`` = :math:`b^\top x` at the iterate, ``mu`` its mean
+    complementarity product); its primal residual, negative for a violated row, is what an
+    infeasible method then removes.
+
+    Parameters
+    ----------
+    old_keys, old_slack, old_mult : ndarrays
+        The round before's rows (unique keys, any order) with their slacks and multipliers.
+    keys, values : ndarrays
+        This round's rows (unique keys) and their values at the iterate.
+    mu : float
+
+    Returns
+    -------
+    slack, mult : ndarrays, in the order of ``keys``
+    """
+    order = np.argsort(old_keys, kind="stable")
+    known = np.asarray(old_keys)[order]
+    at = np.searchsorted(known, keys)
+    found = at < len(known)
+    found[found] = known[at[found]] == keys[found]
+    slack = np.maximum(values, np.sqrt(mu))
+    mult = mu / slack
+    source = order[at[found]]
+    slack[found], mult[found] = old_slack[source], old_mult[source]
+    return slack, mult
 
 
 class Phase(enum.Enum):
