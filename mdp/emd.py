@@ -23,6 +23,7 @@ Mass rules (the same for every function here)
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -53,6 +54,14 @@ _EUCLID_CAND_LIST = 300
 # to _EUCLID_MAX_DEFER times in a row (docs/design/emd.md).
 _EUCLID_DEFER = 0.125
 _EUCLID_MAX_DEFER = 20
+# The Euclidean network simplex renumbers its nodes in tree order each time its potential updates
+# have walked this many times (nodes + arcs) (docs/design/emd.md).
+_EUCLID_RELABEL = 20.0
+# Between column-generation rounds, edges whose reduced cost exceeds this (cell units) in both
+# directions leave the edge set; only in the first _EUCLID_PRUNE_ROUNDS rounds of a level, so the
+# rounds stay finite (afterwards edges are only added).
+_EUCLID_PRUNE = 0.3
+_EUCLID_PRUNE_ROUNDS = 30
 
 
 def _ns():
@@ -220,14 +229,14 @@ class _Flow:
 
 
 def _simplex(u, w, cost, f, tree, tol, first_arc=0, cand_list=0, defer=0.0,
-             max_defer=0) -> _Flow:
+             max_defer=0, relabel=0.0) -> _Flow:
     E = u.size
     src, dst = np.concatenate([u, w]), np.concatenate([w, u])
     twin = np.concatenate([np.arange(E, 2 * E), np.arange(E)])
     flow, pi, pred, status, _ = _ns().network_simplex(
         src.astype(np.int64), dst.astype(np.int64), np.concatenate([cost, cost]),
         twin.astype(np.int64), f, tree.astype(np.int64), float(tol), first_arc, cand_list,
-        float(defer), max_defer)
+        float(defer), max_defer, float(relabel))
     if status != _ns().OPTIMAL:
         raise SolverError(f"grid network simplex failed (status {status}) on a {f.size}-node graph")
     return _Flow(u, w, cost, flow, pi, pred[1:] % E)
@@ -328,6 +337,15 @@ def _euclid_start(fine_shape, coarse_shape, coarse: _Flow | None, f: np.ndarray)
     return u, w, np.hypot(ur - wr, uc - wc), inv[-tu.size:]
 
 
+def _prune_edges(u, w, c, pi, tree, slack):
+    """Drop the edges ``u - w`` whose reduced cost exceeds ``slack`` in both directions, i.e.
+    ``c - |pi[u] - pi[w]| > slack``, except the edges of ``tree``; returns the kept edges and
+    ``tree`` renumbered to them. The current tree stays optimal on the kept edges."""
+    keep = c - np.abs(pi[u] - pi[w]) <= slack
+    keep[tree] = True
+    return u[keep], w[keep], c[keep], (np.cumsum(keep) - 1)[tree]
+
+
 def _emd_grid_euclidean(f: np.ndarray) -> float:
     """Euclidean grid EMD of the signed map ``f`` (sum 0), exact by column generation.
 
@@ -336,6 +354,8 @@ def _emd_grid_euclidean(f: np.ndarray) -> float:
     the dual constraint ``pi[t] - pi[s] <= |x_t - x_s|`` over *all* supply/demand pairs; violated
     pairs join the edge set and the simplex resumes from its last tree. No violation left means
     the restricted optimum is optimal for the full problem (its potentials are feasible for it).
+    Edges far from tight leave the edge set between rounds (:func:`_prune_edges`): that is safe
+    because the certificate checks every supply/demand pair, not the edge set.
     """
     levels = [f]
     while levels[-1].size > _EUCLID_COMPLETE_CELLS:
@@ -348,17 +368,19 @@ def _emd_grid_euclidean(f: np.ndarray) -> float:
         gv = np.ascontiguousarray(g.ravel())
         u, w, c, tree = _euclid_start(g.shape, coarse_shape, sol, gv)
         first_arc = 0
-        while True:
+        for rounds in itertools.count(1):
             sol = _simplex(u, w, c, gv, tree, _EUCLID_TOL, first_arc, _EUCLID_CAND_LIST,
-                           _EUCLID_DEFER, _EUCLID_MAX_DEFER)
+                           _EUCLID_DEFER, _EUCLID_MAX_DEFER, _EUCLID_RELABEL)
             s, t = _euclid_violations(sol.pi, gv, R, C)
             if s.size == 0:
                 break
+            tree = sol.tree
+            if rounds <= _EUCLID_PRUNE_ROUNDS:
+                u, w, c, tree = _prune_edges(u, w, c, sol.pi, tree, _EUCLID_PRUNE)
             first_arc = u.size
             u, w = np.concatenate([u, s]), np.concatenate([w, t])
             (sr, sc), (tr, tc) = np.divmod(s, C), np.divmod(t, C)
             c = np.concatenate([c, np.hypot(sr - tr, sc - tc)])
-            tree = sol.tree
     return _certify(sol, levels[0].ravel(), _EUCLID_TOL)
 
 

@@ -1,5 +1,7 @@
 """mdp.emd: exact EMD against POT's dense solver, scipy and linear programming."""
 
+import importlib
+
 import numpy as np
 import ot
 import pytest
@@ -10,6 +12,7 @@ from mdp import _netsimplex
 from mdp.emd import (
     _certify,
     _emd_grid_l1,
+    _prune_edges,
     _simplex,
     block_sum,
     emd,
@@ -19,6 +22,8 @@ from mdp.emd import (
     grid_l1_cost,
 )
 from mdp.errors import ParameterError, SolverError
+
+emd_module = importlib.import_module("mdp.emd")  # the module; mdp.emd is the function
 
 
 def _grid_xy(r, c):
@@ -229,15 +234,18 @@ def test_emd_grid_l1_matches_previous_bipartite_formulation():
     assert emd_grid(p, q) == pytest.approx(ref, rel=1e-9)
 
 
-@pytest.mark.parametrize("n, first_arc, cand_list, defer, max_defer", [
-    (12, 0, 0, 0.0, 0),
-    (40, 0, 0, 0.0, 0),
+@pytest.mark.parametrize("n, first_arc, cand_list, defer, max_defer, relabel", [
+    (12, 0, 0, 0.0, 0, 0.0),
+    (40, 0, 0, 0.0, 0, 0.0),
     # Pricing from another arc, the candidate list and passing over big cuts change the path of
-    # the simplex, never its optimum.
-    (40, 77, 5, 0.1, 3),
-    (40, 0, 300, 0.0, 50),
+    # the simplex, never its optimum; nor does renumbering the nodes (here after almost every
+    # pivot).
+    (40, 77, 5, 0.1, 3, 0.0),
+    (40, 0, 300, 0.0, 50, 0.0),
+    (40, 0, 300, 0.1, 3, 1e-3),
 ])
-def test_network_simplex_kernel_matches_linprog(n, first_arc, cand_list, defer, max_defer):
+def test_network_simplex_kernel_matches_linprog(n, first_arc, cand_list, defer, max_defer,
+                                                relabel):
     # The kernel on a random non-grid graph with real costs: an independent LP (HiGHS) check.
     rng = np.random.default_rng(12)
     u, w = np.triu_indices(n, 1)
@@ -248,13 +256,49 @@ def test_network_simplex_kernel_matches_linprog(n, first_arc, cand_list, defer, 
     f = rng.random(n) - 0.5
     f -= f.mean()
     tree = np.arange(n - 1)  # edges (0, 1), ..., (0, n-1): a star, a spanning tree
-    sol = _simplex(u, w, cost, f, tree, 1e-12, first_arc, cand_list, defer, max_defer)
+    sol = _simplex(u, w, cost, f, tree, 1e-12, first_arc, cand_list, defer, max_defer, relabel)
     src, dst = np.concatenate([u, w]), np.concatenate([w, u])
     A = np.zeros((n, src.size))
     A[src, np.arange(src.size)] += 1
     A[dst, np.arange(src.size)] -= 1
     ref = linprog(np.concatenate([cost, cost]), A_eq=A, b_eq=f, bounds=(0, None), method="highs")
     assert _certify(sol, f, 1e-9) == pytest.approx(ref.fun, rel=1e-9)
+
+
+
+def test_network_simplex_renumbering_changes_no_pivot():
+    # Renumbering the nodes in tree order (the cache layout) must leave every pivot, hence the
+    # flows, potentials and tree, bit for bit as without it, in the caller's numbering.
+    rng = np.random.default_rng(15)
+    n = 300
+    u, w = np.triu_indices(n, 1)
+    keep = rng.random(u.size) < 0.1
+    keep[:n - 1] = True
+    u, w = u[keep], w[keep]
+    cost = rng.random(u.size) * 3
+    f = rng.random(n) - 0.5
+    f -= f.mean()
+    E = u.size
+    args = (np.concatenate([u, w]), np.concatenate([w, u]), np.concatenate([cost, cost]),
+            np.concatenate([np.arange(E, 2 * E), np.arange(E)]), f, np.arange(n - 1), 1e-12, 0,
+            300, 0.1, 3)
+    plain = _netsimplex.network_simplex(*args, 0.0)
+    renumbered = _netsimplex.network_simplex(*args, 1e-4)
+    assert plain[3] == renumbered[3] == _netsimplex.OPTIMAL
+    assert plain[4] == renumbered[4] > n
+    for a, b in zip(plain[:3], renumbered[:3], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+
+def test_network_simplex_refuses_arcs_not_in_twin_pairs():
+    # The scan prices arc j and its twin j + E together, so it refuses any other layout rather
+    # than price wrong arcs.
+    src, dst = np.array([0, 1, 1, 0]), np.array([1, 0, 2, 1])
+    args = (np.ones(4), np.array([1, 0, 3, 2]), np.array([1.0, -1.0, 0.0]), np.array([0, 2]),
+            1e-12)
+    status = _netsimplex.network_simplex(src, dst, *args)[3]
+    assert status == _netsimplex.NOT_PAIRED
 
 
 def _violations_brute_force(pi, f, R, C):
@@ -294,6 +338,40 @@ def test_pair_violations_top_k_both_directions_match_brute_force(R, C, B, K):
             ref = [y for y in order if W[x, y] > 1e-9]
             assert list(got[x][got[x] >= 0]) == ref
             assert np.allclose(exc[x][:len(ref)], W[x, ref])
+
+
+
+@pytest.mark.parametrize("R, C, B", [(40, 37, 8), (33, 50, 4)])
+def test_pair_violations_direction_bound_on_near_tight_potentials(R, C, B):
+    # Potentials like a solve's: the distance to a point (1-Lipschitz, tight along every ray from
+    # it) plus small perturbations, so many pairs are nearly tight and a few violated. The
+    # direction bound must skip tile pairs the distance bound keeps, and the result must still
+    # be the brute force's.
+    rng = np.random.default_rng(R + C)
+    xy = _grid_xy(R, C)
+    pi = np.hypot(*(xy - [3.5, -2.0]).T) + rng.normal(scale=0.05, size=R * C) * (
+        rng.random(R * C) < 0.2)
+    f = rng.normal(size=R * C)
+    K = 3
+    best_t, exc_t, best_s, exc_s, checked = _netsimplex.pair_violations_both(
+        pi, f, R, C, B, 1e-9, K)
+    V = _violations_brute_force(pi, f, R, C)
+    assert (V > 1e-9).any()
+    for got, exc, W in ((best_t, exc_t, V), (best_s, exc_s, V.T)):
+        for x in range(R * C):
+            order = np.argsort(-W[x], kind="stable")[:K]
+            ref = [y for y in order if W[x, y] > 1e-9]
+            assert list(got[x][got[x] >= 0]) == ref
+            assert np.allclose(exc[x][:len(ref)], W[x, ref])
+    # Tile pairs the distance bound alone keeps.
+    tile = (xy[:, 0] // B) * ((C + B - 1) // B) + xy[:, 1] // B
+    kept = 0
+    for ts in np.unique(tile[f > 0]):
+        for tt in np.unique(tile[f < 0]):
+            S, T = (tile == ts) & (f > 0), (tile == tt) & (f < 0)
+            lo = np.maximum(0, np.maximum(xy[T].min(0) - xy[S].max(0), xy[S].min(0) - xy[T].max(0)))
+            kept += pi[T].max() - pi[S].min() > np.hypot(*lo) + 0.5e-9
+    assert checked < 0.8 * kept
 
 
 @pytest.mark.parametrize("R, C", [(8, 8), (9, 13), (16, 5)])
@@ -350,6 +428,50 @@ def test_emd_grid_euclidean_sparse_and_rectangular_maps_equal_dense():
         assert emd_grid(p, q, ground="euclidean") == pytest.approx(
             _dense(p, q, "euclidean"), rel=1e-12)
 
+
+def test_prune_edges_keeps_tree_and_near_tight_edges():
+    # Edges with reduced cost above the slack in both directions go; tree edges stay whatever
+    # their reduced cost, and the tree's ids follow the kept edges.
+    rng = np.random.default_rng(31)
+    n, m = 30, 200
+    u, w = rng.integers(0, n, m), rng.integers(0, n, m)
+    c = rng.random(m) * 3
+    pi = rng.random(n) * 3
+    tree = rng.choice(m, 12, replace=False)
+    nu, nw, nc, ntree = _prune_edges(u, w, c, pi, tree, 0.3)
+    expected = (c - np.abs(pi[u] - pi[w]) <= 0.3)
+    expected[tree] = True
+    assert 0 < nu.size == expected.sum() < m
+    np.testing.assert_array_equal(nu, u[expected])
+    np.testing.assert_array_equal(nw, w[expected])
+    np.testing.assert_array_equal(nc, c[expected])
+    np.testing.assert_array_equal(nu[ntree], u[tree])
+    np.testing.assert_array_equal(nw[ntree], w[tree])
+
+
+def test_emd_grid_euclidean_with_and_without_pruning_equal_dense(monkeypatch):
+    # A map that needs several column-generation rounds: pruning must drop edges there (else
+    # this test checks nothing) and the value must not depend on it.
+    rng = np.random.default_rng(22)
+    p, q = np.zeros((40, 36)), np.zeros((40, 36))
+    for h in (p, q):
+        h.ravel()[rng.choice(h.size, 60, replace=False)] = rng.random(60)
+    ref = _dense(p, q, "euclidean")
+    sizes = []
+    real = emd_module._prune_edges
+
+    def spy(u, *args):
+        out = real(u, *args)
+        sizes.append((u.size, out[0].size))
+        return out
+
+    monkeypatch.setattr(emd_module, "_prune_edges", spy)
+    assert emd_grid(p, q, ground="euclidean") == pytest.approx(ref, rel=1e-12)
+    assert any(after < before for before, after in sizes)
+    sizes.clear()
+    monkeypatch.setattr(emd_module, "_EUCLID_PRUNE_ROUNDS", 0)
+    assert emd_grid(p, q, ground="euclidean") == pytest.approx(ref, rel=1e-12)
+    assert sizes == []
 
 def test_certificate_rejects_non_optimal_solutions():
     rng = np.random.default_rng(14)
