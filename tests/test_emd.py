@@ -310,6 +310,16 @@ def _violations_brute_force(pi, f, R, C):
     return V
 
 
+def _assert_top_k_match(best_t, exc_t, best_s, exc_s, V, K):
+    """The check's top-K lists in both directions equal the brute force's (``V[s, t]``)."""
+    for got, exc, W in ((best_t, exc_t, V), (best_s, exc_s, V.T)):
+        for x in range(W.shape[0]):
+            order = np.argsort(-W[x], kind="stable")[:K]
+            ref = [y for y in order if W[x, y] > 1e-9]
+            assert list(got[x][got[x] >= 0]) == ref
+            assert np.allclose(exc[x][:len(ref)], W[x, ref])
+
+
 def test_pair_violations_match_brute_force():
     rng = np.random.default_rng(13)
     R, C = 11, 9
@@ -332,13 +342,7 @@ def test_pair_violations_top_k_both_directions_match_brute_force(R, C, B, K):
     pi = rng.normal(scale=4, size=R * C)
     best_t, exc_t, best_s, exc_s, _ = _netsimplex.pair_violations_both(pi, f, R, C, B, 1e-9, K)
     V = _violations_brute_force(pi, f, R, C)
-    for got, exc, W in ((best_t, exc_t, V), (best_s, exc_s, V.T)):
-        for x in range(R * C):
-            order = np.argsort(-W[x], kind="stable")[:K]
-            ref = [y for y in order if W[x, y] > 1e-9]
-            assert list(got[x][got[x] >= 0]) == ref
-            assert np.allclose(exc[x][:len(ref)], W[x, ref])
-
+    _assert_top_k_match(best_t, exc_t, best_s, exc_s, V, K)
 
 
 @pytest.mark.parametrize("R, C, B", [(40, 37, 8), (33, 50, 4)])
@@ -357,12 +361,7 @@ def test_pair_violations_direction_bound_on_near_tight_potentials(R, C, B):
         pi, f, R, C, B, 1e-9, K)
     V = _violations_brute_force(pi, f, R, C)
     assert (V > 1e-9).any()
-    for got, exc, W in ((best_t, exc_t, V), (best_s, exc_s, V.T)):
-        for x in range(R * C):
-            order = np.argsort(-W[x], kind="stable")[:K]
-            ref = [y for y in order if W[x, y] > 1e-9]
-            assert list(got[x][got[x] >= 0]) == ref
-            assert np.allclose(exc[x][:len(ref)], W[x, ref])
+    _assert_top_k_match(best_t, exc_t, best_s, exc_s, V, K)
     # Tile pairs the distance bound alone keeps.
     tile = (xy[:, 0] // B) * ((C + B - 1) // B) + xy[:, 1] // B
     kept = 0
