@@ -10,8 +10,10 @@ Problem solved by :func:`network_simplex`
 .. math:: \min_{x \ge 0} \sum_a c_a x_a \quad\text{s.t.}\quad
           \sum_{a \in \delta^+(u)} x_a - \sum_{a \in \delta^-(u)} x_a = f_u \quad \forall u,
 
-on a directed graph whose arcs come in twin pairs (``a`` and ``twin[a]`` join the same two nodes
-in opposite directions). It is the primal network simplex with a strongly feasible spanning tree
+on a directed graph whose arcs come in twin pairs: with ``E = len(src) / 2``, arc ``j < E`` and
+its twin ``j + E`` join the same two nodes in opposite directions at the same cost (the kernel
+checks this layout and returns ``NOT_PAIRED`` otherwise, because its scan prices an edge's two
+arcs together). It is the primal network simplex with a strongly feasible spanning tree
 (Cunningham 1976; Ahuja, Magnanti & Orlin 1993, ch. 11) and block-search pricing, with the tree
 stored as parent / thread / subtree-size / last-successor arrays. Unlike the usual start from
 artificial arcs, it starts from a *given* spanning tree of real arcs, which is what makes the
