@@ -10,10 +10,8 @@ Problem solved by :func:`network_simplex`
 .. math:: \min_{x \ge 0} \sum_a c_a x_a \quad\text{s.t.}\quad
           \sum_{a \in \delta^+(u)} x_a - \sum_{a \in \delta^-(u)} x_a = f_u \quad \forall u,
 
-on a directed graph whose arcs come in twin pairs: with ``E = len(src) / 2``, arc ``j < E`` and
-its twin ``j + E`` join the same two nodes in opposite directions at the same cost (the kernel
-checks this layout and returns ``NOT_PAIRED`` otherwise, because its scan prices an edge's two
-arcs together). It is the primal network simplex with a strongly feasible spanning tree
+on the directed graph of ``E`` undirected edges: edge ``j`` is arc ``j`` one way and its twin,
+arc ``j + E``, the other, at the same cost. It is the primal network simplex with a strongly feasible spanning tree
 (Cunningham 1976; Ahuja, Magnanti & Orlin 1993, ch. 11) and block-search pricing, with the tree
 stored as parent / thread / subtree-size / last-successor arrays. Unlike the usual start from
 artificial arcs, it starts from a *given* spanning tree of real arcs, which is what makes the
@@ -41,7 +39,6 @@ _DOWN = -1
 OPTIMAL = 0
 UNBOUNDED = -1
 NOT_SPANNING = -2
-NOT_PAIRED = -3
 
 
 @nb.njit(cache=True)
@@ -64,72 +61,17 @@ def _tree_adjacency(n, src, dst, tree_arcs):
 
 
 @nb.njit(cache=True)
-def _preorder(n, src, dst, tree_arcs):
-    """Depth-first preorder of the nodes from node 0 along ``tree_arcs`` (-1 where unreached)."""
-    deg, adj = _tree_adjacency(n, src, dst, tree_arcs)
-    order = np.full(n, -1, np.int64)
-    seen = np.zeros(n, np.bool_)
-    stack = np.empty(2 * tree_arcs.size + 2, np.int64)
-    sp = 0
-    stack[0] = 0
-    seen[0] = True
-    cnt = 0
-    while sp >= 0 and cnt < n:
-        u = stack[sp]
-        sp -= 1
-        order[cnt] = u
-        cnt += 1
-        for j in range(deg[u], deg[u + 1]):
-            a = adj[j]
-            v = dst[a] if src[a] == u else src[a]
-            if not seen[v]:
-                seen[v] = True
-                sp += 1
-                stack[sp] = v
-    return order
-
-
-@nb.njit(cache=True)
-def network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc=0, cand_list=0,
+def network_simplex(tail, head, cost, supply, tree_arcs, tol, first_arc=0, cand_list=0,
                     defer=0.0, max_defer=0, relabel=0.0):
-    """Solve the transshipment problem from the spanning tree ``tree_arcs`` (n - 1 arc ids).
+    """Solve the transshipment problem on the edges ``tail[j] - head[j]`` (cost ``cost[j]`` either
+    way) from the spanning tree ``tree_arcs`` (n - 1 edge ids).
 
-    The nodes are first renumbered in the start tree's preorder, so that subtrees, whose
-    potentials every pivot shifts, start out contiguous in memory. Arguments and results are
-    those of :func:`_network_simplex` in the caller's numbering.
-    """
-    n = supply.size
-    order = _preorder(n, src, dst, tree_arcs)
-    if order[n - 1] < 0 or order[0] != 0:
-        # Not spanning: let the solver report it on the original numbering.
-        return _network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc,
-                                cand_list, defer, max_defer, relabel)
-    inv = np.empty(n, np.int64)
-    for i in range(n):
-        inv[order[i]] = i
-    m = src.size
-    s2 = np.empty(m, np.int64)
-    t2 = np.empty(m, np.int64)
-    for a in range(m):
-        s2[a] = inv[src[a]]
-        t2[a] = inv[dst[a]]
-    flow, pi2, pred2, status, pivots = _network_simplex(s2, t2, cost, twin, supply[order],
-                                                        tree_arcs, tol, first_arc, cand_list,
-                                                        defer, max_defer, relabel)
-    pi = np.empty(n)
-    pred = np.empty(n, np.int64)
-    for i in range(n):
-        pi[order[i]] = pi2[i]
-        pred[order[i]] = pred2[i]
-    return flow, pi, pred, status, pivots
+    Edge ``j`` of ``E`` gives arc ``j`` (``tail -> head``) and its twin, arc ``j + E`` (back); the
+    scan prices the two together (one reading of the ends' potentials). The nodes are first
+    renumbered in the start tree's preorder (:func:`_relabel`), so that subtrees, whose
+    potentials every pivot shifts, start out contiguous in memory.
 
-
-@nb.njit(cache=True)
-def _network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc, cand_list,
-                     defer=0.0, max_defer=0, relabel=0.0):
-    """Solve the transshipment problem from the spanning tree ``tree_arcs`` (n - 1 arc ids).
-
-    Pricing starts at arc ``first_arc`` (column generation puts the new arcs there);
+    Pricing starts at edge ``first_arc`` (column generation puts the new edges there);
     ``cand_list`` is the length of the candidate list used once entering arcs are sparse (0: no
     list). An entering arc found by a scan whose pivot would shift the potentials of more than
     ``defer * n`` nodes (either side of the cut) is passed over, up to ``max_defer`` times in a
@@ -142,12 +84,13 @@ def _network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc, ca
     re-link the thread, so subtrees drift apart in memory and their updates miss the cache. The
     renumbering changes no pivot.
 
-    Returns ``(flow, pi, pred, status, pivots)``: arc flows, node potentials, the tree arc of each
-    node (node 0's is the artificial arc, id ``len(src)``), a status code and the pivot count.
-    An arc enters when its reduced cost is below ``-tol``.
+    Returns ``(flow, pi, pred, status, pivots)``, in the caller's numbering: the ``2 E`` arc flows,
+    node potentials, the tree arc of each node (node 0's is the artificial arc, id ``2 E``), a
+    status code and the pivot count. An arc enters when its reduced cost is below ``-tol``.
     """
     n = supply.size
-    m = src.size
+    E = tail.size
+    m = 2 * E
     root = n
     N = n + 1
     M = m + 1
@@ -155,9 +98,12 @@ def _network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc, ca
     s = np.empty(M, np.int64)
     t = np.empty(M, np.int64)
     c = np.zeros(M)
-    s[:m] = src
-    t[:m] = dst
-    c[:m] = cost
+    s[:E] = tail
+    s[E:m] = head
+    t[:E] = head
+    t[E:m] = tail
+    c[:E] = cost
+    c[E:m] = cost
     flow = np.zeros(M)
     state = np.ones(M, np.int8)
     parent = np.empty(N, np.int64)
@@ -170,7 +116,7 @@ def _network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc, ca
     pi = np.zeros(N)
 
     # Adjacency of the initial tree, then a depth-first preorder from node 0.
-    deg, adj = _tree_adjacency(n, src, dst, tree_arcs)
+    deg, adj = _tree_adjacency(n, s, t, tree_arcs)
     order = np.empty(N, np.int64)
     order[0] = root
     parent[root] = -1
@@ -189,7 +135,7 @@ def _network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc, ca
         cnt += 1
         for j in range(deg[u], deg[u + 1]):
             a = adj[j]
-            v = dst[a] if src[a] == u else src[a]
+            v = t[a] if s[a] == u else s[a]
             if v != parent[u]:
                 parent[v] = u
                 pred[v] = a
@@ -232,12 +178,12 @@ def _network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc, ca
             a = pred[u]
             if net[u] > 0:
                 if s[a] != u:
-                    a = twin[a]
+                    a = _twin(a, E)
                 pred_dir[u] = _UP
                 flow[a] = net[u]
             else:
                 if s[a] != p:
-                    a = twin[a]
+                    a = _twin(a, E)
                 pred_dir[u] = _DOWN
                 flow[a] = -net[u]
         pred[u] = a
@@ -246,6 +192,8 @@ def _network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc, ca
             pi[u] = pi[p] - c[a]
         else:
             pi[u] = pi[p] + c[a]
+    orig = np.arange(N)
+    _relabel(n, root, s, t, parent, pred, pred_dir, thread, rev_thread, succ, last, pi, orig)
 
     path = np.empty(N, np.int64)
     seg0 = np.empty(2 * N + 2, np.int64)
@@ -261,19 +209,10 @@ def _network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc, ca
     n_list = max(cand_list, 0)
     cand = np.empty(max(n_list, 1), np.int64)
     ncand = 0
-    # The scan prices an edge's two arcs together (one reading of its ends' potentials): arc j
-    # and arc j + E are twins for j < E (checked here).
-    E = m // 2
-    for j in range(E):
-        if twin[j] != j + E or s[j] != t[j + E] or t[j] != s[j + E] or c[j] != c[j + E]:
-            return flow[:m], pi[:n], pred[:n], NOT_PAIRED, 0
-    if 2 * E != m:
-        return flow[:m], pi[:n], pred[:n], NOT_PAIRED, 0
     next_edge = first_arc % max(E, 1)
     pivots = 0
     big_cut = int(defer * N)
     deferred = 0
-    orig = np.arange(N)
     walked = 0
     relabel_at = relabel * (N + M) if relabel > 0 else np.inf
     from_scan = False
@@ -475,6 +414,12 @@ def _network_simplex(src, dst, cost, twin, supply, tree_arcs, tol, first_arc, ca
             walked = 0
     pi_o, pred_o = _in_caller_numbering(n, pi, pred, orig)
     return flow[:m], pi_o, pred_o, OPTIMAL, pivots
+
+
+@nb.njit(cache=True)
+def _twin(a, E):
+    """The arc joining the same two nodes as arc ``a`` the other way."""
+    return a + E if a < E else a - E
 
 
 @nb.njit(cache=True)
@@ -730,6 +675,13 @@ def pair_violations_both(pi, f, R, C, B, tol, K, ND=64):
     min_p = np.full(T, np.inf)
     max_q = np.full(T, -np.inf)
     max_q4 = np.full(4 * T, -np.inf)
+    ex = np.empty(ND)
+    ey = np.empty(ND)
+    for j in range(ND):
+        ex[j] = math.cos(2 * math.pi * j / ND)
+        ey[j] = math.sin(2 * math.pi * j / ND)
+    dir_t = np.full((T, ND), -np.inf)  # max over the demand cells of a tile of pi - e_j . x
+    dir_s = np.full((T, ND), -np.inf)  # max over the supply cells of a tile of e_j . x - pi
     # Supply cells grouped by tile and demand cells by tile quadrant, for contiguous loops.
     ns = np.zeros(T + 1, np.int64)
     nd = np.zeros(4 * T + 1, np.int64)
@@ -740,11 +692,15 @@ def pair_violations_both(pi, f, R, C, B, tol, K, ND=64):
         if f[u] > 0:
             ns[k + 1] += 1
             min_p[k] = min(min_p[k], pi[u])
+            for j in range(ND):
+                dir_s[k, j] = max(dir_s[k, j], ex[j] * r + ey[j] * cc - pi[u])
         elif f[u] < 0:
             kq = 4 * k + 2 * min((r % B) // H, 1) + min((cc % B) // H, 1)
             nd[kq + 1] += 1
             max_q[k] = max(max_q[k], pi[u])
             max_q4[kq] = max(max_q4[kq], pi[u])
+            for j in range(ND):
+                dir_t[k, j] = max(dir_t[k, j], pi[u] - ex[j] * r - ey[j] * cc)
     for k in range(T):
         ns[k + 1] += ns[k]
     for k in range(4 * T):
@@ -764,23 +720,6 @@ def pair_violations_both(pi, f, R, C, B, tol, K, ND=64):
             kq = 4 * k + 2 * min((r % B) // H, 1) + min((cc % B) // H, 1)
             dem[fd[kq]] = u
             fd[kq] += 1
-    ex = np.empty(ND)
-    ey = np.empty(ND)
-    for k in range(ND):
-        ex[k] = math.cos(2 * math.pi * k / ND)
-        ey[k] = math.sin(2 * math.pi * k / ND)
-    dir_t = np.full((T, ND), -np.inf)  # max over the demand cells of a tile of pi - e_k . x
-    dir_s = np.full((T, ND), -np.inf)  # max over the supply cells of a tile of e_k . x - pi
-    for u in range(n):
-        r = u // C
-        cc = u % C
-        k = (r // B) * TC + cc // B
-        if f[u] > 0:
-            for j in range(ND):
-                dir_s[k, j] = max(dir_s[k, j], ex[j] * r + ey[j] * cc - pi[u])
-        elif f[u] < 0:
-            for j in range(ND):
-                dir_t[k, j] = max(dir_t[k, j], pi[u] - ex[j] * r - ey[j] * cc)
     step = 2 * math.pi / ND
     skip = 0.5 * tol
     best_t = np.full((n, K), -1, np.int64)

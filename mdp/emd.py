@@ -230,16 +230,12 @@ class _Flow:
 
 def _simplex(u, w, cost, f, tree, tol, first_arc=0, cand_list=0, defer=0.0,
              max_defer=0, relabel=0.0) -> _Flow:
-    E = u.size
-    src, dst = np.concatenate([u, w]), np.concatenate([w, u])
-    twin = np.concatenate([np.arange(E, 2 * E), np.arange(E)])
     flow, pi, pred, status, _ = _ns().network_simplex(
-        src.astype(np.int64), dst.astype(np.int64), np.concatenate([cost, cost]),
-        twin.astype(np.int64), f, tree.astype(np.int64), float(tol), first_arc, cand_list,
-        float(defer), max_defer, float(relabel))
+        u.astype(np.int64), w.astype(np.int64), cost.astype(float), f, tree.astype(np.int64),
+        float(tol), first_arc, cand_list, float(defer), max_defer, float(relabel))
     if status != _ns().OPTIMAL:
         raise SolverError(f"grid network simplex failed (status {status}) on a {f.size}-node graph")
-    return _Flow(u, w, cost, flow, pi, pred[1:] % E)
+    return _Flow(u, w, cost, flow, pi, pred[1:] % u.size)
 
 
 def _certify(sol: _Flow, f: np.ndarray, dual_slack: float) -> float:
