@@ -368,10 +368,9 @@ class WarmStart:
     Gondzio's warm start for cutting-plane schemes (Math. Programming 83, 1998), as
     ConstOPTMech's rounds use it (:mod:`mdp.families.constopt_ipm`): the kept iterate is an
     early, well-centred one (the first within the caller's ``keep_gap``, else the iterate the
-    solve returned), not
-    the optimum, whose products ``s z`` are too small to absorb new rows. The entries, ``k``, the
-    loss rows and the rows both LPs share keep their values; a new row starts centred
-    (:func:`mdp.lp.rowgen.warm_rows`).
+    solve returned), not the optimum, whose products ``s z`` are too small to absorb new rows.
+    The entries, ``k``, the loss rows and the rows both LPs share keep their values; a new row
+    starts centred (:func:`mdp.lp.rowgen.warm_rows`).
 
     Attributes
     ----------
