@@ -1,6 +1,8 @@
 """The per-column mix repair of ``gap=`` mode (``mdp.lp.column_mix``), against brute force and
 scipy's linprog, and OPTMech's use of it on restricted optima."""
 
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -148,6 +150,56 @@ def test_gap_repair_mixes_only_near_the_target_and_keeps_the_cheaper_candidate()
         repair = optimal._GapRepair(D, eps, target=target)
         (R, _, _), loss = repair(M.copy(), bound)
         assert repair.mixes == 0 and loss == pytest.approx(base_loss, rel=1e-12)
+
+
+def _spy_on_mix_time_limits(monkeypatch) -> list:
+    """Record the ``time_limit`` each mixing LP of OPTMech's repair is given."""
+    calls = []
+    real = optimal.least_loss_column_mix
+
+    def spy(atoms, distances, *, time_limit=None):
+        calls.append(time_limit)
+        return real(atoms, distances, time_limit=time_limit)
+
+    monkeypatch.setattr(optimal, "least_loss_column_mix", spy)
+    return calls
+
+
+def test_gap_repair_gives_the_mixing_lp_only_the_time_left(monkeypatch):
+    """The mixing LP is bounded by the build's deadline: no deadline, no limit; otherwise HiGHS
+    gets the seconds left, and once they are spent no mix is tried (the repair alone stands)."""
+    D = _points(5, 12)
+    eps = 1.0
+    M, bound = _restricted_optimum(D, eps, 1)
+    base_loss = worst_loss(optimal._near_optimal_candidate(M.copy(), D, eps)[0], D)
+    rel = (base_loss - bound) / base_loss
+    calls = _spy_on_mix_time_limits(monkeypatch)
+
+    optimal._GapRepair(D, eps, target=rel / 2)(M.copy(), bound)
+    assert calls == [None]
+    start = time.perf_counter()
+    repair = optimal._GapRepair(D, eps, target=rel / 2, deadline=start + 60.0)
+    repair(M.copy(), bound)
+    assert repair.mixes == 1 and 0 < calls[-1] <= 60.0
+    repair = optimal._GapRepair(D, eps, target=rel / 2, deadline=time.perf_counter() - 1.0)
+    (_, _, _), loss = repair(M.copy(), bound)
+    assert len(calls) == 2 and repair.mixes == 0
+    assert loss == pytest.approx(base_loss, rel=1e-12)
+
+
+@pytest.mark.parametrize(("method", "n", "seed", "gap", "options"),
+                         [("lazy", 12, 2, 0.2, {"knn": 0, "solver": "simplex"}),
+                          ("blocks", 55, 0, 3e-3, {})])
+def test_gap_build_bounds_its_mixes_by_the_time_limit(monkeypatch, method, n, seed, gap, options):
+    """Both ``gap=`` paths hand the build's ``time_limit`` on to the mixing LP (it was unbounded:
+    a build could overrun its limit by a whole mix). The spaces are those of the tests below,
+    where each path tries the mix."""
+    pts = np.random.default_rng(seed).uniform(0, 3, size=(n, 2))
+    calls = _spy_on_mix_time_limits(monkeypatch)
+    mech = mdp.build("optimal", MetricSpace.from_points(pts), 1.0, gap=gap, time_limit=300.0,
+                     **options)
+    assert mech.stats["method"] == method
+    assert calls and all(t is not None and 0 < t <= 300.0 for t in calls)
 
 
 def test_gap_build_reports_its_mixes_and_stays_certified(monkeypatch):

@@ -285,7 +285,8 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
     conclusive = False
 
     repaired = {}        # the last matrix the test repaired and its repair; the least-loss one
-    repair = None if gap is None else _GapRepair(D, epsilon, target)
+    repair = None if gap is None else _GapRepair(
+        D, epsilon, target, None if time_limit is None else t0 + time_limit)
 
     def within(loss, bound, factor=1.0):
         return gap_target_met(loss, bound, factor * target, D)
@@ -398,10 +399,16 @@ class _GapRepair:
     envelope of ``M``, the exponential kernel ``e^{-eps D}`` and the last ``MIX_PREVIOUS``
     repairs is tried too, and the cheaper candidate is returned. Candidates are
     ``(values, log, uniform_mix)`` as from :func:`~mdp.lp.output.private_candidate`.
+
+    ``deadline`` (a ``time.perf_counter()`` value, or None) bounds the mixing LP by the build's
+    ``time_limit``: HiGHS gets the seconds left, and no mix is tried once they are spent (the
+    repair alone is returned, as when the mix fails).
     """
 
-    def __init__(self, D: np.ndarray, epsilon: float, target: float):
+    def __init__(self, D: np.ndarray, epsilon: float, target: float,
+                 deadline: float | None = None):
         self.D, self.epsilon, self.target = D, epsilon, target
+        self.deadline = deadline
         self.mixable = bool(epsilon * D.max() <= LOG_DOMAIN_C)
         self.previous: list[np.ndarray] = []
         self.mixes = 0
@@ -429,9 +436,12 @@ class _GapRepair:
 
     def _mix(self, M: np.ndarray, repaired: np.ndarray):
         D, eps = self.D, self.epsilon
+        left = None if self.deadline is None else self.deadline - time.perf_counter()
+        if left is not None and left <= 0:
+            return None
         self.mixes += 1
         atoms = [repaired, lower_envelope(M, D, eps), np.exp(-eps * D)] + self.previous
-        mixed = least_loss_column_mix(atoms, D)
+        mixed = least_loss_column_mix(atoms, D, time_limit=left)
         if mixed is None or not np.all(mixed.sum(axis=1) > 0):
             return None
         return private_candidate(stochastic_rows(mixed), D, eps, log=False)
@@ -444,12 +454,14 @@ def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, 
     With ``gap`` the lazy loop stops as soon as the repaired matrix's loss is within ``gap``
     (relative) of the Lagrangian bound; its rows may then be violated (the repair fixes them).
     """
+    t0 = time.perf_counter()
     D = space.distances
     tested = {}     # in gap mode: the last matrix the lazy loop tested, and its repair
     if method == "lazy":
         allowed = np.zeros((space.n, space.n), dtype=bool)
         allowed[pu, pv] = True
-        repair = None if gap is None else _GapRepair(D, epsilon, gap)
+        repair = None if gap is None else _GapRepair(
+            D, epsilon, gap, None if time_limit is None else t0 + time_limit)
 
         def stop(M, bound):
             # normalised once, as the solution below will be (the repair normalises M in place)
