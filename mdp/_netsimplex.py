@@ -11,9 +11,9 @@ Problem solved by :func:`network_simplex`
           \sum_{a \in \delta^+(u)} x_a - \sum_{a \in \delta^-(u)} x_a = f_u \quad \forall u,
 
 on the directed graph of ``E`` undirected edges: edge ``j`` is arc ``j`` one way and its twin,
-arc ``j + E``, the other, at the same cost. It is the primal network simplex with a strongly feasible spanning tree
-(Cunningham 1976; Ahuja, Magnanti & Orlin 1993, ch. 11) and block-search pricing, with the tree
-stored as parent / thread / subtree-size / last-successor arrays. Unlike the usual start from
+arc ``j + E``, the other, at the same cost. It is the primal network simplex with a strongly
+feasible spanning tree (Cunningham 1976; Ahuja, Magnanti & Orlin 1993, ch. 11) and block-search
+pricing, with the tree stored as parent / thread / subtree-size / last-successor arrays. Unlike the usual start from
 artificial arcs, it starts from a *given* spanning tree of real arcs, which is what makes the
 multiscale warm start possible: an artificial root hangs below node 0 by one artificial arc of
 cost 0 that absorbs the floating-point imbalance of ``f`` and never leaves the tree (no cycle can
