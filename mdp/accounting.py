@@ -43,24 +43,25 @@ from scipy.special import logsumexp
 
 from .errors import ParameterError, ParameterTypeError
 from .exact import float_ceil, level_upper
+from .rounding import (
+    DIFF_REL,
+    LIBM_RTOL,
+    LOG_REL,
+    UNIT_ROUNDOFF,
+    X_REL,
+    round_down,
+    round_up,
+)
 from .validation import check_probability
 
 __all__ = ["loss", "row_losses", "eps_tight", "pairwise_eps", "pair_log_ratios",
            "check_distances", "check_matrix", "LIBM_RTOL", "MEASURE_ROWSUM_ATOL"]
 
-#: Assumed bound on the relative error of numpy's ``log1p``, ``log`` and ``exp`` (measured:
-#: below 2^-51, about one unit in the last place; the margins below leave a factor 4 on top).
-LIBM_RTOL = 2.0 ** -44
 #: Measurements accept rows whose sum is within this of 1 (certification asks 1e-12).
 MEASURE_ROWSUM_ATOL = 1e-8
 #: Relative tolerance of the symmetry check of distances (as :class:`~mdp.MetricSpace`).
 SYMMETRY_RTOL = 1e-9
 
-_U = 2.0 ** -53                  # unit roundoff of float64
-_TINY = 2.0 ** -1070             # absolute slack for results in the subnormal range
-_X_REL = 2.0 ** -51              # x = (p - q) / q: <= 2.02 u, margin 2
-_LOG_REL = 2.0 ** -42            # log1p / log: LIBM_RTOL plus IEEE, margin 4
-_DIFF_REL = 2.0 ** -51           # one correctly rounded subtraction or division, margin 4
 _REFINE_TRIPLES = 512            # exact re-evaluation budget of eps_tight
 
 
@@ -209,21 +210,6 @@ def loss(matrix, distances, q: float | None = None, *, log: bool = False) -> flo
 
 
 # -- rigorous bounds ----------------------------------------------------------------------------
-def _up(x, rel: float) -> np.ndarray:
-    """``x`` moved up by ``rel`` relative plus a subnormal unit (infinities kept)."""
-    x = np.asarray(x, dtype=float)
-    with np.errstate(invalid="ignore", over="ignore"):
-        out = x + np.abs(x) * rel + _TINY
-    return np.where(np.isfinite(x), out, x)
-
-
-def _down(x, rel: float) -> np.ndarray:
-    x = np.asarray(x, dtype=float)
-    with np.errstate(invalid="ignore", over="ignore"):
-        out = x - np.abs(x) * rel - _TINY
-    return np.where(np.isfinite(x), out, x)
-
-
 #: Side from which :func:`_pair_max` runs the compiled kernels of :mod:`mdp._pair_kernels`
 #: (below it NumPy takes milliseconds and loading the kernels would cost more).
 KERNEL_MIN_N = 300
@@ -311,19 +297,24 @@ def _overflow_pairs_prob(M: np.ndarray, X: np.ndarray, R_est: np.ndarray) -> Non
     R_est[us[fix], vs[fix]] = r
 
 
-def _pair_log_ratio_bounds(A: np.ndarray, log: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(upper, lower) bounds of ``max_w ln(A[u, w] / A[v, w])`` from one pass over the triples."""
+def pair_log_ratio_bounds(A: np.ndarray, log: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(upper, lower) bounds of ``max_w ln(A[u, w] / A[v, w])`` from one pass over the triples.
+
+    ``A`` must already be validated (:func:`check_matrix`); :func:`pair_log_ratios` is the
+    checked entry point. NaN pairs (no output reachable from either row) are ``-inf``; the
+    diagonal is 0.
+    """
     if log:
         R = _rmax_log(A)
-        R_up, R_lo = _up(R, _DIFF_REL), _down(R, _DIFF_REL)
+        R_up, R_lo = round_up(R, DIFF_REL), round_down(R, DIFF_REL)
     else:
         X = _xmax_prob(A)
         with np.errstate(invalid="ignore", divide="ignore"):
-            R_up = np.log1p(_up(X, _X_REL))
-            R_lo = np.log1p(_down(X, _X_REL))
+            R_up = np.log1p(round_up(X, X_REL))
+            R_lo = np.log1p(round_down(X, X_REL))
         _overflow_pairs_prob(A, X, R_up)
         _overflow_pairs_prob(A, X, R_lo)
-        R_up, R_lo = _up(R_up, _LOG_REL), _down(R_lo, _LOG_REL)
+        R_up, R_lo = round_up(R_up, LOG_REL), round_down(R_lo, LOG_REL)
     for R in (R_up, R_lo):
         R[np.isnan(R)] = -np.inf
         np.fill_diagonal(R, 0.0)
@@ -351,22 +342,28 @@ def pair_log_ratios(matrix, *, log: bool = False, bounds: str = "upper") -> np.n
     if bounds not in ("upper", "lower"):
         raise ParameterError(f"bounds must be 'upper' or 'lower', got {bounds!r}")
     A = check_matrix(matrix, log=log)
-    R_up, R_lo = _pair_log_ratio_bounds(A, log)
+    R_up, R_lo = pair_log_ratio_bounds(A, log)
     return R_up if bounds == "upper" else R_lo
 
 
-def _levels(R: np.ndarray, D: np.ndarray, side) -> np.ndarray:
-    """Pure levels ``max(0, R) / D`` rounded to the side of ``side``; diagonal 0."""
+def pure_levels(R: np.ndarray, D: np.ndarray, side) -> np.ndarray:
+    """Pure levels ``max(0, R) / D`` per ordered pair, diagonal 0.
+
+    ``side`` is :func:`~mdp.rounding.round_up` (a rigorous upper bound of each level, given
+    upper bounds ``R`` of the log ratios) or :func:`~mdp.rounding.round_down` (lower bounds).
+    """
     with np.errstate(divide="ignore", invalid="ignore"):
-        E = side(np.maximum(R, 0.0) / np.where(D > 0, D, 1.0), _DIFF_REL)
+        E = side(np.maximum(R, 0.0) / np.where(D > 0, D, 1.0), DIFF_REL)
     E = np.maximum(E, 0.0)
     np.fill_diagonal(E, 0.0)
     return E
 
 
-def _refine_pure(A: np.ndarray, D: np.ndarray, E_up: np.ndarray, E_lo: np.ndarray,
+def refine_pure_level(A: np.ndarray, D: np.ndarray, E_up: np.ndarray, E_lo: np.ndarray,
                  log: bool) -> float | None:
-    """Exact re-evaluation of the pairs that may hold the maximum (module docstring).
+    """Exact re-evaluation of the pairs that may hold the largest pure level (module docstring).
+
+    ``E_up`` and ``E_lo`` are the upper and lower per-pair bounds of :func:`pure_levels`.
 
     Returns a rigorous upper bound of the pure level, or ``None`` when too many triples
     would need an exact evaluation.
@@ -408,11 +405,11 @@ def _refine_pure(A: np.ndarray, D: np.ndarray, E_up: np.ndarray, E_lo: np.ndarra
 
 def _pure(A: np.ndarray, D: np.ndarray, log: bool, refine: bool) -> tuple[float, np.ndarray]:
     """(rigorous pure level, per-pair upper bounds of the levels)."""
-    R_up, R_lo = _pair_log_ratio_bounds(A, log)
-    E_up = _levels(R_up, D, _up)
+    R_up, R_lo = pair_log_ratio_bounds(A, log)
+    E_up = pure_levels(R_up, D, round_up)
     best = float(E_up.max())
     if refine and 0 < best < math.inf:
-        refined = _refine_pure(A, D, E_up, _levels(R_lo, D, _down), log)
+        refined = refine_pure_level(A, D, E_up, pure_levels(R_lo, D, round_down), log)
         if refined is not None:
             best = min(best, refined)
     return best, E_up
@@ -431,7 +428,7 @@ def _f_upper(P: np.ndarray, Q: np.ndarray, S: np.ndarray) -> np.ndarray:
         a = P - Q
         b = S[:, None] * Q
         g = a - b
-        e = 2.5 * _U * (np.abs(a) + np.abs(b) + np.abs(g)) + 4 * 2.0 ** -1074
+        e = 2.5 * UNIT_ROUNDOFF * (np.abs(a) + np.abs(b) + np.abs(g)) + 4 * 2.0 ** -1074
         t = np.maximum(g + e, 0.0)
         return t.sum(axis=1) * (1.0 + (n + 4) * 2.0 ** -52)
 
@@ -477,7 +474,7 @@ def _delta_levels(Pm: np.ndarray, D: np.ndarray, us: np.ndarray, vs: np.ndarray,
         if np.any(ok):
             idx = todo[ok]
             with np.errstate(divide="ignore"):
-                lv = _up(_up(np.log1p(S[ok]), _LOG_REL) / D[us[idx], vs[idx]], _DIFF_REL)
+                lv = round_up(round_up(np.log1p(S[ok]), LOG_REL) / D[us[idx], vs[idx]], DIFF_REL)
             level[idx] = np.minimum(level[idx], np.maximum(lv, 0.0))
         todo = todo[~ok]
     return level

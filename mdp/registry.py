@@ -156,8 +156,8 @@ def register(name: str, *, description: str, applies: Callable | None = None,
 
 
 def _ensure_loaded() -> None:
-    import mdp.families  # noqa: F401  (importing registers the built-in families)
-
+    """Register the families of installed plugins (the built-in ones register when ``mdp``'s
+    package initialiser imports :mod:`mdp.families`, before any lookup can run)."""
     load_family_plugins()
 
 

@@ -56,17 +56,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from .accounting import (
-    _DIFF_REL,
-    _LOG_REL,
-    _X_REL,
-    LIBM_RTOL,
-    _pair_log_ratio_bounds,
-    _up,
-    check_distances,
-    check_matrix,
-)
+from .accounting import check_distances, check_matrix, pair_log_ratio_bounds
 from .errors import ParameterError, PrivacyError
+from .rounding import DIFF_REL, LIBM_RTOL, LOG_REL, UNIT_ROUNDOFF, X_REL, round_up
 from .validation import check_epsilon, check_rng
 from .verification import PURE_EPS_RTOL, certify_matrix
 
@@ -74,7 +66,6 @@ __all__ = ["ExactSampler", "certified_sampler", "TABLE_BITS"]
 
 #: Bits of the alias table's total mass ``m C <= 2^TABLE_BITS`` (int64 arithmetic).
 TABLE_BITS = 62
-_U = 2.0 ** -53
 # Cody-Waite split of ln 2: LN2_HI has 32 significant bits, so k * LN2_HI is exact for |k| < 2^21.
 _LN2_HI = float.fromhex("0x1.62e42feep-1")
 _LN2_LO = float.fromhex("0x1.a39ef35793c76p-33")
@@ -86,7 +77,7 @@ def _exp_extended(L: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     Returns ``(mant, expo, eta)``: ``mant`` in ``[0.5, 1)`` (0 for ``L = -inf``), ``expo``
     int64, and ``eta >= |ln(mant 2^expo) - L|`` (range reduction ``L = k ln2 + r`` with
-    Cody-Waite constants, ``exp(r)`` within :data:`~mdp.accounting.LIBM_RTOL`).
+    Cody-Waite constants, ``exp(r)`` within :data:`~mdp.rounding.LIBM_RTOL`).
     """
     finite = np.isfinite(L)
     Lf = np.where(finite, L, 0.0)
@@ -96,8 +87,8 @@ def _exp_extended(L: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     mant, e = np.frexp(np.exp(r))
     expo = e.astype(np.int64) + k.astype(np.int64)
     inexact_hi = np.abs(k) >= 2.0 ** 21
-    eta = (1.1 * LIBM_RTOL + 1.1 * _U * (np.abs(r1) + np.abs(r) + np.abs(k * _LN2_LO))
-           + np.abs(k) * 2.0 ** -80 + np.where(inexact_hi, 1.1 * _U * np.abs(k * _LN2_HI), 0.0))
+    eta = (1.1 * LIBM_RTOL + 1.1 * UNIT_ROUNDOFF * (np.abs(r1) + np.abs(r) + np.abs(k * _LN2_LO))
+           + np.abs(k) * 2.0 ** -80 + np.where(inexact_hi, 1.1 * UNIT_ROUNDOFF * np.abs(k * _LN2_HI), 0.0))
     mant = np.where(finite, mant, 0.0)
     expo = np.where(finite, expo, 0)
     eta = np.where(finite, eta, 0.0)
@@ -322,8 +313,8 @@ class ExactSampler:
         small = np.abs(de) <= 1000
         with np.errstate(over="ignore"):
             x = (np.ldexp(mu[small], de[small].astype(np.int32)) - mv[small]) / mv[small]
-            r_small = _up(np.log1p(_up(x, _X_REL)), _LOG_REL)
-            r_big = _up(np.log(mu[~small]) - np.log(mv[~small]) + de[~small] * math.log(2), _LOG_REL)
+            r_small = round_up(np.log1p(round_up(x, X_REL)), LOG_REL)
+            r_big = round_up(np.log(mu[~small]) - np.log(mv[~small]) + de[~small] * math.log(2), LOG_REL)
         return float(max(r_small.max(initial=-math.inf), r_big.max(initial=-math.inf)))
 
     def measure_eps(self, distances, *, pair_log_ratios=None, limit: float | None = None) -> float:
@@ -341,21 +332,21 @@ class ExactSampler:
         D = check_distances(distances, self.n)
         R = pair_log_ratios
         if R is None:
-            R, _ = _pair_log_ratio_bounds(self._source, self.log)
+            R, _ = pair_log_ratio_bounds(self._source, self.log)
         R = np.asarray(R, dtype=float)
         if R.shape != (self.n, self.n):
             raise ParameterError(f"pair_log_ratios must have shape ({self.n}, {self.n}), got {R.shape}")
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            corr = _up(_up(self._sigma_hi[None, :] - self._sigma_lo[:, None], _DIFF_REL)
-                       / (1.0 + self._sigma_lo[:, None]), _DIFF_REL)
+            corr = round_up(round_up(self._sigma_hi[None, :] - self._sigma_lo[:, None], DIFF_REL)
+                       / (1.0 + self._sigma_lo[:, None]), DIFF_REL)
             eta = self._eta_row[:, None] + self._eta_row[None, :]
-            total = _up(_up(R + eta, _DIFF_REL) + corr, _DIFF_REL)
-            E = _up(np.maximum(total, 0.0) / np.where(D > 0, D, 1.0), _DIFF_REL)
+            total = round_up(round_up(R + eta, DIFF_REL) + corr, DIFF_REL)
+            E = round_up(np.maximum(total, 0.0) / np.where(D > 0, D, 1.0), DIFF_REL)
         E[self._group[:, None] == self._group[None, :]] = 0.0
         if limit is not None and self.log:
             for u, v in zip(*np.nonzero(E > limit), strict=True):
-                r = _up(self._pair_upper_direct(int(u), int(v)), _DIFF_REL)
-                direct = _up(max(_up(r + float(corr[u, v]), _DIFF_REL), 0.0) / D[u, v], _DIFF_REL)
+                r = round_up(self._pair_upper_direct(int(u), int(v)), DIFF_REL)
+                direct = round_up(max(round_up(r + float(corr[u, v]), DIFF_REL), 0.0) / D[u, v], DIFF_REL)
                 E[u, v] = min(E[u, v], float(direct))
         return float(E.max(initial=0.0))
 

@@ -66,19 +66,10 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, shortest_path
 from scipy.special import expit, logsumexp
 
-from .accounting import (
-    _DIFF_REL,
-    _LOG_REL,
-    _X_REL,
-    _down,
-    _levels,
-    _pair_log_ratio_bounds,
-    _refine_pure,
-    _up,
-    check_distances,
-)
+from .accounting import check_distances, pair_log_ratio_bounds, pure_levels, refine_pure_level
 from .errors import ParameterError, PrivacyError
 from .exact import pure_triple_holds
+from .rounding import DIFF_REL, LOG_REL, X_REL, round_down, round_up
 from .validation import check_epsilon
 
 __all__ = ["PrivacyError", "Certification", "certify", "certify_matrix", "repair_to_private",
@@ -169,14 +160,14 @@ def _triple_upper(A: np.ndarray, u: int, v: int, log: bool) -> np.ndarray:
     """Upper bounds of ``ln(A[u, w] / A[v, w])`` for every ``w`` (``-inf`` where ``A[u, w] = 0``)."""
     if log:
         with np.errstate(invalid="ignore"):
-            r = _up(A[u] - A[v], _DIFF_REL)
+            r = round_up(A[u] - A[v], DIFF_REL)
         r[np.isnan(r)] = -np.inf
         return r
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         x = (A[u] - A[v]) / A[v]
-        r = _up(np.log1p(_up(x, _X_REL)), _LOG_REL)
+        r = round_up(np.log1p(round_up(x, X_REL)), LOG_REL)
         big = np.isinf(x) & (A[v] > 0)             # overflow: a subnormal denominator
-        r[big] = _up(np.log(A[u, big]) - np.log(A[v, big]), _LOG_REL)
+        r[big] = round_up(np.log(A[u, big]) - np.log(A[v, big]), LOG_REL)
     r[A[u] == 0] = -np.inf
     r[np.isnan(r)] = -np.inf
     return r
@@ -195,16 +186,16 @@ def _exact_holds(A: np.ndarray, D: np.ndarray, u: int, v: int, w: int, limit: fl
 
 def _measure(A: np.ndarray, D: np.ndarray, limit: float, log: bool):
     """(passes, measured upper bound, pair log-ratio upper bounds, exactly decided triples)."""
-    R_up, R_lo = _pair_log_ratio_bounds(A, log)
-    E_up = _levels(R_up, D, _up)
+    R_up, R_lo = pair_log_ratio_bounds(A, log)
+    E_up = pure_levels(R_up, D, round_up)
     measured = float(E_up.max())
     if measured <= limit:
         if measured > 0 and math.isfinite(measured):
-            refined = _refine_pure(A, D, E_up, _levels(R_lo, D, _down), log)
+            refined = refine_pure_level(A, D, E_up, pure_levels(R_lo, D, round_down), log)
             if refined is not None:
                 measured = min(measured, refined)
         return True, measured, R_up, 0
-    E_lo = _levels(R_lo, D, _down)
+    E_lo = pure_levels(R_lo, D, round_down)
     if float(E_lo.max()) > limit:
         return False, measured, R_up, 0
     # every pair over the limit is within rounding of it: decide its triples exactly
@@ -213,7 +204,7 @@ def _measure(A: np.ndarray, D: np.ndarray, limit: float, log: bool):
     for u, v in zip(us.tolist(), vs.tolist(), strict=True):
         d = float(D[u, v])
         with np.errstate(divide="ignore", invalid="ignore"):
-            lv = _up(_triple_upper(A, u, v, log) / d, _DIFF_REL)
+            lv = round_up(_triple_upper(A, u, v, log) / d, DIFF_REL)
         for w in np.flatnonzero(lv > limit).tolist():
             decided += 1
             if decided > EXACT_TRIPLES or not _exact_holds(A, D, u, v, w, limit, log):
@@ -252,8 +243,24 @@ def _copy_representatives(E: np.ndarray, labels: np.ndarray) -> None:
         E[moved] = E[rep[moved]]
 
 
-def _envelope(A: np.ndarray, Dq: np.ndarray, eps: float, log: bool) -> np.ndarray:
-    """Column-wise envelope ``max_u M[u, w] exp(-eps Dq[u, v])`` (``max_u L[u, w] - eps Dq``)."""
+def column_envelope(A: np.ndarray, Dq: np.ndarray, eps: float, log: bool) -> np.ndarray:
+    r"""Column-wise envelope of a matrix under the eps-mDP constraints.
+
+    .. math:: E[v, w] = \max_u M[u, w]\, e^{-\varepsilon D_q[u, v]}
+              \qquad (\text{log: } \max_u L[u, w] - \varepsilon D_q[u, v])
+
+    the smallest column ``w`` that every row ``v`` must reach for ``M``'s rows to satisfy the
+    guarantee against it (the repair's first step, module docstring).
+
+    Parameters
+    ----------
+    A : ndarray (n, n)
+        Probabilities, or log-probabilities with ``log=True``.
+    Dq : ndarray (n, n)
+        Distances (the repair's quantised distances).
+    eps : float
+    log : bool
+    """
     n = A.shape[0]
     out = np.empty_like(A)
     block = max(1, int(8e6 // (n * n)))
@@ -310,7 +317,7 @@ def _repair(A: np.ndarray, D: np.ndarray, epsilon: float, log: bool) -> tuple[np
     labels = _clusters(D, epsilon)
     merged = len(np.unique(labels)) < len(labels)
     Dq = _quotient_distances(D, labels) if merged else D
-    E = _envelope(A, Dq, epsilon, log)
+    E = column_envelope(A, Dq, epsilon, log)
     if merged:
         _copy_representatives(E, labels)
     if log:

@@ -1,19 +1,13 @@
 """mdp.emd: exact EMD against POT's dense solver, scipy and linear programming."""
 
-import importlib
-
 import numpy as np
 import ot
 import pytest
 from scipy.optimize import linprog
 from scipy.stats import wasserstein_distance
 
-from mdp import _netsimplex
 from mdp.emd import (
-    _certify,
-    _emd_grid_l1,
-    _prune_edges,
-    _simplex,
+    GridEMDTuning,
     block_sum,
     emd,
     emd_1d,
@@ -21,9 +15,12 @@ from mdp.emd import (
     emd_grid,
     grid_l1_cost,
 )
+from mdp.emd import grid as grid_module
+from mdp.emd import network_simplex as kernels
+from mdp.emd.grid import _certify, _emd_grid_l1, _prune_edges, _simplex
 from mdp.errors import ParameterError, SolverError
 
-emd_module = importlib.import_module("mdp.emd")  # the module; mdp.emd is the function
+CERT_RTOL = GridEMDTuning().cert_rtol
 
 
 def _grid_xy(r, c):
@@ -262,7 +259,7 @@ def test_network_simplex_kernel_matches_linprog(n, first_arc, cand_list, defer, 
     A[src, np.arange(src.size)] += 1
     A[dst, np.arange(src.size)] -= 1
     ref = linprog(np.concatenate([cost, cost]), A_eq=A, b_eq=f, bounds=(0, None), method="highs")
-    assert _certify(sol, f, 1e-9) == pytest.approx(ref.fun, rel=1e-9)
+    assert _certify(sol, f, 1e-9, CERT_RTOL) == pytest.approx(ref.fun, rel=1e-9)
 
 
 def test_network_simplex_renumbering_changes_no_pivot():
@@ -278,9 +275,9 @@ def test_network_simplex_renumbering_changes_no_pivot():
     f = rng.random(n) - 0.5
     f -= f.mean()
     args = (u, w, cost, f, np.arange(n - 1), 1e-12, 0, 300, 0.1, 3)
-    plain = _netsimplex.network_simplex(*args, 0.0)
-    renumbered = _netsimplex.network_simplex(*args, 1e-4)
-    assert plain[3] == renumbered[3] == _netsimplex.OPTIMAL
+    plain = kernels.network_simplex(*args, 0.0)
+    renumbered = kernels.network_simplex(*args, 1e-4)
+    assert plain[3] == renumbered[3] == kernels.OPTIMAL
     assert plain[4] == renumbered[4] > n
     for a, b in zip(plain[:3], renumbered[:3], strict=True):
         np.testing.assert_array_equal(a, b)
@@ -310,7 +307,7 @@ def test_pair_violations_match_brute_force():
     R, C = 11, 9
     f = rng.normal(size=R * C)
     pi = rng.normal(scale=4, size=R * C)
-    best_t, excess, _, _, _ = _netsimplex.pair_violations_both(pi, f, R, C, 4, 1e-9, 1)
+    best_t, excess, _, _, _ = kernels.pair_violations_both(pi, f, R, C, 4, 1e-9, 1)
     best_t, excess = best_t[:, 0], excess[:, 0]
     V = _violations_brute_force(pi, f, R, C)
     ref = np.where(V.max(1) > 1e-9, V.argmax(1), -1)
@@ -325,7 +322,7 @@ def test_pair_violations_top_k_both_directions_match_brute_force(R, C, B, K):
     f = rng.normal(size=R * C)
     f[rng.random(R * C) < 0.3] = 0
     pi = rng.normal(scale=4, size=R * C)
-    best_t, exc_t, best_s, exc_s, _ = _netsimplex.pair_violations_both(pi, f, R, C, B, 1e-9, K)
+    best_t, exc_t, best_s, exc_s, _ = kernels.pair_violations_both(pi, f, R, C, B, 1e-9, K)
     V = _violations_brute_force(pi, f, R, C)
     _assert_top_k_match(best_t, exc_t, best_s, exc_s, V, K)
 
@@ -342,7 +339,7 @@ def test_pair_violations_direction_bound_on_near_tight_potentials(R, C, B):
         rng.random(R * C) < 0.2)
     f = rng.normal(size=R * C)
     K = 3
-    best_t, exc_t, best_s, exc_s, checked = _netsimplex.pair_violations_both(
+    best_t, exc_t, best_s, exc_s, checked = kernels.pair_violations_both(
         pi, f, R, C, B, 1e-9, K)
     V = _violations_brute_force(pi, f, R, C)
     assert (V > 1e-9).any()
@@ -363,17 +360,17 @@ def test_lift_euclid_tree_spans_and_keeps_coarse_flows(R, C):
     # The lifted tree must be a spanning tree whose forced flows carry each coarse tree edge's
     # flow across the two blocks unchanged, and whose in-block part is the cheapest of all
     # spanning trees of the block's cells.
-    from mdp.emd import _EUCLID_TOL, _euclid_start, _halve
+    from mdp.emd.grid import _euclid_start, _halve
 
     rng = np.random.default_rng(R + C)
     f = rng.random((R, C)) - rng.random((R, C))
     f -= f.mean()
     g = _halve(f)
     u, w, c, tree = _euclid_start(g.shape, None, None, g.ravel())
-    coarse = _simplex(u, w, c, g.ravel(), tree, _EUCLID_TOL)
+    coarse = _simplex(u, w, c, g.ravel(), tree, GridEMDTuning().euclid_tol)
     ct = coarse.tree
     cflow = coarse.flow[ct] - coarse.flow[ct + coarse.u.size]
-    tu, tw = _netsimplex.lift_euclid_tree(*g.shape, R, C, coarse.u[ct], coarse.w[ct], cflow,
+    tu, tw = kernels.lift_euclid_tree(*g.shape, R, C, coarse.u[ct], coarse.w[ct], cflow,
                                           f.ravel())
     assert tu.size == R * C - 1
     parent = np.arange(R * C)
@@ -442,19 +439,19 @@ def test_emd_grid_euclidean_with_and_without_pruning_equal_dense(monkeypatch):
         h.ravel()[rng.choice(h.size, 60, replace=False)] = rng.random(60)
     ref = _dense(p, q, "euclidean")
     sizes = []
-    real = emd_module._prune_edges
+    real = grid_module._prune_edges
 
     def spy(u, *args):
         out = real(u, *args)
         sizes.append((u.size, out[0].size))
         return out
 
-    monkeypatch.setattr(emd_module, "_prune_edges", spy)
+    monkeypatch.setattr(grid_module, "_prune_edges", spy)
     assert emd_grid(p, q, ground="euclidean") == pytest.approx(ref, rel=1e-12)
     assert any(after < before for before, after in sizes)
     sizes.clear()
-    monkeypatch.setattr(emd_module, "_EUCLID_PRUNE_ROUNDS", 0)
-    assert emd_grid(p, q, ground="euclidean") == pytest.approx(ref, rel=1e-12)
+    no_pruning = GridEMDTuning(prune_rounds=0)
+    assert emd_grid(p, q, ground="euclidean", tuning=no_pruning) == pytest.approx(ref, rel=1e-12)
     assert sizes == []
 
 def test_certificate_rejects_non_optimal_solutions():
@@ -464,15 +461,15 @@ def test_certificate_rejects_non_optimal_solutions():
     idx = np.arange(36).reshape(6, 6)
     u = np.concatenate([idx[:, :-1].ravel(), idx[:-1, :].ravel()])
     w = np.concatenate([idx[:, 1:].ravel(), idx[1:, :].ravel()])
-    tree = _netsimplex.lift_grid_tree(3, 3, _lift_path(3, 3), 6, 6)
+    tree = kernels.lift_grid_tree(3, 3, _lift_path(3, 3), 6, 6)
     sol = _simplex(u, w, np.ones(u.size), f, tree, 0.5)
-    assert _certify(sol, f, 0.0) == pytest.approx(_emd_grid_l1(f.reshape(6, 6)), rel=1e-12)
+    assert _certify(sol, f, 0.0, CERT_RTOL) == pytest.approx(_emd_grid_l1(f.reshape(6, 6), GridEMDTuning()), rel=1e-12)
     bad_dual = type(sol)(**{**sol.__dict__, "pi": np.zeros(36)})
     with pytest.raises(SolverError, match="certificate"):
-        _certify(bad_dual, f, 0.0)
+        _certify(bad_dual, f, 0.0, CERT_RTOL)
     bad_flow = type(sol)(**{**sol.__dict__, "flow": sol.flow * 1.01})
     with pytest.raises(SolverError, match="certificate"):
-        _certify(bad_flow, f, 0.0)
+        _certify(bad_flow, f, 0.0, CERT_RTOL)
 
 
 def _lift_path(R, C):

@@ -37,7 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ParameterError
-from ..verification import _envelope as column_envelope
+from ..verification import column_envelope
 from .highs import LPError, SparseLP
 
 __all__ = ["lower_envelope", "least_loss_column_mix"]

@@ -28,8 +28,7 @@ import numpy as np
 
 from ..accounting import loss as mech_loss
 from ..errors import SolverError, SolverTimeout
-from ..verification import _envelope as column_envelope
-from ..verification import repair_to_private
+from ..verification import column_envelope, repair_to_private
 
 __all__ = ["stochastic_rows", "explain_failures", "private_candidate", "candidate_loss",
            "balanced_envelope",

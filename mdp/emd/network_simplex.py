@@ -1,7 +1,7 @@
 r"""Compiled kernels behind :func:`mdp.emd.emd_grid`: a network simplex for uncapacitated
 transshipment, the multiscale spanning-tree lifts for grids, and the blocked dual check.
 
-Private module; the public entry point and the method's description are in :mod:`mdp.emd` and
+The public entry point is :func:`mdp.emd.emd_grid` (:mod:`mdp.emd.grid`); the method is described in
 ``docs/design/emd.md``.
 
 Problem solved by :func:`network_simplex`
