@@ -5,7 +5,7 @@ Times, side by side in one process, the parts of one factorisation of
 and ``potri``, packing the inverses, adding them into the Schur complement's sums in batches) and
 one application of the ``n``
 inverses to a vector per block: BLAS ``dspmv`` on the packed triangles (the method's) against
-NumPy's batched ``matmul`` on full inverses (before the twentieth session). Blocks have the
+NumPy's batched ``matmul`` on full inverses (the layout before the packed one). Blocks have the
 spanner's sparsity on the Geolife cells (stretch 1.5) and random positive weights; the timings do
 not depend on the values.
 

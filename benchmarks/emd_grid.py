@@ -14,7 +14,7 @@ is done first and reported apart. Checks:
   on the bipartite formulation with pass-through mass, ``mdp.emd.grid_l1_cost``): its time and
   the relative difference of the values.
 
-Targets (issue 17): 256 x 256 under 3 s and 512 x 512 under 60 s. Euclidean sizes above
+Targets: 256 x 256 under 3 s and 512 x 512 under 60 s. Euclidean sizes above
 ``--euclid-max`` are skipped (512 x 512 takes 36-49 s of CPU per run on a 2-core machine; see
 docs/design/emd.md).
 """

@@ -4,7 +4,7 @@ Usage: python benchmarks/heatmap_aggregate.py [--deltas 64 128 256 512] [--n 200
 
 Input: the sum of n users' distributions on a Delta x Delta grid, each user 1-3 check-ins around
 a dozen hot spots (the sparse regime of the seed). Prints min / median seconds per call and the
-LP size; issue 7 asks for < 2 s at Delta = 256, n = 200.
+LP size; the target is < 2 s at Delta = 256, n = 200.
 """
 
 from __future__ import annotations

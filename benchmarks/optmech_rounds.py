@@ -12,7 +12,7 @@ Usage::
 
     python benchmarks/optmech_rounds.py --space fasttext-200 --eps 12 6 --rules gated off
 
-Figures of issue 18 (twenty-seventh session) are in ``docs/design/lp.md``. Depends on machine
+Figures are in ``docs/design/lp.md`` ("Block rounds (OPTMech)"). Depends on machine
 load: run nothing else beside it.
 """
 

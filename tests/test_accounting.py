@@ -106,7 +106,7 @@ def test_eps_tight_speed_n200():
     assert time.perf_counter() - t < 20 and 0 < e < 3.0
 
 
-# -- guaranteed upper bounds (issue 15) and log-probabilities (issue 14) --------------------------
+# -- guaranteed upper bounds and log-probabilities -------------------------------------------------
 
 
 def exact_delta_level(M, D, delta, prec=50):

@@ -1,4 +1,4 @@
-"""LP families at every epsilon (issue 14): every matrix family builds on six kinds of small
+"""LP families at every epsilon: every matrix family builds on six kinds of small
 spaces for eps * median distance from 0.01 to 100, and the returned matrix passes an independent
 brute-force check of the pure mDP inequality in exact rational arithmetic
 (:func:`mdp.exact.check_pure_exact`, in the log domain when the mechanism holds log-probabilities).

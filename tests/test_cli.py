@@ -123,7 +123,7 @@ def test_module_entry_point():
 
 
 def test_build_interrupted_writes_nothing(tmp_path, capsys, monkeypatch):
-    # Ctrl-C during a long build: exit 130, a clear message, no output file (issue 18)
+    # Ctrl-C during a long build: exit 130, a clear message, no output file
     pts = tmp_path / "pts.csv"
     pd.DataFrame({"x": [0, 1, 2.0], "y": [0, 1, 0.0]}).to_csv(pts, index=False)
     out = tmp_path / "m.npz"

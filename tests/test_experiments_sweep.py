@@ -167,7 +167,7 @@ def test_interrupted_serial_sweep_resumes(tmp_path):
         with pytest.raises(KeyboardInterrupt):
             run_sweep(_tasks(log, 6, interrupt_at=4), store, workers=0, progress=False)
         assert len(store) == 4 and _calls(log) == [0, 1, 2, 3, 4]
-        # same configs minus the interruption flag are different tasks: interrupt key only on task 4
+        # same configs minus the interruption flag are different tasks: the interrupt key only on tasks[4]
         tasks = _tasks(log, 6, interrupt_at=4)
         tasks[4] = Task({**tasks[4].config, "interrupt_at": None})
         tasks[5] = Task({**tasks[5].config})

@@ -97,7 +97,7 @@ def test_certify_repairs_tolerance_artefact():
     u, w = np.unravel_index(np.argmin(bound - M), M.shape)  # a tight upper bound
     assert bound[u, w] - M[u, w] <= 1e-12
     M[u, w] = bound[u, w] + 1e-9
-    M[u] /= M[u].sum()  # certify refuses rows not summing to 1 within 1e-12 (issue 15)
+    M[u] /= M[u].sum()  # certify refuses rows not summing to 1 within 1e-12
     assert mdp.eps_tight(M, D, 0.0) > 1.0  # really violating
     H, report = certify(M, D, 1.0)
     assert report["repaired"] and report["measured_eps"] <= 1.0 * (1 + 1e-9)

@@ -1,4 +1,4 @@
-"""OPTMech ``gap=``: certified near-optimal mode (issue 18), against the full LP in scipy linprog."""
+"""OPTMech ``gap=``: certified near-optimal mode, against the full LP in scipy linprog."""
 
 import warnings
 

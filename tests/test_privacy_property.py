@@ -1,5 +1,5 @@
 """Property test: whenever certification returns, an exact rational check of the pure inequality
-on the returned matrix passes (issue 15), including spaces with near-duplicate points."""
+on the returned matrix passes, including spaces with near-duplicate points."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Nothing a file says is trusted (issue: forged files, scaled points or distances)."""
+"""Nothing a file says is trusted (forged files, scaled points or distances)."""
 
 from __future__ import annotations
 

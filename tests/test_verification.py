@@ -82,7 +82,7 @@ def test_underflow_refused_with_hint():
         mdp.certify(P, s.distances, 2.0)
 
 
-# -- soundness (issue 15, finding 3) and log domain (issue 14) ------------------------------------
+# -- soundness on near-duplicate points and the log domain -----------------------------------------
 
 NEAR_DUP = [[0.17], [0.18], [0.466], [0.17000000000000015]]
 

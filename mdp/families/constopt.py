@@ -72,7 +72,7 @@ SELECTION_Q = 0.95
 #: Dual simplex pricing of the warm rounds that add free-free rows. With HiGHS's own choice (dual
 #: steepest edge) the first warm rounds spend far more on the edge weights, with the dense loss /
 #: row-sum rows in the basis, than on the few dozen pivots a round needs (``docs/design/lp.md``,
-#: "ConstOPTMech exact at n = 1000"). A warm solve that fails with Devex is re-solved with HiGHS's choice
+#: "ConstOPTMech" in the plan). A warm solve that fails with Devex is re-solved with HiGHS's choice
 #: (:class:`mdp.lp.RowGeneration`).
 WARM_PRICING = "devex"
 #: With ``solver="auto"`` and no ``gap``, spaces of at least this many points are solved by the
@@ -80,7 +80,7 @@ WARM_PRICING = "devex"
 #: gap ``EXACT_GAP`` instead of by HiGHS (whole builds on a 2-core machine, HiGHS against the
 #: row-block method: Geolife cells 3.0 / 1.9 s at n = 300, 13.4 / 8.7 s at 600, GloVe words
 #: 2.9 / 2.0 s at 300, 14.3 / 3.7 s at 600; at 200 points GloVe 2.0 / 2.9 s; ``docs/design/lp.md``,
-#: "One BLAS thread for small dense steps").
+#: "ConstOPTMech" in the plan).
 ROW_BLOCK_MIN_N = 300
 #: ... and where ``epsilon / 2`` times the median distance is at most this. Far beyond it the
 #: method cannot certify its gap (``e^{-e D}`` spans hundreds of orders of magnitude) and the

@@ -103,12 +103,12 @@ IPM_MIN_N = 45
 #: Largest :func:`median_detour` at which ``build_optimal`` defaults to interior rounds: below it
 #: the simplex rounds chain rows slowly (fastText n = 100 at 0.004: over 900 s against 187 s),
 #: above it they are cheaper (GloVe n = 100 at 0.46: 14 s against 21 s); figures in
-#: ``docs/design/lp.md``, "Which rounds for which space".
+#: ``docs/design/lp.md``, "OPTMech" in the plan.
 CHAIN_DETOUR = 0.2
 #: Largest :func:`median_two_hop_slack` at which the lazy solves default to interior rounds
 #: (OPTMech: together with ``CHAIN_DETOUR``; SpannerMech: alone, at ``eps / stretch``): the two
-#: solvers tie near 0.6 on every space measured (``docs/design/lp.md``, "Which rounds for which
-#: space").
+#: solvers tie near 0.6 on every space measured (``docs/design/lp.md``, "OPTMech" in
+#: the plan).
 CHAIN_SLACK = 0.6
 #: ``method="blocks"``: where the rounds' plateau is within this factor of the target, HiGHS's
 #: finish gets at most ``FINISH_TIME_FACTOR`` times the rounds' seconds (at least
@@ -182,7 +182,7 @@ def median_detour(distances: np.ndarray, *, two_hop: np.ndarray | None = None) -
     to the column's point, so the smaller this is, the longer the chains of rows the lazy solve
     must discover round by round: 0.0004 on the Geolife cells, 0.004 on our fastText vectors,
     0.4-0.5 on GloVe, 0.02 / 0.15 / 0.38 / 0.5 for Gaussian points in 3 / 5 / 12 / 20
-    dimensions (n = 70-100; ``docs/design/lp.md``, "Which rounds for which space").
+    dimensions (n = 70-100; ``docs/design/lp.md``, "Two statistics of the distances").
     """
     D = np.asarray(distances, dtype=float)
     T = two_hop_distances(D) if two_hop is None else two_hop
@@ -206,8 +206,8 @@ def median_two_hop_slack(distances: np.ndarray, epsilon: float, *,
     ``eps = 6 / median distance``, slack 0.9: 3.3 s against 12.8 s for interior rounds).
     Our spaces: ~0.001 on the Geolife cells, ~0.01 on our fastText vectors, 2.4-2.8 on GloVe
     at eps 1 and 0.28 at eps 0.1; Gaussian points at ``eps = 2 / median distance``: 0.06 / 0.3 /
-    0.56 / 0.77 / 1.0 in 3 / 5 / 8 / 12 / 20 dimensions (``docs/design/lp.md``, "Which rounds
-    for which space").
+    0.56 / 0.77 / 1.0 in 3 / 5 / 8 / 12 / 20 dimensions (``docs/design/lp.md``, "Two
+    statistics of the distances").
     """
     D = np.asarray(distances, dtype=float)
     T = two_hop_distances(D) if two_hop is None else two_hop

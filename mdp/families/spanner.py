@@ -52,7 +52,7 @@ __all__ = ["greedy_spanner", "spanner_distances", "default_method", "default_laz
            "FULL_SOLVER", "BLOCKS_FROM_N", "default_full_solver", "LAZY_EDGES_PER_POINT", "PATH_SLACK"]
 
 #: HiGHS method of the full (dualised) spanner LP when ``solver=None``: HiPO without crossover
-#: (figures in ``docs/design/lp.md``, "Scaling (issue 18)").
+#: (figures in ``docs/design/lp.md``, "SpannerMech").
 FULL_SOLVER = "hipo"
 #: From this many points the full LP's default is the column-block interior point method
 #: (:mod:`mdp.lp.column_blocks`): Geolife cells at eps 0.5 per km, n = 300: 55 s against HiPO's
@@ -63,8 +63,8 @@ BLOCKS_FROM_N = 300
 #: point (the full LP then has over ``12 n^2`` privacy rows, most never binding): GloVe's spanners
 #: have 14-41 edges per point (n = 50-300; lazy 22x faster at n = 100), the Geolife cells' and
 #: our fastText vectors' 1.3-4 (full 2-3x faster); Gaussian points tie at 5.7 (5-d) and are
-#: solved 3x faster lazily at 9.5 (8-d). Figures in ``docs/design/lp.md``, "SpannerMech: the
-#: full LP or lazy rows by the spanner's density".
+#: solved 3x faster lazily at 9.5 (8-d). Figures in ``docs/design/lp.md``, "SpannerMech"
+#: (the plan).
 LAZY_EDGES_PER_POINT = 6.0
 #: ``rows="auto"`` generates the lazy rows over every pair at its spanner-path distance, with warm
 #: dual simplex rounds, when the two-hop slack at ``eps / stretch`` is at most this: there the
@@ -72,7 +72,7 @@ LAZY_EDGES_PER_POINT = 6.0
 #: (n = 100, slack 0.08-0.18: 5-13 s against 35-38 s for interior rounds on the edges and 79-750 s
 #: for simplex rounds; GloVe n = 200 at eps 0.1: 172 s, where the edges did not finish in 1500 s).
 #: From 0.33 on the edge rows are as fast or faster. Figures in ``docs/design/lp.md``,
-#: "SpannerMech: lazy rows over the spanner's paths".
+#: "SpannerMech" (the plan).
 PATH_SLACK = 0.25
 
 
@@ -160,7 +160,7 @@ def default_lazy_solver(space: MetricSpace, level: float, *, slack: float | None
     Unlike OPTMech's rows, the spanner's rows join only neighbours in the spanner, so the binding
     rows form chains along its paths on every space, GloVe included: GloVe n = 100 at eps 0.1 (slack
     0.18) took 64 simplex rounds, 114 s, against 34 s for interior rounds, and at eps 1.5 (slack
-    2.8) 11 s against 37 s (``docs/design/lp.md``, "SpannerMech: the full LP or lazy rows").
+    2.8) 11 s against 37 s (``docs/design/lp.md``, "SpannerMech").
     ``slack``: that slack if already computed. (With ``rows="auto"``, slacks up to
     :data:`PATH_SLACK` are solved by simplex rounds over the path rows instead.)
     """

@@ -4,7 +4,7 @@ In ``gap=`` mode OPTMech stops at a *restricted* optimum ``M``: optimal over the
 generated so far, slightly violating some of the others. The balanced envelope
 (:func:`~mdp.lp.output.balanced_envelope`) makes it private, but its column envelopes raise
 nearly every input's loss, so several more rounds of row generation are needed only to make that
-repair cheap (``docs/design/lp.md``, "OPTMech's block rounds on a GPU").
+repair cheap (``docs/design/lp.md``, "Block rounds (OPTMech)").
 
 The privacy rows of output ``w`` involve column ``w`` only, and the private columns form a convex
 cone (closed under sums and positive scaling). So from *atoms* ``A_1, ..., A_k``, matrices whose
@@ -23,7 +23,7 @@ balanced envelope itself among the atoms (``t = 1`` on it is feasible) the mix n
 it; with the column-wise largest private minorant of ``M`` (:func:`lower_envelope`), the
 exponential mechanism's kernel ``e^{-eps D}`` and earlier rounds' repairs beside it, the
 certified gap of Geolife and GloVe restricted optima fell 1.5-8x (figures in
-``docs/design/lp.md``, "Repair by a per-column mix").
+``docs/design/lp.md``, "Numerics and certification").
 
 The weights come from HiGHS, so rows sum to 1 only to its tolerances: the result goes through
 :func:`~mdp.lp.output.private_candidate` and the registry's certification like any candidate.

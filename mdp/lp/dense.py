@@ -42,7 +42,7 @@ method of SpannerMech uses it for its batched block inverses (:mod:`mdp.lp.batch
 
 The GPU path is optional: the ``gpu`` extra of this package (``pip install -e ".[gpu]"``,
 CuPy for CUDA 12, which CUDA 13 drivers also run) or ``pip install cupy-cuda13x``. Measured
-figures: ``docs/design/lp.md``, "A GPU for the row-block interior point method".
+figures: ``docs/design/lp.md``, "Devices and threads".
 """
 
 from __future__ import annotations

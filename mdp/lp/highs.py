@@ -86,7 +86,7 @@ HIPO_AVAILABLE = _hipo_installed()
 
 #: The HiGHS code that ``"ipm"`` runs. HiGHS 1.15 maps its own ``"ipm"`` to HiPO once
 #: highspy-extras is installed, which would change every family's solver with the environment;
-#: on this toolkit's LPs IPX is as fast or faster (``docs/design/lp.md``, "Scaling (issue 18)").
+#: on this toolkit's LPs IPX is as fast or faster (``docs/design/lp.md``, "HiGHS's interior codes").
 IPM_CODE = "ipx"
 
 

@@ -140,7 +140,7 @@ def balanced_envelope(M: np.ndarray, distances: np.ndarray, epsilon: float, *,
     rounds leave violations that :func:`private_candidate`'s single envelope and uniform mix
     remove at a far smaller loss than from ``M`` itself (the uniform weight falls from ~0.03-0.6
     to ~1e-7 on interior OPTMech solutions of the Geolife cells at gap 1e-3; figures in
-    ``docs/design/lp.md``, "Scaling (issue 18)"). Not a privacy step by itself: the result goes
+    ``docs/design/lp.md``, "Numerics and certification"). Not a privacy step by itself: the result goes
     through :func:`private_candidate` and the registry's certification.
 
     Parameters
