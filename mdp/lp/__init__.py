@@ -16,6 +16,11 @@ r"""The LP engine: sparse models on HiGHS, lazy row generation, the worst-case-l
 * :mod:`mdp.lp.conic` -- :func:`mdp.lp.conic.solve_clarabel`, an LP on Clarabel, the full
   worst-case LP's fall-back where HiGHS's interior point codes stop short.
 * :mod:`mdp.lp.output` -- stochastic rows and failure messages for LP builders.
+* :mod:`mdp.lp.plan` -- :class:`~mdp.lp.plan.Plan` and :class:`~mdp.lp.plan.Attempt`: the path an
+  LP family's build takes (method, solver, device, fallbacks, each with its reason), in one
+  vocabulary shared by every family; each family decides it in its own ``plan`` function.
+* :mod:`mdp.lp.build_report` -- :class:`~mdp.lp.build_report.BuildReport`, the typed result of
+  an LP build (plan, attempts, bound, gap, seconds per phase), with a read-only mapping view.
 * :mod:`mdp.lp.dense` -- the dense Schur step of the structured interior point methods, on the
   CPU or, where CuPy finds a CUDA device, on a GPU (``MDP_DEVICE``).
 

@@ -73,28 +73,48 @@ from .dense import (
 )
 from .dissection import Dissection, nested_dissection
 from .highs import LPError, LPTimeout, get_threads
+from .plan import BLOCKS
 from .reporting import LPProgress, report
 from .rowgen import warm_rows
 
 __all__ = ["ColumnBlockLP", "solve_worst_case_blocks", "lagrangian_bound", "BLOCKS",
-           "MAX_BLOCK_BYTES", "available_memory", "block_byte_limit", "block_bytes",
-           "fits_in_memory", "GPU_BLOCKS_FROM_N", "block_device", "BlockFactorBase", "Iterate",
+           "BlockResources", "available_memory", "block_byte_limit", "block_bytes",
+           "fits_in_memory", "block_device", "BlockFactorBase", "Iterate",
            "WarmStart", "solve_worst_case_triples", "TripleBlockLP"]
 
-#: ``solver`` name of the column-block method (:func:`mdp.families.spanner.build_spanner`).
-BLOCKS = "blocks"
-#: The method keeps ``n^2 (n + 1) / 2`` doubles (the packed block inverses); larger spaces are
-#: refused, and so are spaces whose inverses would take more than ``MEMORY_SHARE`` of the memory
-#: available now.
-MAX_BLOCK_BYTES = 8 * 2 ** 30
-MEMORY_SHARE = 0.5
-#: Points from which ``MDP_DEVICE=auto`` factors the blocks on a GPU where CuPy sees one
-#: (:mod:`mdp.lp.batched_blocks`; there the full inverses take ``8 n^3`` bytes of device memory).
-GPU_BLOCKS_FROM_N = 300
-#: The CPU inverts the blocks along a nested dissection of the pair graph
-#: (:mod:`mdp.lp.dissection`) when that takes at most ``1 / DISSECTION_GAIN`` of the dense
-#: ``n^3`` flops, else densely.
-DISSECTION_GAIN = 4.0
+
+
+@dataclass(frozen=True)
+class BlockResources:
+    """Memory limits and device thresholds of the column-block method.
+
+    Attributes
+    ----------
+    max_block_bytes : int, default 8 GiB
+        The method keeps ``n^2 (n + 1) / 2`` doubles (the packed block inverses); larger spaces
+        are refused, and so are spaces whose inverses would take more than ``memory_share`` of
+        the memory available now.
+    memory_share : float, default 0.5
+    gpu_from_n : int, default 300
+        Points from which ``MDP_DEVICE=auto`` factors the blocks on a GPU where CuPy sees one
+        (:mod:`mdp.lp.batched_blocks`; there the full inverses take ``8 n^3`` bytes of device
+        memory).
+    dissection_gain : float, default 4
+        The CPU inverts the blocks along a nested dissection of the pair graph
+        (:mod:`mdp.lp.dissection`) when that takes at most ``1 / dissection_gain`` of the dense
+        ``n^3`` flops, else densely.
+    leaf_size : int or None
+        Parts of the dissection of at most this many points are not split (None:
+        :data:`mdp.lp.dissection.LEAF_SIZE`).
+    """
+
+    max_block_bytes: int = 8 * 2 ** 30
+    memory_share: float = 0.5
+    gpu_from_n: int = 300
+    dissection_gain: float = 4.0
+    leaf_size: int | None = None
+
+
 #: Blocks whose packed inverses are added into the Schur complement's sums together.
 BATCH = 16
 #: Relative gap and infeasibilities at which the iterations stop.
@@ -150,11 +170,12 @@ def available_memory() -> int | None:
         return None
 
 
-def block_byte_limit() -> int:
-    """The most bytes of block inverses allowed now: :data:`MAX_BLOCK_BYTES`, or less where
-    ``MEMORY_SHARE`` of :func:`available_memory` is less."""
+def block_byte_limit(resources: BlockResources = BlockResources()) -> int:
+    """The most bytes of block inverses allowed now: ``resources.max_block_bytes``, or less
+    where ``resources.memory_share`` of :func:`available_memory` is less."""
     avail = available_memory()
-    return MAX_BLOCK_BYTES if avail is None else int(min(MAX_BLOCK_BYTES, MEMORY_SHARE * avail))
+    top = resources.max_block_bytes
+    return top if avail is None else int(min(top, resources.memory_share * avail))
 
 
 def block_bytes(n: int) -> int:
@@ -170,25 +191,25 @@ def _gpu_fits(n: int) -> bool:
     return backend is not None and device_fits(backend, n)
 
 
-def block_device(n: int) -> str | None:
+def block_device(n: int, resources: BlockResources = BlockResources()) -> str | None:
     """Where the column-block method factors its blocks at ``n`` points: ``"gpu"``, ``"cpu"``, or
     ``None`` where neither has the memory.
 
     The GPU where :func:`mdp.lp.dense.device_choice` picks it (``MDP_DEVICE``, or from
-    :data:`GPU_BLOCKS_FROM_N` points where CuPy sees a device) and its free memory holds
+    ``resources.gpu_from_n`` points where CuPy sees a device) and its free memory holds
     :func:`mdp.lp.batched_blocks.batched_bytes`; else the CPU where :func:`block_bytes` fit
     :func:`block_byte_limit`.
     """
-    if device_choice(n, GPU_BLOCKS_FROM_N) == "gpu" and _gpu_fits(n):
+    if device_choice(n, resources.gpu_from_n) == "gpu" and _gpu_fits(n):
         return "gpu"
-    return "cpu" if block_bytes(n) <= block_byte_limit() else None
+    return "cpu" if block_bytes(n) <= block_byte_limit(resources) else None
 
 
-def fits_in_memory(n: int) -> bool:
+def fits_in_memory(n: int, resources: BlockResources = BlockResources()) -> bool:
     """Whether the column-block method has the memory for ``n`` points on the device
     :func:`block_device` picks (on the CPU: the packed inverses, :func:`block_bytes`, within
     :func:`block_byte_limit`)."""
-    return block_device(n) is not None
+    return block_device(n, resources) is not None
 
 
 def _levels(tree: Dissection | None) -> int:
@@ -203,7 +224,8 @@ def _levels(tree: Dissection | None) -> int:
 
 
 def _block_factor(lp: ColumnBlockLP | TripleBlockLP, device: str,
-                  tree: Dissection | None = None) -> BlockFactorBase:
+                  tree: Dissection | None = None,
+                  resources: BlockResources = BlockResources()) -> BlockFactorBase:
     """The factor of ``device``; a GPU whose memory runs out when allocating gives the CPU's
     (if that fits)."""
     if device == "gpu":
@@ -212,7 +234,7 @@ def _block_factor(lp: ColumnBlockLP | TripleBlockLP, device: str,
         try:
             return BatchedBlockFactor(lp, cupy_backend())
         except MemoryError:
-            if block_bytes(lp.n) > block_byte_limit():
+            if block_bytes(lp.n) > block_byte_limit(resources):
                 raise LPError(f"the column-block method found too little GPU memory at "
                               f"n = {lp.n} and needs more host memory than its limit") from None
     return _BlockFactor(lp, tree)
@@ -321,8 +343,9 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
                              tol: float = TOL, max_iter: int = 200,
                              round_no: int = 1,
                              monitor: Callable[[Iterate], bool] | None = None,
-                             warm: WarmStart | None = None, keep_gap: float | None = None
-                             ) -> tuple[np.ndarray, dict]:
+                             warm: WarmStart | None = None, keep_gap: float | None = None,
+                             resources: BlockResources = BlockResources(),
+                             device: str | None = None) -> tuple[np.ndarray, dict]:
     """Solve the worst-case-loss LP over the rows ``(u, v, w)`` by the column-block method.
 
     As :func:`solve_worst_case_blocks` (same returns and errors), with a row set per column
@@ -336,14 +359,15 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
     start from; where the warm solve fails, the method starts again from its default point
     (``stats["warm"]`` says which ran). ``keep_gap``: keep the first iterate whose relative gap
     and infeasibilities are within it (else the iterate returned) as ``stats["warm_start"]``, to
-    start the next round's LP from.
+    start the next round's LP from. ``resources``: memory limits and device thresholds;
+    ``device``: ``"cpu"`` or ``"gpu"`` as the caller's plan decided (None: :func:`block_device`).
     """
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
-    device = _checked_device(n)
+    device = _checked_device(n, resources=resources, device=device)
     lp = TripleBlockLP(D, u, v, w, epsilon)
-    fac = _block_factor(lp, device)
+    fac = _block_factor(lp, device, resources=resources)
     fac.refine_steps = TRIPLE_REFINE_STEPS
     solve = partial(_solve, lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0,
                     round_no=round_no, monitor=monitor, keep_gap=keep_gap)
@@ -366,7 +390,7 @@ class WarmStart:
     r"""An iterate of one round's LP, kept to start the next round's (more rows).
 
     Gondzio's warm start for cutting-plane schemes (Math. Programming 83, 1998), as
-    ConstOPTMech's rounds use it (:mod:`mdp.families.constopt_ipm`): the kept iterate is an
+    ConstOPTMech's rounds use it (:mod:`mdp.families.constopt.ipm`): the kept iterate is an
     early, well-centred one (the first within the caller's ``keep_gap``, else the iterate the
     solve returned), not the optimum, whose products ``s z`` are too small to absorb new rows.
     The entries, ``k``, the loss rows and the rows both LPs share keep their values; a new row
@@ -692,7 +716,8 @@ def _newton(lp: ColumnBlockLP, fac: BlockFactorBase, p: _Point, r: _Residuals, r
 
 def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair, *,
                             time_limit: float | None = None, tol: float = TOL,
-                            max_iter: int = 200) -> tuple[np.ndarray, dict]:
+                            max_iter: int = 200, resources: BlockResources = BlockResources(),
+                            device: str | None = None) -> tuple[np.ndarray, dict]:
     """Solve the worst-case-loss LP over the pairs given by the column-block method.
 
     Parameters
@@ -706,6 +731,10 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     tol : float
         Relative gap and infeasibilities to stop at.
     max_iter : int
+    resources : BlockResources
+        Memory limits, device thresholds and the dissection's gain.
+    device : {"cpu", "gpu"} or None
+        Where the blocks are factored, as the caller's plan decided (None: :func:`block_device`).
 
     Returns
     -------
@@ -722,25 +751,25 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     Raises
     ------
     LPError
-        Too large for :data:`MAX_BLOCK_BYTES`, or no iterate within ``STALL_ACCEPT``.
+        Too large for ``resources.max_block_bytes``, or no iterate within ``STALL_ACCEPT``.
     LPTimeout
     """
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
-    device = _checked_device(n, "; use solver='hipo'")
+    device = _checked_device(n, "; use solver='hipo'", resources=resources, device=device)
     lp = ColumnBlockLP(D, pu, pv, eps_pair)
     tree = None
     if device == "cpu":
-        tree = nested_dissection(n, pu, pv)
-        if tree.flops() * DISSECTION_GAIN > float(n) ** 3:
+        tree = nested_dissection(n, pu, pv, leaf_size=resources.leaf_size)
+        if tree.flops() * resources.dissection_gain > float(n) ** 3:
             tree = None
     if tree is not None:
         # the points in the dissection's order, so that every node's parts are contiguous
         lp = lp.permuted(tree)
     # n factorisations of side n: on every core (n = 500: 3.0 ms per block on two threads, 5.1 ms
     # on one), although each is smaller than a "large" dense step of mdp.lp.dense
-    fac = _block_factor(lp, device, tree)
+    fac = _block_factor(lp, device, tree, resources=resources)
     M, stats = _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0)
     if tree is not None:
         M = M[np.ix_(tree.positions, tree.positions)]
@@ -748,20 +777,27 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     return M, stats
 
 
-def _checked_device(n: int, hint: str = "") -> str:
-    """:func:`block_device`, or the refusal of :func:`_too_large` (with ``hint``) where
-    neither device has the memory."""
-    device = block_device(n)
+def _checked_device(n: int, hint: str = "", *, resources: BlockResources = BlockResources(),
+                    device: str | None = None) -> str:
+    """``device`` (None: :func:`block_device`), or the refusal of :func:`_too_large` (with
+    ``hint``) where it does not have the memory (the GPU's is checked when its factor is
+    allocated, :func:`_block_factor`)."""
     if device is None:
-        raise _too_large(n, hint)
+        device = block_device(n, resources)
+    elif device == "cpu" and block_bytes(n) > block_byte_limit(resources):
+        device = None
+    if device is None:
+        raise _too_large(n, hint, resources)
     return device
 
 
-def _too_large(n: int, hint: str = "") -> LPError:
+def _too_large(n: int, hint: str = "", resources: BlockResources = BlockResources()) -> LPError:
     """The refusal when the packed block inverses exceed :func:`block_byte_limit`."""
+    limit = block_byte_limit(resources)
     return LPError(f"the column-block method keeps {block_bytes(n) / 2 ** 30:.3g} GiB of block "
-                   f"inverses at n = {n}, more than its limit of {block_byte_limit() / 2 ** 30:.3g} "
-                   f"GiB (MAX_BLOCK_BYTES, or {MEMORY_SHARE:g} of the memory available){hint}")
+                   f"inverses at n = {n}, more than its limit of {limit / 2 ** 30:.3g} "
+                   f"GiB (max_block_bytes, or {resources.memory_share:g} of the memory "
+                   f"available){hint}")
 
 
 def _solve(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: float | None,

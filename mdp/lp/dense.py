@@ -1,6 +1,6 @@
 r"""Dense Schur complements of the structured interior point methods, on the CPU or a GPU.
 
-The row-block interior point method of ConstOPTMech (:mod:`mdp.families.constopt_ipm`) spends
+The row-block interior point method of ConstOPTMech (:mod:`mdp.families.constopt.ipm`) spends
 almost all of an iteration on one dense step: with the linking matrix ``L`` (``2n x t``; rows
 ``u`` and ``n + u`` are matrix row ``u``'s loss and row-sum rows) and, per ``u``, the Cholesky
 factor ``R_u = [[a_u, b_u], [0, c_u]]`` of the ``2 x 2`` block ``M_u`` that couples them,
