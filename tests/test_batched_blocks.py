@@ -14,7 +14,7 @@ from mdp.errors import ParameterError
 from mdp.lp import LPError, dense
 from mdp.lp import batched_blocks as bb
 from mdp.lp import column_blocks as cb
-from mdp.lp._block_kernels import unpack_symmetric
+from mdp.lp.block_kernels import unpack_symmetric
 from mdp.lp.column_blocks import ColumnBlockLP, TripleBlockLP, solve_worst_case_triples
 from mdp.verification import certify
 
@@ -123,7 +123,7 @@ def _fake_gpu(monkeypatch, free_bytes=None):
     if free_bytes is not None:
         backend = dataclasses.replace(backend, free_bytes=lambda: free_bytes)
     monkeypatch.setattr(bb, "cupy_backend", lambda: backend)
-    monkeypatch.setattr(dense, "_cupy", lambda: object())       # gpu_available() -> True
+    monkeypatch.setattr(dense, "cupy_module", lambda: object())       # gpu_available() -> True
 
 
 @pytest.mark.parametrize("level", [0.05, 2.0])
@@ -164,7 +164,7 @@ def test_optmech_block_rounds_on_the_batched_path_are_exact_and_private(monkeypa
 
 def test_device_choice_and_memory_rules(monkeypatch):
     monkeypatch.delenv("MDP_DEVICE", raising=False)
-    monkeypatch.setattr(dense, "_cupy", lambda: None)
+    monkeypatch.setattr(dense, "cupy_module", lambda: None)
     gpu_from_n = cb.BlockResources().gpu_from_n
     assert cb.block_device(gpu_from_n) == "cpu"                   # no GPU
     monkeypatch.setenv("MDP_DEVICE", "gpu")

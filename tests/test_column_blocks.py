@@ -11,7 +11,7 @@ import mdp
 from mdp.families.spanner import SpannerTuning, greedy_spanner
 from mdp.lp import LPError, LPTimeout, progress
 from mdp.lp import column_blocks as cb
-from mdp.lp._block_kernels import fill_block_lower, unpack_symmetric
+from mdp.lp.block_kernels import fill_block_lower, unpack_symmetric
 from mdp.lp.column_blocks import ColumnBlockLP, lagrangian_bound, solve_worst_case_blocks
 from mdp.lp.worst_case import lagrangian_lower_bound, primal_rows
 from mdp.space import MetricSpace
@@ -272,7 +272,7 @@ def test_default_runs_blocks_once_when_every_solver_fails(monkeypatch):
 def test_batched_sums_of_packed_triangles(batch):
     """accumulate_packed adds a batch of packed lower triangles into the Schur complement's four
     packed sums, as dense algebra does."""
-    from mdp.lp._block_kernels import accumulate_packed, pack_lower, packed_size
+    from mdp.lp.block_kernels import accumulate_packed, pack_lower, packed_size
 
     rng = np.random.default_rng(batch)
     n = 7

@@ -227,7 +227,7 @@ def test_device_choice_reads_the_environment(monkeypatch):
 
 
 def test_forced_gpu_without_one_is_a_parameter_error(monkeypatch):
-    monkeypatch.setattr(dense, "_cupy", lambda: None)
+    monkeypatch.setattr(dense, "cupy_module", lambda: None)
     monkeypatch.setenv("MDP_DEVICE", "gpu")
     with pytest.raises(ParameterError, match="MDP_DEVICE=gpu"):
         schur_device(5000)

@@ -9,7 +9,7 @@ from test_column_blocks import SPACES, dense_blocks, solve_against_linprog, span
 
 from mdp.lp import LPError, set_threads
 from mdp.lp import column_blocks as cb
-from mdp.lp._block_kernels import unpack_symmetric
+from mdp.lp.block_kernels import unpack_symmetric
 from mdp.lp.column_blocks import ColumnBlockLP, solve_worst_case_blocks
 from mdp.lp.dissection import Dissection, nested_dissection
 from mdp.space import MetricSpace

@@ -10,7 +10,7 @@ r"""The LP engine: sparse models on HiGHS, lazy row generation, the worst-case-l
   separation, Lagrangian bound, full and lazy solves).
 * :mod:`mdp.lp.column_blocks` -- the worst-case-loss LP by an interior point method over its column
   blocks (SpannerMech's pairs, or OPTMech's row set per column), with
-  :mod:`mdp.lp.dissection`, :mod:`mdp.lp.batched_blocks` (GPU) and :mod:`mdp.lp._block_kernels`.
+  :mod:`mdp.lp.dissection`, :mod:`mdp.lp.batched_blocks` (GPU) and :mod:`mdp.lp.block_kernels`.
 * :mod:`mdp.lp.block_rounds` -- OPTMech's lazy row generation with each round solved by the
   column-block method.
 * :mod:`mdp.lp.conic` -- :func:`mdp.lp.conic.solve_clarabel`, an LP on Clarabel, the full

@@ -132,7 +132,7 @@ def blas_threads(dense_side: int) -> contextlib.AbstractContextManager:
 
 
 @functools.lru_cache(maxsize=1)
-def _cupy():
+def cupy_module():
     """The CuPy module when it imports and sees a CUDA device, else ``None``."""
     try:
         import cupy
@@ -146,7 +146,7 @@ def _cupy():
 
 def gpu_available() -> bool:
     """Whether CuPy is installed and sees a usable CUDA device."""
-    return _cupy() is not None
+    return cupy_module() is not None
 
 
 def schur_device(size: int) -> str:
@@ -466,7 +466,7 @@ class GPUSchur:
     device = "gpu"
 
     def __init__(self, L: np.ndarray, sparse: SparseColumns | None = None):
-        cp = _cupy()
+        cp = cupy_module()
         if cp is None:
             raise ParameterError("no usable CUDA device for GPUSchur (CuPy missing or no GPU)")
         self.cp = cp
