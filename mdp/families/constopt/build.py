@@ -34,7 +34,7 @@ from ...lp import (
 )
 from ...lp.build_report import BuildReport
 from ...lp.output import LOG_DOMAIN_C, private_candidate
-from ...lp.plan import AUTO, BLOCKS, Attempt
+from ...lp.plan import AUTO, BLOCKS, Attempt, tuning_param
 from ...params import Param
 from ...registry import register
 from ...space import MetricSpace
@@ -139,13 +139,6 @@ def _check_replacement(name: str, value):
     return value
 
 
-def _check_tuning(name: str, value):
-    if value is not None and not isinstance(value, ConstOPTTuning):
-        raise ParameterTypeError(f"{name} must be a ConstOPTTuning or None, got "
-                                 f"{type(value).__name__}")
-    return value
-
-
 PARAMS = {
     "r": Param("int", 10, low=1, help="free entries per row (1 <= r < n)"),
     "lam": Param("custom", (0.001, 0.1, 1.0), check=_check_lams,
@@ -168,8 +161,7 @@ PARAMS = {
     "gap": Param("float", None, low=0.0, high=1.0, high_open=True, allow_none=True,
                  help="certified relative gap: solve by the row-block interior point method and "
                       "stop within gap of a rigorous lower bound (None: exact, see solver)"),
-    "tuning": Param("custom", None, check=_check_tuning, allow_none=True,
-                    help="ConstOPTTuning: thresholds of the plan (None: defaults)"),
+    "tuning": tuning_param(ConstOPTTuning),
 }
 
 

@@ -39,13 +39,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...candidate import Candidate
-from ...errors import AccuracyWarning, ParameterTypeError
+from ...errors import AccuracyWarning
 from ...lp import SOLVERS, LPError, LPTimeout, explain_failures, get_threads, stochastic_rows
 from ...lp.block_rounds import gap_round_tol, solve_worst_case_lp_block_rounds
 from ...lp.build_report import BuildReport
 from ...lp.column_mix import least_loss_column_mix, lower_envelope
 from ...lp.output import LOG_DOMAIN_C, balanced_envelope, candidate_loss, private_candidate
-from ...lp.plan import AUTO, BLOCKS, Attempt
+from ...lp.plan import AUTO, BLOCKS, Attempt, tuning_param
 from ...lp.worst_case import max_privacy_violation, solve_worst_case_lp, solve_worst_case_lp_lazy
 from ...params import Param
 from ...registry import register
@@ -362,13 +362,6 @@ def _solve_over_coefficient_limits(solve, time_limit: float | None, rtol: float,
     return best, best_bound, lines, attempts
 
 
-def _check_tuning(name: str, value):
-    if value is not None and not isinstance(value, OptimalTuning):
-        raise ParameterTypeError(f"{name} must be an OptimalTuning or None, got "
-                                 f"{type(value).__name__}")
-    return value
-
-
 PARAMS = {
     "time_limit": Param("float", None, low=0.0, low_open=True, allow_none=True,
                         help="seconds for the LP work (None: no limit)"),
@@ -385,8 +378,7 @@ PARAMS = {
     "gap": Param("float", None, low=0.0, high=1.0, high_open=True, allow_none=True,
                  help="certified relative gap at which the row generation stops (None: exact, "
                       "<= 1e-6)"),
-    "tuning": Param("custom", None, check=_check_tuning, allow_none=True,
-                    help="OptimalTuning: thresholds of the plan and tolerances (None: defaults)"),
+    "tuning": tuning_param(OptimalTuning),
 }
 
 

@@ -161,33 +161,31 @@ def plan(space: MetricSpace, epsilon: float, *, method: str | None = AUTO,
     if solver == BLOCKS:
         device = block_device(n, tuning.resources)
         if device is None:
-            raise ParameterError(f"solver='blocks' needs memory for the block inverses at "
-                                 f"n = {n}, which neither the host nor a GPU has")
-        device_choice = Choice(device, "where the block inverses fit: MDP_DEVICE, "
-                                       f"gpu_from_n = {tuning.resources.gpu_from_n}")
+            # asked for by name: the method refuses for want of memory, the fallbacks follow
+            device_choice = Choice("cpu", "neither the host nor a GPU has the memory for the "
+                                          "block inverses: the attempt fails")
+        else:
+            device_choice = Choice(device, "where the block inverses fit: MDP_DEVICE, "
+                                           f"gpu_from_n = {tuning.resources.gpu_from_n}")
         finish = finish or tuning.finish_solver
         options.append(Choice(f"finish={finish}", "asked for" if finish != tuning.finish_solver
                               else "HiGHS's interior rounds from the rounds' nearly complete rows"))
         fallbacks.append(Fallback(f"HiGHS lazy finish ({finish}) from the rounds' rows",
                                   "the rounds stop short of the gap target"))
-        fallbacks += [Fallback(f"HiGHS lazy ({finish}), rows up to {c:g}",
-                               "the attempt before failed or its gap is above the target")
-                      for c in limits[1:]]
-        fallbacks.append(Fallback("the exponential mechanism",
-                                  "no attempt found an optimum, or rows were left out and the "
-                                  "gap stays above the target"))
+        later = f"HiGHS lazy ({finish})"
         what = ("row generation whose rounds are solved over column blocks"
                 if method_reason == "asked for" else method_reason)
         method_choice = Choice("lazy", what)
     else:
         device_choice = Choice("cpu", "HiGHS")
-        fallbacks += [Fallback(f"{method} ({solver}), rows up to {c:g}",
-                               "the attempt before failed or its gap is above the target")
-                      for c in limits[1:]]
-        fallbacks.append(Fallback("the exponential mechanism",
-                                  "no attempt found an optimum, or rows were left out and the "
-                                  "gap stays above the target"))
+        later = f"{method} ({solver})"
         method_choice = Choice(method, method_reason)
+    fallbacks += [Fallback(f"{later}, rows up to {c:g}",
+                           "the attempt before failed or its gap is above the target")
+                  for c in limits[1:]]
+    fallbacks.append(Fallback("the exponential mechanism",
+                              "no attempt found an optimum, or rows were left out and the gap "
+                              "stays above the target"))
     options.append(Choice(f"max_coefficient={limits[0]:g}",
                            "rows with larger coefficients are left out: a relaxation"))
     return Plan("OPTMech", method_choice, Choice(solver, solver_reason), device_choice,

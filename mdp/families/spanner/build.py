@@ -20,11 +20,10 @@ import time
 import numpy as np
 
 from ...candidate import Candidate
-from ...errors import ParameterTypeError
 from ...lp import SOLVERS, LPError, LPTimeout, explain_failures, get_threads, stochastic_rows
 from ...lp.build_report import BuildReport
 from ...lp.output import LOG_DOMAIN_C, candidate_loss, private_candidate
-from ...lp.plan import AUTO, BLOCKS, CLARABEL, Attempt
+from ...lp.plan import AUTO, BLOCKS, CLARABEL, Attempt, tuning_param
 from ...lp.worst_case import solve_worst_case_lp, solve_worst_case_lp_lazy
 from ...params import Param
 from ...registry import register
@@ -35,13 +34,6 @@ from .plan import plan
 from .tuning import SpannerTuning
 
 __all__ = ["build_spanner", "PARAMS"]
-
-
-def _check_tuning(name: str, value):
-    if value is not None and not isinstance(value, SpannerTuning):
-        raise ParameterTypeError(f"{name} must be a SpannerTuning or None, got "
-                                 f"{type(value).__name__}")
-    return value
 
 
 PARAMS = {
@@ -61,8 +53,7 @@ PARAMS = {
                   help="rows the lazy method generates: the spanner's 'edges', or every pair at "
                        "its spanner-path distance ('paths', the same LP); 'auto': paths when the "
                        "two-hop slack at eps/stretch is at most path_slack (with simplex rounds)"),
-    "tuning": Param("custom", None, check=_check_tuning, allow_none=True,
-                    help="SpannerTuning: thresholds of the plan and tolerances (None: defaults)"),
+    "tuning": tuning_param(SpannerTuning),
 }
 
 

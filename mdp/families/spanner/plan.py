@@ -155,10 +155,13 @@ def plan(space: MetricSpace, epsilon: float, *, stretch: float, edges: int,
                                                      "violations are repaired"))
         if full_solver == BLOCKS:
             dev = block_device(n, tuning.resources)
-            if dev is None and solver == BLOCKS:
-                dev = "cpu"     # the method itself refuses with the memory it needs
-            device = Choice(dev, f"where the block inverses fit: MDP_DEVICE, gpu_from_n = "
-                                 f"{tuning.resources.gpu_from_n}")
+            if dev is None:
+                # asked for by name: the method refuses for want of memory, the fallbacks follow
+                device = Choice("cpu", "neither the host nor a GPU has the memory for the block "
+                                       "inverses: the attempt fails")
+            else:
+                device = Choice(dev, f"where the block inverses fit: MDP_DEVICE, gpu_from_n = "
+                                     f"{tuning.resources.gpu_from_n}")
         if not crossover:
             chain = [] if full_solver != BLOCKS else [
                 Fallback("HiPO without crossover, with the time left",
