@@ -1,6 +1,6 @@
 """BLAS threads of the row-block interior point method: seconds per iteration against the thread count.
 
-The dense step of ConstOPTMech's row-block method (:mod:`mdp.families.constopt_ipm`) factorises an
+The dense step of ConstOPTMech's row-block method (:mod:`mdp.families.constopt.ipm`) factorises an
 ``(n + 1)``-square matrix per iteration. :func:`mdp.lp.dense.blas_threads` runs its BLAS on
 :func:`mdp.lp.dense.default_blas_threads` threads: the physical cores, at most
 ``MAX_BLAS_THREADS``, less one below a dense side of ``SERIAL_BLAS_BELOW``. This benchmark
@@ -31,7 +31,7 @@ import pandas as pd
 import mdp.lp
 from mdp.errors import SolverError
 from mdp.families.constopt import nn_replacement
-from mdp.families.constopt_ipm import ConstOptLP, solve_row_block_ipm
+from mdp.families.constopt.ipm import ConstOptLP, solve_row_block_ipm
 from mdp.lp import dense
 
 

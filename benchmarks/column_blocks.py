@@ -38,7 +38,7 @@ from scipy.linalg import lapack
 
 from mdp.families.spanner import greedy_spanner
 from mdp.io import shared_data_dir
-from mdp.lp._block_kernels import (
+from mdp.lp.block_kernels import (
     accumulate_packed,
     fill_block_lower,
     pack_lower,

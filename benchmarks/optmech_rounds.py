@@ -3,7 +3,7 @@
 Builds OPTMech (``mdp.build("optimal", ...)``, so the time includes the certification) on one of
 the experiments' spaces (``experiments.spaces``: ``fasttext-200``, ``geolife-200``, ...) at each
 epsilon, once per pair-closure rule of the rounds (``mdp.lp.block_rounds``): ``gated`` (the
-default: after ``CLOSURE_AFTER`` flat tight rounds), ``first`` (from the first tight round, the
+default: after ``closure_after`` flat tight rounds), ``first`` (from the first tight round, the
 rule measured against it) and ``off``; the rules run one after the other in one process, for
 side-by-side ratios. Prints each tight round (rows, rows added, closure rows, certified gap,
 seconds) and a summary table.
@@ -25,26 +25,25 @@ import pandas as pd
 
 import mdp
 from experiments.spaces import experiment_space, fingerprint
+from mdp.families.optimal import OptimalTuning
 from mdp.lp import LPTimeout
-from mdp.lp import block_rounds as br
+from mdp.lp.block_rounds import BlockRoundsTuning
 
-#: ``CLOSURE_AFTER`` per rule (None: the module's); "off": never reached
+#: ``closure_after`` per rule (None: the default); "off": never reached
 RULES = {"gated": None, "first": 0, "off": 10**9}
 
 
 def build(space, eps: float, rule: str, time_limit: float) -> dict:
-    saved = br.CLOSURE_AFTER
-    if RULES[rule] is not None:
-        br.CLOSURE_AFTER = RULES[rule]
+    rounds = (BlockRoundsTuning() if RULES[rule] is None
+              else BlockRoundsTuning(closure_after=RULES[rule]))
     t0 = time.perf_counter()
     try:
-        st = mdp.build("optimal", space, eps, time_limit=time_limit).stats
+        st = mdp.build("optimal", space, eps, time_limit=time_limit,
+                       tuning=OptimalTuning(rounds=rounds)).stats
         out = {"status": "ok", "loss": st["loss"], "certified_gap": st["relative_gap"],
                "end": st.get("finish_error") or st.get("certified_by") or "rounds"}
     except LPTimeout as exc:
         st, out = {}, {"status": "timeout", "end": str(exc)[:60]}
-    finally:
-        br.CLOSURE_AFTER = saved
     out["seconds"] = time.perf_counter() - t0
     trace = st.get("block_round_trace", st.get("round_trace", []))
     for t in trace:

@@ -76,6 +76,13 @@ def cmd_build(args) -> int:
         mech = build(args.mechanism, space, args.epsilon, rng=args.seed, **params)
     mech.save(args.output)
     print(repr(mech))
+    if args.verbose:
+        report = mech.report
+        if report is None:
+            print("(no build plan: this family solves no LP)")
+        else:
+            for line in report.describe():
+                print(line)
     print(f"saved to {args.output}")
     return 0
 
@@ -204,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="mechanism file to write (.npz)")
     p.add_argument("--no-progress", action="store_true",
                    help="no LP progress line (it is shown only when stderr is a terminal)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print the build's plan (method, solver, device, fallbacks, each with "
+                        "its reason) and every attempt")
     p.add_argument("--threads", type=_positive_int, default=None,
                    help="threads of the LP solver HiGHS and of the row-block method's BLAS "
                         "(default: HiGHS's, half the cores; BLAS by the physical cores and the dense "

@@ -90,6 +90,10 @@ class Mechanism:
     #: Kind of guarantee: "matrix" (certified on the matrix) or "analytic" (a theorem).
     guarantee = "matrix"
 
+    #: The typed build report of an LP family's build (:class:`mdp.lp.build_report.BuildReport`,
+    #: with the plan taken and every attempt), or None (other families, loaded mechanisms).
+    report = None
+
     def __init__(self, matrix, space: MetricSpace, epsilon: float, name: str = "custom",
                  params: dict | None = None, stats: dict | None = None, *, log_matrix=None,
                  repair: bool = True):

@@ -223,6 +223,11 @@ def build(name: str, space: MetricSpace, epsilon: float, *, rng=None, **params) 
     if not isinstance(out, Candidate):
         raise TypeError(f"builder of {name!r} returned {type(out).__name__}, not a Candidate")
     stats = {**out.stats, "build_seconds": build_seconds}
-    return entry.mechanism_class(out.matrix, space, epsilon,
+    mech = entry.mechanism_class(out.matrix, space, epsilon,
                                  name=name, params=resolved, stats=stats,
                                  log_matrix=out.log_matrix)
+    # a typed build report (mdp.lp.build_report.BuildReport) gets the certification's outcome
+    certified = getattr(out.stats, "certified", None)
+    if certified is not None:
+        mech.report = certified(mech.stats.get("privacy"), build_seconds)
+    return mech

@@ -110,8 +110,8 @@ def test_two_scale_space_spans_decades_and_needs_the_log_domain():
 
 
 def test_solver_failure_falls_back_to_exponential_and_says_why(monkeypatch):
-    import mdp.families.optimal as opt
-    import mdp.families.spanner as span
+    import mdp.families.optimal.build as opt
+    import mdp.families.spanner.build as span
 
     def fail(*args, **kwargs):
         raise SolverError("model status 'Unknown'")

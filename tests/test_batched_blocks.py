@@ -14,7 +14,7 @@ from mdp.errors import ParameterError
 from mdp.lp import LPError, dense
 from mdp.lp import batched_blocks as bb
 from mdp.lp import column_blocks as cb
-from mdp.lp._block_kernels import unpack_symmetric
+from mdp.lp.block_kernels import unpack_symmetric
 from mdp.lp.column_blocks import ColumnBlockLP, TripleBlockLP, solve_worst_case_triples
 from mdp.verification import certify
 
@@ -123,7 +123,7 @@ def _fake_gpu(monkeypatch, free_bytes=None):
     if free_bytes is not None:
         backend = dataclasses.replace(backend, free_bytes=lambda: free_bytes)
     monkeypatch.setattr(bb, "cupy_backend", lambda: backend)
-    monkeypatch.setattr(dense, "_cupy", lambda: object())       # gpu_available() -> True
+    monkeypatch.setattr(dense, "cupy_module", lambda: object())       # gpu_available() -> True
 
 
 @pytest.mark.parametrize("level", [0.05, 2.0])
@@ -156,7 +156,7 @@ def test_optmech_block_rounds_on_the_batched_path_are_exact_and_private(monkeypa
     ref, _ = optimal_loss_linprog(space.distances, 1.5)
     mech = mdp.build("optimal", space, 1.5, method="blocks")
     st = mech.stats
-    assert st["device"] == "numpy" and st["method"] == "blocks"
+    assert st["device"] == "numpy" and st["plan"]["solver"] == "blocks"
     assert st["lower_bound"] <= ref * (1 + 3e-7) and st["loss"] >= ref * (1 - 3e-7)
     assert st["loss"] == pytest.approx(ref, rel=1.1e-6)
     certify(mech.matrix, space.distances, 1.5, repair=False)
@@ -164,13 +164,14 @@ def test_optmech_block_rounds_on_the_batched_path_are_exact_and_private(monkeypa
 
 def test_device_choice_and_memory_rules(monkeypatch):
     monkeypatch.delenv("MDP_DEVICE", raising=False)
-    monkeypatch.setattr(dense, "_cupy", lambda: None)
-    assert cb.block_device(cb.GPU_BLOCKS_FROM_N) == "cpu"         # no GPU
+    monkeypatch.setattr(dense, "cupy_module", lambda: None)
+    gpu_from_n = cb.BlockResources().gpu_from_n
+    assert cb.block_device(gpu_from_n) == "cpu"                   # no GPU
     monkeypatch.setenv("MDP_DEVICE", "gpu")
     with pytest.raises(ParameterError, match="MDP_DEVICE=gpu"):
         cb.block_device(20)
-    # a GPU with 8 n^3 bytes and a chunk free takes n from GPU_BLOCKS_FROM_N under "auto"
-    n = cb.GPU_BLOCKS_FROM_N
+    # a GPU with 8 n^3 bytes and a chunk free takes n from gpu_from_n under "auto"
+    n = gpu_from_n
     _fake_gpu(monkeypatch, free_bytes=int(bb.batched_bytes(n) / bb.GPU_MEMORY_SHARE) + 1)
     monkeypatch.setenv("MDP_DEVICE", "auto")
     assert cb.block_device(n) == "gpu"
@@ -180,9 +181,9 @@ def test_device_choice_and_memory_rules(monkeypatch):
     assert cb.block_device(n) == "cpu"
     # on neither device: None, and the method refuses with the sizes
     monkeypatch.setenv("MDP_DEVICE", "auto")
-    monkeypatch.setattr(cb, "MAX_BLOCK_BYTES", cb.block_bytes(n))
-    assert cb.block_device(n + 10) is None and not cb.fits_in_memory(n + 10)
-    assert cb.fits_in_memory(n)
+    tight = cb.BlockResources(max_block_bytes=cb.block_bytes(n))
+    assert cb.block_device(n + 10, tight) is None and not cb.fits_in_memory(n + 10, tight)
+    assert cb.fits_in_memory(n, tight)
 
 
 def test_short_device_memory_falls_back_to_the_cpu(monkeypatch):
@@ -194,9 +195,8 @@ def test_short_device_memory_falls_back_to_the_cpu(monkeypatch):
     with pytest.raises(MemoryError, match="GiB"):
         bb.BatchedBlockFactor(lp, bb.cupy_backend())
     assert cb._block_factor(lp, "gpu").device == "cpu"
-    monkeypatch.setattr(cb, "MAX_BLOCK_BYTES", 10)
     with pytest.raises(LPError, match="GPU memory"):
-        cb._block_factor(lp, "gpu")
+        cb._block_factor(lp, "gpu", resources=cb.BlockResources(max_block_bytes=10))
 
 
 def test_chunk_sizes():

@@ -1,7 +1,8 @@
-"""OPTMech by row generation over column blocks (mdp.lp.block_rounds, method="blocks") against
+"""OPTMech by row generation over column blocks (mdp.lp.block_rounds, solver="blocks") against
 the textbook LP solved by SciPy's HiGHS, and the per-column row sets (TripleBlockLP)."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,6 +14,8 @@ from test_column_blocks import grid
 import mdp
 from mdp.errors import ParameterError
 from mdp.families import optimal as opt
+from mdp.families.optimal import OptimalTuning
+from mdp.families.optimal import build as opt_build
 from mdp.lp import LPError, progress
 from mdp.lp import block_rounds as br
 from mdp.lp import column_blocks as cb
@@ -20,6 +23,11 @@ from mdp.lp.column_blocks import TripleBlockLP, lagrangian_bound, solve_worst_ca
 from mdp.lp.worst_case import initial_triples, privacy_rows, separate
 from mdp.space import MetricSpace
 from mdp.verification import certify
+
+TUNING = br.BlockRoundsTuning()
+OPT_TUNING = OptimalTuning()
+#: the rounds cannot certify the exact target: HiGHS finishes
+EXACTER = OptimalTuning(retry_rtol=1e-13)
 
 SPACES = [MetricSpace.from_points(np.random.default_rng(s).random((n, 2)) * 5)
           for s, n in ((4, 10), (5, 16))] + [grid(4),
@@ -117,12 +125,12 @@ def test_rounds_bound_the_full_optimum(space, eps):
     assert stats["lower_bound"] >= ref - 2e-5 * (1 + ref)
     # every row of the full LP is met to the tight rounds' separation tolerance (rand16 at 0.5
     # ended at 5.6e-10 when they separated at SEPARATION_TOL, 1e-8)
-    assert br.TIGHT_SEPARATION_TOL <= 1e-10
-    assert stats["final_violation"] <= br.TIGHT_SEPARATION_TOL
+    assert TUNING.tight_separation_tol <= 1e-10
+    assert stats["final_violation"] <= TUNING.tight_separation_tol
     K = np.exp(-eps * D)
     V = K[:, :, None] * M[:, None, :] - M[None, :, :]
     V[np.arange(n), np.arange(n)] = -np.inf
-    assert V.max() <= br.TIGHT_SEPARATION_TOL
+    assert V.max() <= TUNING.tight_separation_tol
     # the rows only grow, starting from the starting rows
     start = initial_triples(D, allowed, 2)
     assert stats["round_trace"][0]["rows"] == len(start[0])
@@ -168,7 +176,7 @@ def test_iterate_test_runs_on_each_tenfold_closer_iterate_and_keeps_the_best_bou
     test = br.IterateTest(stop, bound=1.0, below=1e-3)
     assert not test(_FakeIterate(2e-3, 5.0)) and seen == []          # above test_from
     assert not test(_FakeIterate(8e-4, 0.5)) and seen == [1.0]       # the rounds' bound stands
-    assert test.below == pytest.approx(8e-4 / br.TEST_STEP)
+    assert test.below == pytest.approx(8e-4 / TUNING.test_step)
     assert not test(_FakeIterate(1e-4, 1.5)) and seen == [1.0]       # not yet 10x closer
     assert test(_FakeIterate(5e-5, 2.5)) and seen == [1.0, 2.5]
     assert test.accepted and test.loss == 7.0 and test.bound == 2.5 and test.tests == 2
@@ -188,8 +196,8 @@ def test_gap_rounds_stop_at_the_first_iterate_that_certifies(name, space, eps, g
     kept = {}
 
     def stop(M, bound):
-        R, log, _ = opt._near_optimal_candidate(M, D, eps)
-        loss = opt.candidate_loss(R, D, log)
+        R, log, _ = opt_build._near_optimal_candidate(M, D, eps)
+        loss = opt_build.candidate_loss(R, D, log)
         kept.update(M=M, R=R, loss=loss)
         return loss - bound <= gap * loss, loss
 
@@ -200,7 +208,7 @@ def test_gap_rounds_stop_at_the_first_iterate_that_certifies(name, space, eps, g
     for warm, test_from in ((False, None), (False, gap), (True, gap)):
         M, state, stats = br.solve_worst_case_lp_block_rounds(
             D, allowed, eps, stop=stop, tight_tol=gap / 100, test_from=test_from,
-            warm_start=warm)
+            tuning=br.BlockRoundsTuning(warm_start=warm))
         assert state.stopped
         runs[warm, test_from] = stats["ipm_iterations"]
         if test_from is None:
@@ -226,15 +234,15 @@ def test_tight_rounds_of_exact_builds_separate_finer(monkeypatch, gap):
     st = mdp.build("optimal", SPACES[1], 0.5, method="blocks", gap=gap).stats
     phases = [t["phase"] for t in st.get("block_round_trace", st["round_trace"])]
     assert "tight" in phases and len(seen) == len(phases)
-    fine = br.TIGHT_SEPARATION_TOL if gap is None else br.SEPARATION_TOL
-    assert seen == [fine if p == "tight" else br.SEPARATION_TOL for p in phases]
+    fine = TUNING.tight_separation_tol if gap is None else TUNING.separation_tol
+    assert seen == [fine if p == "tight" else TUNING.separation_tol for p in phases]
 
 
 def test_gap_round_tolerance():
     assert br.gap_round_tol(1e-3) == pytest.approx(1e-4)
     assert br.gap_round_tol(1e-5) == pytest.approx(1e-6)
     assert br.gap_round_tol(0.5) == 1e-4
-    assert br.gap_round_tol(1e-9) == br.TIGHT_TOL
+    assert br.gap_round_tol(1e-9) == TUNING.tight_tol
 
 
 def test_state_adds_only_new_rows():
@@ -305,7 +313,7 @@ def test_state_returns_the_pairs_violated_again():
 
 def test_pair_closure_fires_on_recurring_pairs_and_keeps_the_rounds_exact(monkeypatch):
     """Tight rounds whose violations recur on the same pairs; the closure from the first of
-    them (``CLOSURE_AFTER`` = 0); the full LP's optimum bounded and every row met as before."""
+    them (``closure_after`` = 0); the full LP's optimum bounded and every row met as before."""
     space = MetricSpace.from_points(np.random.default_rng(12).random((24, 2)) * 5)
     D, eps = space.distances, 4.0
     n = D.shape[0]
@@ -314,14 +322,15 @@ def test_pair_closure_fires_on_recurring_pairs_and_keeps_the_rounds_exact(monkey
     # gated: no stop test, so no certified gap, so never three flat rounds: no closure
     _, plain_state, plain = br.solve_worst_case_lp_block_rounds(D, allowed, eps, knn=2)
     assert plain["closure_rows"] == 0 and len(plain_state.violated_pairs) > 0
-    monkeypatch.setattr(br, "CLOSURE_AFTER", 0)
-    M, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, eps, knn=2)
+    M, state, stats = br.solve_worst_case_lp_block_rounds(
+        D, allowed, eps, knn=2, tuning=br.BlockRoundsTuning(closure_after=0))
     assert stats["closure_rows"] > 0
     assert stats["closure_rows"] == sum(t["closure"] for t in stats["round_trace"])
-    assert state.exhausted and stats["final_violation"] <= br.TIGHT_SEPARATION_TOL
+    assert state.exhausted and stats["final_violation"] <= TUNING.tight_separation_tol
     for st in (stats, plain):
         assert ref - 2e-5 * (1 + ref) <= st["lower_bound"] <= ref * (1 + 3e-7)
-    _, _, off = br.solve_worst_case_lp_block_rounds(D, allowed, eps, knn=2, closure_margin=None)
+    _, _, off = br.solve_worst_case_lp_block_rounds(
+        D, allowed, eps, knn=2, tuning=br.BlockRoundsTuning(closure_margin=None))
     assert off["closure_rows"] == 0 and off["rounds"] == plain["rounds"]
 
 
@@ -337,7 +346,7 @@ def test_state_counts_tight_rounds_without_a_falling_gap():
     assert state.rounds_since_progress == 0
 
 
-def test_rounds_end_when_tight_rounds_stall(monkeypatch):
+def test_rounds_end_when_tight_rounds_stall():
     space = SPACES[1]
     D, eps = space.distances, 4.0
     n = D.shape[0]
@@ -348,14 +357,14 @@ def test_rounds_end_when_tight_rounds_stall(monkeypatch):
         return False, 2.0 * bound
 
     # cold rounds: the round counts below are theirs
-    M, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, eps, stop=never,
-                                                          warm_start=False)
+    cold = br.BlockRoundsTuning(warm_start=False)
+    M, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, eps, stop=never, tuning=cold)
     tight = [t for t in stats["round_trace"] if t["phase"] == "tight"]
     assert stats["rounds_ended"] == "no row violated" and len(tight) == 3 and not state.stalled
-    monkeypatch.setattr(br, "STALL_ROUNDS", 1)
-    monkeypatch.setattr(br, "STALL_FACTOR", 1e9)     # the rows added never count as progress
+    # the rows added never count as progress
+    stalling = br.BlockRoundsTuning(warm_start=False, stall_rounds=1, stall_factor=1e9)
     M, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, eps, stop=never,
-                                                          warm_start=False)
+                                                          tuning=stalling)
     tight = [t for t in stats["round_trace"] if t["phase"] == "tight"]
     assert stats["rounds_ended"] == "stalled" and state.stalled and not state.exhausted
     assert len(tight) == 2 and tight[-1]["added"] > 0
@@ -368,8 +377,9 @@ def test_optmech_by_blocks_is_exact_and_private(space, eps):
     ref, _ = optimal_loss_linprog(space.distances, eps)
     mech = mdp.build("optimal", space, eps, method="blocks")
     st = mech.stats
-    assert st["method"] == "blocks"
-    assert st["relative_gap"] <= opt.RETRY_RTOL
+    assert st["method"] == "lazy" and st["plan"]["solver"] == "blocks"
+    assert mech.report.plan.solver.value == "blocks"
+    assert st["relative_gap"] <= OPT_TUNING.retry_rtol
     # the textbook LP through SciPy is accurate to HiGHS's tolerances (1e-7 to 3e-7 relative here)
     assert st["lower_bound"] <= ref * (1 + 3e-7)
     assert st["loss"] >= ref * (1 - 3e-7)
@@ -379,12 +389,11 @@ def test_optmech_by_blocks_is_exact_and_private(space, eps):
     certify(mech.matrix, space.distances, eps, repair=False)
 
 
-def test_blocks_finish_with_highs_where_their_plateau_cannot_certify(monkeypatch):
+def test_blocks_finish_with_highs_where_their_plateau_cannot_certify():
     space = SPACES[1]
     eps = 0.5
     ref, _ = optimal_loss_linprog(space.distances, eps)
-    monkeypatch.setattr(opt, "RETRY_RTOL", 1e-13)
-    st = mdp.build("optimal", space, eps, method="blocks").stats
+    st = mdp.build("optimal", space, eps, method="blocks", tuning=EXACTER).stats
     assert st["block_rounds"] >= 1
     assert "lazy row generation" in st["formulation"]
     assert st["closure_rows"] == sum(t["closure"] for t in st["block_round_trace"])
@@ -396,29 +405,30 @@ def test_blocks_keep_their_own_result_when_the_highs_finish_fails(monkeypatch):
     space = SPACES[1]
     eps = 0.5
     ref, _ = optimal_loss_linprog(space.distances, eps)
-    monkeypatch.setattr(opt, "RETRY_RTOL", 1e-13)      # the rounds cannot certify: HiGHS finishes
-
     def failing(*args, **kwargs):
-        raise opt.LPError("Unknown model status")
+        raise LPError("Unknown model status")
 
-    monkeypatch.setattr(opt, "solve_worst_case_lp_lazy", failing)
+    monkeypatch.setattr(opt_build, "solve_worst_case_lp_lazy", failing)
     with pytest.warns(mdp.AccuracyWarning, match="Unknown model status"):
-        mech = mdp.build("optimal", space, eps, method="blocks")
+        # the rounds cannot certify: HiGHS finishes
+        mech = mdp.build("optimal", space, eps, method="blocks", tuning=EXACTER)
     st = mech.stats
     assert "Unknown model status" in st["finish_error"] and not st["target_met"]
     assert st["rounds"] >= 1 and "column blocks" in st["formulation"]
     # every later attempt (HiGHS at lower coefficient limits) failed too
-    assert sum("Unknown model status" in a for a in st["attempts"]) == len(opt.MAX_COEFFICIENTS) - 1
+    assert (sum("Unknown model status" in a for a in st["attempts"])
+            == len(OPT_TUNING.max_coefficients) - 1)
+    assert [a.outcome for a in mech.report.attempts] == ["ok", "failed", "failed"]
     assert st["loss"] == pytest.approx(ref, rel=2e-6)
     assert st["loss"] >= ref * (1 - 3e-7) and st["lower_bound"] <= ref * (1 + 3e-7)
     certify(mech.matrix, space.distances, eps, repair=False)
 
     def timing_out(*args, **kwargs):
-        raise opt.LPTimeout("LP time limit reached")
+        raise mdp.lp.LPTimeout("LP time limit reached")
 
-    monkeypatch.setattr(opt, "solve_worst_case_lp_lazy", timing_out)
+    monkeypatch.setattr(opt_build, "solve_worst_case_lp_lazy", timing_out)
     with pytest.raises(mdp.errors.SolverTimeout):
-        mdp.build("optimal", space, eps, method="blocks")
+        mdp.build("optimal", space, eps, method="blocks", tuning=EXACTER)
 
 
 def test_blocks_certify_an_earlier_round_by_a_later_bound_without_a_finish(monkeypatch):
@@ -434,13 +444,13 @@ def test_blocks_certify_an_earlier_round_by_a_later_bound_without_a_finish(monke
     def finish(*args, **kwargs):
         raise AssertionError("HiGHS's finish ran although the rounds were certified")
 
-    monkeypatch.setattr(opt, "solve_worst_case_lp_block_rounds", never_accept)
-    monkeypatch.setattr(opt, "solve_worst_case_lp_lazy", finish)
+    monkeypatch.setattr(opt_build, "solve_worst_case_lp_block_rounds", never_accept)
+    monkeypatch.setattr(opt_build, "solve_worst_case_lp_lazy", finish)
     mech = mdp.build("optimal", space, eps, method="blocks")
     st = mech.stats
     assert st["rounds_ended"] == "no row violated" and "finish_error" not in st
     assert st["certified_by"] == "an earlier round's matrix and the best bound"
-    assert st["relative_gap"] <= opt.RETRY_RTOL
+    assert st["relative_gap"] <= OPT_TUNING.retry_rtol
     assert st["loss"] == pytest.approx(ref, rel=1.1e-6)
     trace = st.get("block_round_trace", st["round_trace"])
     assert st["closure_rows"] == sum(t["closure"] for t in trace)
@@ -455,21 +465,19 @@ def test_blocks_give_highs_a_bounded_finish_near_their_plateau(monkeypatch, outc
     space = SPACES[1]
     eps = 0.5
     ref, _ = optimal_loss_linprog(space.distances, eps)
-    monkeypatch.setattr(opt, "RETRY_RTOL", 1e-13)      # the rounds cannot certify: HiGHS finishes
-    monkeypatch.setattr(opt, "FINISH_NEAR", 1e12)      # ... and they count as near the target
-    monkeypatch.setattr(opt, "FINISH_TIME_FACTOR", 0.0)
-    monkeypatch.setattr(opt, "FINISH_MIN_SECONDS", 5.0)
+    # the rounds cannot certify: HiGHS finishes, and they count as near the target
+    near = replace(EXACTER, finish_near=1e12, finish_time_factor=0.0, finish_min_seconds=5.0)
     calls = []
 
     def finish(*args, time_limit=None, max_coefficient=None, **kwargs):
         calls.append((time_limit, max_coefficient))
         if outcome == "fails":
-            raise opt.LPError("Unknown model status")
-        raise opt.LPTimeout("LP time limit reached")
+            raise LPError("Unknown model status")
+        raise mdp.lp.LPTimeout("LP time limit reached")
 
-    monkeypatch.setattr(opt, "solve_worst_case_lp_lazy", finish)
+    monkeypatch.setattr(opt_build, "solve_worst_case_lp_lazy", finish)
     with pytest.warns(mdp.AccuracyWarning, match=r"exact \(gap <= 1e-13\)"):
-        mech = mdp.build("optimal", space, eps, method="blocks")
+        mech = mdp.build("optimal", space, eps, method="blocks", tuning=near)
     st = mech.stats
     assert not st["target_met"]
     assert calls == [(5.0, None)]                       # the finish only, no coefficient limit
@@ -480,9 +488,9 @@ def test_blocks_give_highs_a_bounded_finish_near_their_plateau(monkeypatch, outc
     certify(mech.matrix, space.distances, eps, repair=False)
     if outcome == "runs out":
         # the caller's own time limit, shorter than the finish's budget, still ends the build
-        monkeypatch.setattr(opt, "FINISH_MIN_SECONDS", 1e7)
         with pytest.raises(mdp.errors.SolverTimeout):
-            mdp.build("optimal", space, eps, method="blocks", time_limit=1e6)
+            mdp.build("optimal", space, eps, method="blocks", time_limit=1e6,
+                      tuning=replace(near, finish_min_seconds=1e7))
         assert calls[-1][0] < 1e6
 
 
@@ -499,18 +507,20 @@ def test_blocks_gap_mode_is_certified(gap):
 
 
 def test_default_method_and_the_limits_of_highs(monkeypatch):
-    small = MetricSpace.from_points(np.random.default_rng(0).random((opt.BLOCKS_MIN_N - 1, 2)))
-    big = MetricSpace.from_points(np.random.default_rng(0).random((opt.BLOCKS_MIN_N, 2)))
+    small = MetricSpace.from_points(
+        np.random.default_rng(0).random((OPT_TUNING.blocks_min_n - 1, 2)))
+    big = MetricSpace.from_points(np.random.default_rng(0).random((OPT_TUNING.blocks_min_n, 2)))
     assert opt.default_method(small) == "lazy"
     assert opt.default_method(big) == "blocks"
-    from mdp.lp import column_blocks
+    assert opt.plan(big, 1.0).solver.value == "blocks"
+    assert opt.plan(small, 1.0).solver.value == "simplex"
 
     monkeypatch.setenv("MDP_DEVICE", "cpu")
-    monkeypatch.setattr(column_blocks, "block_byte_limit", lambda: 0)
-    assert opt.default_method(big) == "lazy"
+    no_memory = cb.BlockResources(max_block_bytes=0)
+    assert opt.default_method(big, OptimalTuning(resources=no_memory)) == "lazy"
     with pytest.raises(mdp.lp.LPError, match="GiB of block inverses at n = 16"):
         solve_worst_case_triples(SPACES[1].distances, *random_triples(16, np.random.default_rng(0)),
-                                 1.0)
+                                 1.0, resources=no_memory)
     many = MetricSpace.from_points(np.random.default_rng(0).random((opt.HIGHS_MAX_N + 1, 2)))
     with pytest.raises(ParameterError, match="method='lazy' is limited to n <= 250"):
         mdp.build("optimal", many, 1.0, method="lazy")
@@ -582,7 +592,7 @@ def test_a_warm_round_reaches_the_same_optimum_in_fewer_iterations():
     M, first = solve_worst_case_triples(D, u, v, w, eps, tol=1e-2, keep_gap=0.5)
     warm = first["warm_start"]
     assert not first["warm"] and isinstance(warm, cb.WarmStart)
-    su, sv, sw, _ = separate(M, D, eps, allowed, br.SEPARATION_TOL)
+    su, sv, sw, _ = separate(M, D, eps, allowed, TUNING.separation_tol)
     assert len(su) > 0
     u, v, w = np.r_[u, su], np.r_[v, sv], np.r_[w, sw]
     ref = triples_optimum(D, eps, u, v, w)
@@ -623,7 +633,8 @@ def test_warm_rounds_take_fewer_iterations_to_the_same_bound():
         ref, _ = optimal_loss_linprog(D, eps)
         allowed = ~np.eye(n, dtype=bool)
         for warm in (True, False):
-            _, state, stats = br.solve_worst_case_lp_block_rounds(D, allowed, eps, warm_start=warm)
+            _, state, stats = br.solve_worst_case_lp_block_rounds(
+                D, allowed, eps, tuning=br.BlockRoundsTuning(warm_start=warm))
             assert state.exhausted
             assert ref - 2e-5 * (1 + ref) <= stats["lower_bound"] <= ref * (1 + 3e-7)
             assert [t["warm"] for t in state.trace] == [False] + [warm] * (state.rounds - 1)

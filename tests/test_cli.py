@@ -218,3 +218,23 @@ def test_build_progress_from_inside_one_highs_solve(tmp_path, capsys, monkeypatc
     gaps = [float(g) for g in re.findall(
         r"LP solve 1 \(blocks\), iteration \d+: [\d,]+ rows, gap ([\d.e+-]+) \(iterate's\), \d+ s", e)]
     assert len(gaps) > 10 and gaps[-1] < 1e-4 < gaps[0]
+
+
+def test_build_verbose_prints_the_plan_and_every_attempt(tmp_path, capsys):
+    pts = tmp_path / "pts.csv"
+    pd.DataFrame({"x": [0, 1, 2, 3, 0.5, 2.5], "y": [0, 1, 0, 1, 2, 2.0]}).to_csv(pts, index=False)
+    args = ["build", "--space", str(pts), "--mechanism", "optimal", "--epsilon", "1",
+            "--param", "solver=simplex", "-o", str(tmp_path / "a.npz"), "-v"]
+    code, o, e = run(args, capsys)
+    assert code == 0, e
+    lines = o.splitlines()
+    plan = next(i for i, line in enumerate(lines) if line.startswith("plan: OPTMech: method lazy"))
+    assert lines[plan + 1].strip().startswith("solver simplex (asked for)")
+    assert any(line.startswith("  fallback 1: lazy (simplex), rows up to 1e+07") for line in lines)
+    assert any(re.match(r"attempt 1: lazy on HiGHS \(simplex\), rows up to 1e\+12: ok, ", line)
+               for line in lines)
+    assert any(line.startswith("loss ") and "relative gap" in line for line in lines)
+    # families that solve no LP have no plan to print
+    code, o, e = run(["build", "--space", str(pts), "--mechanism", "exponential", "--epsilon",
+                      "1", "-o", str(tmp_path / "b.npz"), "-v"], capsys)
+    assert code == 0 and "no build plan" in o

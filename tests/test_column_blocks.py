@@ -8,10 +8,10 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 import mdp
-from mdp.families.spanner import greedy_spanner
+from mdp.families.spanner import SpannerTuning, greedy_spanner
 from mdp.lp import LPError, LPTimeout, progress
 from mdp.lp import column_blocks as cb
-from mdp.lp._block_kernels import fill_block_lower, unpack_symmetric
+from mdp.lp.block_kernels import fill_block_lower, unpack_symmetric
 from mdp.lp.column_blocks import ColumnBlockLP, lagrangian_bound, solve_worst_case_blocks
 from mdp.lp.worst_case import lagrangian_lower_bound, primal_rows
 from mdp.space import MetricSpace
@@ -57,13 +57,13 @@ SPACES = [MetricSpace.from_points(np.random.default_rng(s).random((n, 2)) * 5)
           for s, n in ((1, 12), (2, 20), (3, 25))] + [grid(4), grid(5)]
 
 
-def solve_against_linprog(D, pu, pv, level):
+def solve_against_linprog(D, pu, pv, level, resources=cb.BlockResources()):
     """The column-block method's ``(M, stats)``, checked against HiGHS's dual simplex: the bound
     is rigorous, bound and iterate are near the optimum (the method's plateau is about 1e-6 in
     relative gap ``|k - bound| / (1 + k)``), and the iterate meets the rows to the method's
     accuracy, in the points' own order."""
     ref = linprog_optimum(D, pu, pv, level)
-    M, stats = solve_worst_case_blocks(D, pu, pv, level)
+    M, stats = solve_worst_case_blocks(D, pu, pv, level, resources=resources)
     assert stats["solver"] == "blocks"
     near = 2e-5 * (1 + ref)
     assert stats["lower_bound"] <= ref + 1e-9
@@ -161,7 +161,7 @@ def test_spanner_by_name_is_certified_near_the_vertex():
         mdp.build("spanner", space, 0.5, method="lazy", solver="blocks")
 
 
-def test_refusals_timeout_and_progress(monkeypatch):
+def test_refusals_timeout_and_progress():
     D = SPACES[0].distances
     pu, pv = spanner_pairs(D)
     with pytest.raises(LPTimeout, match="time limit"):
@@ -172,11 +172,12 @@ def test_refusals_timeout_and_progress(monkeypatch):
     assert events and all(e.method == "blocks" and e.iteration is not None for e in events)
     assert events[-1].gap < 1e-4 and events[0].iteration == 0
     assert cb.block_bytes(12) == 8 * 12 * 78               # packed lower triangles
-    monkeypatch.setattr(cb, "MAX_BLOCK_BYTES", cb.block_bytes(11))
+    small = cb.BlockResources(max_block_bytes=cb.block_bytes(11))
     with pytest.raises(LPError, match="GiB.*solver='hipo'"):
-        solve_worst_case_blocks(D, pu, pv, 0.5)
+        solve_worst_case_blocks(D, pu, pv, 0.5, resources=small)
     # through the registry a failed LP falls back to the exponential mechanism, and says why
-    mech = mdp.build("spanner", SPACES[0], 0.5, solver="blocks")
+    mech = mdp.build("spanner", SPACES[0], 0.5, solver="blocks",
+                     tuning=SpannerTuning(resources=small))
     assert "GiB" in mech.stats["fallback"]["reason"]
     assert mech.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)
 
@@ -184,12 +185,12 @@ def test_refusals_timeout_and_progress(monkeypatch):
 def test_default_from_blocks_from_n(monkeypatch):
     from mdp.families import spanner
 
-    assert spanner.BLOCKS_FROM_N == 300
+    assert SpannerTuning().blocks_from_n == 300
     assert spanner.default_full_solver(299) == "hipo"
     assert spanner.default_full_solver(300) == "blocks"
     monkeypatch.setattr(cb, "available_memory", lambda: 64 * 2 ** 30)
     assert spanner.default_full_solver(1285) == "blocks"        # 7.9 GiB of packed inverses
-    assert spanner.default_full_solver(1290) == "hipo"          # 8.0003 GiB: above MAX_BLOCK_BYTES
+    assert spanner.default_full_solver(1290) == "hipo"          # 8.0003 GiB: above max_block_bytes
     monkeypatch.setattr(cb, "available_memory", lambda: 6 * 2 ** 30)
     assert spanner.default_full_solver(1000) == "hipo"          # 3.7 GiB: more than half of 6
     assert spanner.default_full_solver(900) == "blocks"         # 2.7 GiB
@@ -197,9 +198,9 @@ def test_default_from_blocks_from_n(monkeypatch):
     assert spanner.default_full_solver(1000) == "blocks"
     # the default at that size (here lowered to 20 points): the column-block method, repaired
     # and certified like HiPO's point
-    monkeypatch.setattr(spanner, "BLOCKS_FROM_N", 20)
     space = SPACES[2]
-    auto = mdp.build("spanner", space, 0.5)
+    auto = mdp.build("spanner", space, 0.5, tuning=SpannerTuning(blocks_from_n=20))
+    assert auto.report.plan.solver.value == "blocks" and auto.report.plan.device.value == "cpu"
     hipo = mdp.build("spanner", space, 0.5, solver="hipo")
     assert auto.stats["solver"] == "blocks" and "failed_solves" not in auto.stats
     assert auto.loss() == pytest.approx(hipo.loss(), rel=2e-5)
@@ -237,14 +238,14 @@ def test_available_memory_reads_the_system():
         total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         assert avail is not None and 0 < avail <= total
     if avail is not None:
-        assert cb.block_byte_limit() == min(cb.MAX_BLOCK_BYTES, int(cb.MEMORY_SHARE * avail))
+        top = cb.BlockResources()
+        assert cb.block_byte_limit() == min(top.max_block_bytes, int(top.memory_share * avail))
 
 
 def test_default_runs_blocks_once_when_every_solver_fails(monkeypatch):
     # the coefficient-limit retries of SpannerMech are HiGHS's: after the column-block method and
     # HiPO's chain failed, the next limits run the chain only; the build falls back to the
     # exponential mechanism and says why
-    from mdp.families import spanner
     from mdp.lp import worst_case
     from mdp.lp.highs import SparseLP
 
@@ -257,11 +258,10 @@ def test_default_runs_blocks_once_when_every_solver_fails(monkeypatch):
     def fail(*args, **kwargs):
         raise LPError("solver failed (forced)")
 
-    monkeypatch.setattr(spanner, "BLOCKS_FROM_N", 10)
     monkeypatch.setattr(worst_case, "solve_worst_case_blocks", blocks_fail)
     monkeypatch.setattr(worst_case, "solve_clarabel", fail)
     monkeypatch.setattr(SparseLP, "solve", fail)
-    mech = mdp.build("spanner", SPACES[0], 0.5)
+    mech = mdp.build("spanner", SPACES[0], 0.5, tuning=SpannerTuning(blocks_from_n=10))
     assert len(calls) == 1
     assert len(mech.stats["attempts"]) == 3
     assert mech.stats["fallback"]["to"] == "exponential"
@@ -272,7 +272,7 @@ def test_default_runs_blocks_once_when_every_solver_fails(monkeypatch):
 def test_batched_sums_of_packed_triangles(batch):
     """accumulate_packed adds a batch of packed lower triangles into the Schur complement's four
     packed sums, as dense algebra does."""
-    from mdp.lp._block_kernels import accumulate_packed, pack_lower, packed_size
+    from mdp.lp.block_kernels import accumulate_packed, pack_lower, packed_size
 
     rng = np.random.default_rng(batch)
     n = 7

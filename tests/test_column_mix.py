@@ -12,7 +12,8 @@ from scipy.optimize import linprog
 
 import mdp
 from mdp.accounting import loss as worst_loss
-from mdp.families import optimal
+from mdp.families.optimal import OptimalTuning
+from mdp.families.optimal import build as optimal
 from mdp.lp.column_mix import least_loss_column_mix, lower_envelope
 from mdp.lp.output import balanced_envelope, private_candidate, stochastic_rows
 from mdp.space import MetricSpace
@@ -198,7 +199,8 @@ def test_gap_build_bounds_its_mixes_by_the_time_limit(monkeypatch, method, n, se
     calls = _spy_on_mix_time_limits(monkeypatch)
     mech = mdp.build("optimal", MetricSpace.from_points(pts), 1.0, gap=gap, time_limit=300.0,
                      **options)
-    assert mech.stats["method"] == method
+    assert mech.report.plan.solver.value == ("blocks" if method == "blocks" else "simplex")
+    assert mech.stats["method"] == "lazy"
     assert calls and all(t is not None and 0 < t <= 300.0 for t in calls)
 
 
@@ -210,11 +212,11 @@ def test_gap_build_reports_its_mixes_and_stays_certified(monkeypatch):
     space = MetricSpace.from_points(pts)
     mech = mdp.build("optimal", space, 1.0, gap=3e-3)
     st_ = mech.stats
-    assert st_["method"] == "blocks" and st_["target_met"]
+    assert st_["plan"]["solver"] == "blocks" and st_["target_met"]
     assert st_["column_mixes"] >= st_["column_mixes_kept"] >= 1
     assert mech.loss() - st_["lower_bound"] <= 3e-3 * mech.loss() + 1e-12
-    monkeypatch.setattr(optimal, "MIX_TRY_FACTOR", 0.0)
-    plain = mdp.build("optimal", space, 1.0, gap=3e-3).stats
+    plain = mdp.build("optimal", space, 1.0, gap=3e-3,
+                      tuning=OptimalTuning(mix_try_factor=0.0)).stats
     assert plain["column_mixes"] == 0 and plain["target_met"]
 
 

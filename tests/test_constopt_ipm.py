@@ -1,7 +1,9 @@
-"""ConstOPTMech's row-block interior point method and its certified gap (mdp.families.constopt_ipm).
+"""ConstOPTMech's row-block interior point method and its certified gap (mdp.families.constopt.ipm).
 
 Every figure is checked against the same LP solved independently by scipy's linprog (HiGHS).
 """
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -9,8 +11,8 @@ from scipy.optimize import linprog
 
 import mdp
 from mdp.errors import SolverError
-from mdp.families.constopt import constopt_lp, nn_replacement
-from mdp.families.constopt_ipm import (
+from mdp.families.constopt import ConstOPTTuning, constopt_lp, nn_replacement
+from mdp.families.constopt.ipm import (
     KEEP_GAP,
     ConstOptLP,
     certified_lower_bound,
@@ -138,7 +140,7 @@ def test_gap_mode_falls_back_to_the_exact_solve_when_it_cannot_certify():
 def test_factorisation_failure_near_the_optimum_returns_the_best_iterate(monkeypatch, before_end, accepted):
     # past STALL_ACCEPT a failed factorisation ends the method with its best iterate (Geolife
     # cells at n = 2000 fail at relative gap 2e-9); before it, the failure is an error
-    import mdp.families.constopt_ipm as ipm
+    import mdp.families.constopt.ipm as ipm
 
     space, eps, r = CASES[1]
     D, e = space.distances, eps / 2
@@ -218,7 +220,7 @@ def test_warm_round_reaches_the_cold_optimum_in_fewer_iterations():
     SolverError("the interior point method's normal matrix lost positive definiteness"),
     ValueError("start must be positive, finite vectors sized for the LP")])
 def test_failed_warm_round_is_solved_again_cold(monkeypatch, error):
-    from mdp.families import constopt_ipm
+    from mdp.families.constopt import ipm as constopt_ipm
 
     D, e = _random(8, 40).distances, 0.75
     free = nn_replacement(D, 5)
@@ -251,19 +253,19 @@ def test_rounds_end_when_no_row_outside_the_lp_is_violated():
     assert st["relative_gap"] <= 1e-6
 
 
-def test_auto_solver_uses_the_row_block_method_from_row_block_min_n(monkeypatch):
-    from mdp.families import constopt
-
+def test_auto_solver_uses_the_row_block_method_from_row_block_min_n():
     space, eps = _random(8, 40), 1.5
-    # eps / 2 x median distance ~ 1.9 <= ROW_BLOCK_MAX_SCALE
+    # eps / 2 x median distance ~ 1.9 <= row_block_max_scale
     med = np.median(space.distances[np.triu_indices(40, 1)])
-    assert eps / 2 * med <= constopt.ROW_BLOCK_MAX_SCALE
-    highs = mdp.build("constopt", space, eps, r=5, lam=0.1)              # 40 < ROW_BLOCK_MIN_N
+    assert eps / 2 * med <= ConstOPTTuning().row_block_max_scale
+    highs = mdp.build("constopt", space, eps, r=5, lam=0.1)              # 40 < row_block_min_n
     assert "HiGHS" in highs.stats["solver"] and "relative_gap" not in highs.stats
-    monkeypatch.setattr(constopt, "ROW_BLOCK_MIN_N", 40)
-    auto = mdp.build("constopt", space, eps, r=5, lam=0.1)
+    assert highs.report.plan.solver.value == "hipo"
+    auto = mdp.build("constopt", space, eps, r=5, lam=0.1,
+                     tuning=ConstOPTTuning(row_block_min_n=40))
     st = auto.stats
-    assert "row-block" in st["solver"] and st["gap_target"] == constopt.EXACT_GAP == 1e-6
+    assert auto.report.plan.solver.value == "blocks"
+    assert "row-block" in st["solver"] and st["gap_target"] == ConstOPTTuning().exact_gap == 1e-6
     assert st["relative_gap"] <= 1e-6
     opt = highs.stats["lp_objective"]
     assert st["lower_bound"] <= opt * (1 + 1e-9) and st["lp_objective"] <= opt * (1 + 1e-6)
@@ -273,17 +275,16 @@ def test_auto_solver_uses_the_row_block_method_from_row_block_min_n(monkeypatch)
     assert "HiGHS" in mdp.build("constopt", space, eps, r=5, lam=0.1, solver="hipo").stats["solver"]
 
 
-def test_auto_solver_falls_back_to_highs_when_the_gap_cannot_be_certified(monkeypatch):
-    from mdp.families import constopt
-
-    monkeypatch.setattr(constopt, "ROW_BLOCK_MIN_N", 35)
+def test_auto_solver_falls_back_to_highs_when_the_gap_cannot_be_certified():
+    small = ConstOPTTuning(row_block_min_n=35)
     space = MetricSpace.from_points(np.random.default_rng(42).random((35, 2)) * 3)
-    # eps / 2 x median distance ~ 230 > ROW_BLOCK_MAX_SCALE: HiGHS without trying
-    direct = mdp.build("constopt", space, 400.0, r=6, lam=0.1)
+    # eps / 2 x median distance ~ 230 > row_block_max_scale: HiGHS without trying
+    direct = mdp.build("constopt", space, 400.0, r=6, lam=0.1, tuning=small)
     assert "ipm_failure" not in direct.stats and "HiGHS" in direct.stats["solver"]
-    monkeypatch.setattr(constopt, "ROW_BLOCK_MAX_SCALE", np.inf)
-    mech = mdp.build("constopt", space, 400.0, r=6, lam=0.1)
+    mech = mdp.build("constopt", space, 400.0, r=6, lam=0.1,
+                     tuning=replace(small, row_block_max_scale=np.inf))
     assert "ipm_failure" in mech.stats and "HiGHS" in mech.stats["solver"]
+    assert mech.report.fallbacks and "row-block" in mech.report.fallbacks[0]
     assert mech.stats["privacy"]["measured_eps"] <= 400.0 * (1 + 1e-9)
     assert mech.stats["lp_objective"] == pytest.approx(direct.stats["lp_objective"], rel=1e-9)
 
@@ -292,7 +293,7 @@ def test_auto_solver_hands_an_lp_with_many_violated_rows_to_highs(monkeypatch):
     # round 0 of the row-block method violates v free-free rows; above
     # max_violated_per_point * n it gives up at once (those rows would make every later round
     # slow), and ConstOPTMech's "auto" then solves the LP by HiGHS, to the same optimum
-    from mdp.families import constopt
+    import mdp.families.constopt.build as constopt_build
 
     space, eps = _random(8, 40), 1.5
     D, free = space.distances, nn_replacement(space.distances, 5)
@@ -304,34 +305,31 @@ def test_auto_solver_hands_an_lp_with_many_violated_rows_to_highs(monkeypatch):
     _, kept = solve_constopt_gap(D, eps / 2, free, 0.1, 1e-6, max_violated_per_point=v / 40)
     assert kept["rounds"] == full["rounds"] and kept["lp_objective"] == full["lp_objective"]
 
-    monkeypatch.setattr(constopt, "ROW_BLOCK_MIN_N", 40)
-    monkeypatch.setattr(constopt, "ROW_BLOCK_MAX_VIOLATED", (v - 1) / 40)
-    mech = mdp.build("constopt", space, eps, r=5, lam=0.1)
+    base = ConstOPTTuning(row_block_min_n=40)
+    mech = mdp.build("constopt", space, eps, r=5, lam=0.1,
+                     tuning=replace(base, row_block_max_violated=(v - 1) / 40))
     assert "HiGHS" in mech.stats["solver"] and "free-free rows" in mech.stats["ipm_failure"]
     assert mech.stats["lp_objective"] == pytest.approx(full["lp_objective"], rel=2e-6)
     assert mech.stats["privacy"]["measured_eps"] <= eps * (1 + 1e-9)
     # with several lambdas, round 0 runs once: the others go to HiGHS directly
-    import mdp.families.constopt_ipm as constopt_ipm
-
     calls = []
-    real = constopt_ipm.solve_constopt_gap
-    monkeypatch.setattr(constopt_ipm, "solve_constopt_gap",
+    real = constopt_build.solve_constopt_gap
+    monkeypatch.setattr(constopt_build, "solve_constopt_gap",
                         lambda *a, **k: calls.append(a[3]) or real(*a, **k))
-    monkeypatch.setattr(constopt, "ROW_BLOCK_MAX_VIOLATED", 0.0)
-    three = mdp.build("constopt", space, eps, r=5, lam=[0.001, 0.1, 1.0])
+    none_violated = replace(base, row_block_max_violated=0.0)
+    three = mdp.build("constopt", space, eps, r=5, lam=[0.001, 0.1, 1.0], tuning=none_violated)
     assert calls == [0.001] and len(three.stats["lambdas"]) == 3
     assert "HiGHS" in three.stats["solver"] and "free-free rows" in three.stats["ipm_failure"]
-    monkeypatch.setattr(constopt_ipm, "solve_constopt_gap", real)
+    monkeypatch.setattr(constopt_build, "solve_constopt_gap", real)
     # gap= asks for the row-block method by name: no such hand-over
-    gapped = mdp.build("constopt", space, eps, r=5, lam=0.1, gap=1e-6)
+    gapped = mdp.build("constopt", space, eps, r=5, lam=0.1, gap=1e-6, tuning=none_violated)
     assert "row-block" in gapped.stats["solver"] and "ipm_failure" not in gapped.stats
-    monkeypatch.setattr(constopt, "ROW_BLOCK_MAX_VIOLATED", v / 40)
-    assert "row-block" in mdp.build("constopt", space, eps, r=5, lam=0.1).stats["solver"]
+    assert "row-block" in mdp.build("constopt", space, eps, r=5, lam=0.1, tuning=replace(
+        base, row_block_max_violated=v / 40)).stats["solver"]
     # where HiGHS meets a wide coefficient range (eps / 2 x median distance from
-    # ROW_BLOCK_WIDE_SCALE on), no violation limit applies
-    monkeypatch.setattr(constopt, "ROW_BLOCK_MAX_VIOLATED", 0.0)
-    monkeypatch.setattr(constopt, "ROW_BLOCK_WIDE_SCALE", eps / 2 * space.median_distance)
-    wide = mdp.build("constopt", space, eps, r=5, lam=0.1)
+    # row_block_wide_scale on), no violation limit applies
+    wide = mdp.build("constopt", space, eps, r=5, lam=0.1, tuning=replace(
+        none_violated, row_block_wide_scale=eps / 2 * space.median_distance))
     assert "row-block" in wide.stats["solver"] and "ipm_failure" not in wide.stats
 
 
@@ -356,7 +354,7 @@ def test_default_start_is_positive_scaled_and_reaches_the_same_optimum():
 
 @pytest.mark.parametrize("gap, tol", [(1e-3, 1e-8), (1e-6, 1e-8), (1e-7, 1e-9), (0.0, 1e-10)])
 def test_rounds_run_to_gap_over_100_within_the_round_tolerances(monkeypatch, gap, tol):
-    from mdp.families import constopt_ipm
+    from mdp.families.constopt import ipm as constopt_ipm
 
     D, e = _random(8, 40).distances, 0.75
     free = nn_replacement(D, 5)
@@ -374,14 +372,14 @@ def test_rounds_run_to_gap_over_100_within_the_round_tolerances(monkeypatch, gap
 
 
 def test_bound_factors_given_or_computed_give_the_same_lp():
-    from mdp.families.constopt import _bound_factors
+    from mdp.families.constopt import log_bound_factors
 
     D, e = _random(3, 30).distances, 0.6
     free = nn_replacement(D, 4)
     fu, fv = np.nonzero(free)
     pairs = free_free_pairs(fu, fv)
     a = ConstOptLP(D, e, free, 0.1, pairs)
-    b = ConstOptLP(D, e, free, 0.1, pairs, bound_factors=_bound_factors(D, free, fu, fv, e))
+    b = ConstOptLP(D, e, free, 0.1, pairs, bound_factors=log_bound_factors(D, free, fu, fv, e))
     for name in ("li", "lj", "la", "lb", "log_hi", "log_lo"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
 
@@ -390,7 +388,7 @@ def test_a_fixed_weights_lp_without_a_solution_leaves_the_repaired_point(monkeyp
     # the weights of an iterate need not admit a completion (HiGHS: "Infeasible" at Geolife
     # n = 2000); the round then keeps its repaired point, and a timeout still stops the build
     from mdp.errors import SolverTimeout
-    from mdp.families import constopt_ipm
+    from mdp.families.constopt import ipm as constopt_ipm
 
     D, e = _random(8, 40).distances, 0.75
     free = nn_replacement(D, 5)

@@ -13,7 +13,7 @@ from scipy.optimize import linprog
 
 from mdp.errors import ParameterError, SolverError
 from mdp.families.constopt import constopt_lp, nn_replacement
-from mdp.families.constopt_ipm import ConstOptLP, free_free_pairs, solve_row_block_ipm
+from mdp.families.constopt.ipm import ConstOptLP, free_free_pairs, solve_row_block_ipm
 from mdp.lp import dense
 from mdp.lp.dense import CPUSchur, GPUSchur, SparseColumns, gpu_available, schur_device
 from mdp.space import MetricSpace
@@ -134,7 +134,7 @@ def test_two_level_step_refuses_a_wrong_structure():
 
 
 def test_interior_point_method_two_level_equals_one_dense_factorisation(monkeypatch):
-    from mdp.families import constopt_ipm
+    from mdp.families.constopt import ipm as constopt_ipm
 
     space = MetricSpace.from_points(np.random.default_rng(9).random((30, 2)) * 5)
     D, e = space.distances, 0.6
@@ -227,7 +227,7 @@ def test_device_choice_reads_the_environment(monkeypatch):
 
 
 def test_forced_gpu_without_one_is_a_parameter_error(monkeypatch):
-    monkeypatch.setattr(dense, "_cupy", lambda: None)
+    monkeypatch.setattr(dense, "cupy_module", lambda: None)
     monkeypatch.setenv("MDP_DEVICE", "gpu")
     with pytest.raises(ParameterError, match="MDP_DEVICE=gpu"):
         schur_device(5000)
@@ -288,7 +288,7 @@ class _GPUOutOfMemory(CPUSchur):
 
 
 def test_gpu_out_of_memory_falls_back_to_the_cpu(monkeypatch):
-    from mdp.families import constopt_ipm
+    from mdp.families.constopt import ipm as constopt_ipm
 
     monkeypatch.setattr(constopt_ipm, "schur_factor", _GPUOutOfMemory)
     space = MetricSpace.from_points(np.random.default_rng(5).random((25, 2)) * 5)

@@ -7,12 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_column_blocks import SPACES, dense_blocks, solve_against_linprog, spanner_pairs
 
-from mdp.lp import LPError, dissection, set_threads
+from mdp.lp import LPError, set_threads
 from mdp.lp import column_blocks as cb
-from mdp.lp._block_kernels import unpack_symmetric
+from mdp.lp.block_kernels import unpack_symmetric
 from mdp.lp.column_blocks import ColumnBlockLP, solve_worst_case_blocks
 from mdp.lp.dissection import Dissection, nested_dissection
 from mdp.space import MetricSpace
+
+#: small leaves and any gain: the blocks are inverted along the dissection
+ALONG = cb.BlockResources(leaf_size=4, dissection_gain=1.0)
 
 
 def check_tree(tree: Dissection, n: int, pu: np.ndarray, pv: np.ndarray) -> None:
@@ -110,37 +113,35 @@ def test_inverses_along_the_tree_equal_the_dense_inverses(space):
 
 @pytest.mark.parametrize("level", [0.05, 0.9, 8.0])
 @pytest.mark.parametrize("space", [SPACES[2], SPACES[4]], ids=lambda s: f"n{s.n}")
-def test_the_method_along_the_tree_matches_linprog(monkeypatch, space, level):
-    monkeypatch.setattr(dissection, "LEAF_SIZE", 4)
-    monkeypatch.setattr(cb, "DISSECTION_GAIN", 1.0)
+def test_the_method_along_the_tree_matches_linprog(space, level):
     D = space.distances
     pu, pv = spanner_pairs(D)
     # M comes back in the points' own order: its rows, loss and privacy rows as for the input
-    _, stats = solve_against_linprog(D, pu, pv, level)
+    _, stats = solve_against_linprog(D, pu, pv, level, resources=ALONG)
     assert stats["dissection_levels"] >= 2 and stats["device"] == "cpu"
 
 
-def test_dense_blocks_where_the_tree_gains_little(monkeypatch):
+def test_dense_blocks_where_the_tree_gains_little():
     D = SPACES[1].distances
     pu, pv = spanner_pairs(D)
     _, stats = solve_worst_case_blocks(D, pu, pv, 0.5)
     assert stats["dissection_levels"] == 0                   # n = 20 is one leaf
-    monkeypatch.setattr(dissection, "LEAF_SIZE", 4)
-    monkeypatch.setattr(cb, "DISSECTION_GAIN", 1e9)         # asks for an impossible gain
-    _, stats = solve_worst_case_blocks(D, pu, pv, 0.5)
+    # asks for an impossible gain
+    impossible = cb.BlockResources(leaf_size=4, dissection_gain=1e9)
+    _, stats = solve_worst_case_blocks(D, pu, pv, 0.5, resources=impossible)
     assert stats["dissection_levels"] == 0
 
 
-def test_spanner_along_the_tree_is_certified_by_the_registry(monkeypatch):
+def test_spanner_along_the_tree_is_certified_by_the_registry():
     """Through mdp.build: the matrix found along the dissection is repaired and verified by the
     shared privacy check, and its loss is near the vertex's."""
     import mdp
+    from mdp.families.spanner import SpannerTuning
 
-    monkeypatch.setattr(dissection, "LEAF_SIZE", 4)
-    monkeypatch.setattr(cb, "DISSECTION_GAIN", 1.0)
     space = SPACES[2]
     vertex = mdp.build("spanner", space, 0.5, solver="ipm")
-    along = mdp.build("spanner", space, 0.5, solver="blocks")
+    along = mdp.build("spanner", space, 0.5, solver="blocks",
+                      tuning=SpannerTuning(resources=ALONG))
     assert along.stats["dissection_levels"] >= 2
     assert along.stats["privacy"]["verified"]
     assert along.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)

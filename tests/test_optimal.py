@@ -1,6 +1,7 @@
 """'optimal' (OPTMech): exactness against scipy linprog, dominance, certification."""
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -9,8 +10,8 @@ from reference_lp import optimal_loss_linprog
 from scipy.optimize import linprog
 
 import mdp
-from mdp.families.optimal import nonredundant_pairs
-from mdp.lp.worst_case import max_privacy_violation, separate
+from mdp.families.optimal import OptimalTuning, nonredundant_pairs
+from mdp.lp.worst_case import LazyRoundsTuning, max_privacy_violation, separate
 from mdp.space import MetricSpace
 
 
@@ -225,18 +226,16 @@ def test_repair_to_private_minimal_uniform_mix():
 
 @pytest.mark.parametrize("switch, round_tol", [(0.0, 1e-10), (0.0, None), (0.5, None)])
 @pytest.mark.parametrize("eps", [0.3, 1.0, 3.0])
-def test_interior_rounds_match_linprog(eps, switch, round_tol, monkeypatch):
+def test_interior_rounds_match_linprog(eps, switch, round_tol):
     # solver="ipm": IPM rounds without crossover. Switch 0 at IPM tolerance 1e-10: the interior
-    # optimum is accepted on its gap; switch 0 at the loose default IPM_ROUND_TOL: the last
-    # interior point's gap is far above IPM_POLISH_RTOL, so the row set is polished (crossover);
+    # optimum is accepted on its gap; switch 0 at the loose default ipm_round_tol: the last
+    # interior point's gap is far above ipm_polish_rtol, so the row set is polished (crossover);
     # switch 0.5: crossover after the first round that adds < 50% rows, then warm simplex
-    import mdp.lp.worst_case as wc
-
-    monkeypatch.setattr(wc, "IPM_SWITCH_FRACTION", switch)
+    lazy = LazyRoundsTuning(ipm_switch_fraction=switch)
     if round_tol is not None:
-        monkeypatch.setattr(wc, "IPM_ROUND_TOL", round_tol)
+        lazy = replace(lazy, ipm_round_tol=round_tol)
     space = MetricSpace.from_points(np.random.default_rng(8).random((20, 2)) * 4)
-    mech = mdp.build("optimal", space, eps, solver="ipm")
+    mech = mdp.build("optimal", space, eps, solver="ipm", tuning=OptimalTuning(lazy=lazy))
     ref = linprog_optimum(space.distances, eps)
     st = mech.stats
     assert "IPM rounds" in st["formulation"] and st["rounds"] >= 2
@@ -255,27 +254,25 @@ def test_interior_rounds_match_linprog(eps, switch, round_tol, monkeypatch):
     assert max_privacy_violation(mech.matrix, space.distances, eps) <= 1e-12
 
 
-def test_interior_rounds_polish_by_crossover(monkeypatch):
-    # an interior gap above IPM_POLISH_RTOL triggers crossover + warm dual simplex rounds
-    import mdp.lp.worst_case as wc
-
-    monkeypatch.setattr(wc, "IPM_POLISH_RTOL", -1.0)
-    monkeypatch.setattr(wc, "IPM_SWITCH_FRACTION", 0.0)
+def test_interior_rounds_polish_by_crossover():
+    # an interior gap above ipm_polish_rtol triggers crossover + warm dual simplex rounds
+    lazy = LazyRoundsTuning(ipm_polish_rtol=-1.0, ipm_switch_fraction=0.0)
     space = MetricSpace.from_points(np.random.default_rng(5).random((16, 2)) * 4)
-    mech = mdp.build("optimal", space, 1.0, solver="ipm")
+    mech = mdp.build("optimal", space, 1.0, solver="ipm", tuning=OptimalTuning(lazy=lazy))
     assert mech.stats["polished"] and mech.stats["crossover_iterations"] > 0
     assert mech.loss() == pytest.approx(linprog_optimum(space.distances, 1.0), abs=1e-7)
 
 
-def test_default_solver_is_interior_on_large_map_spaces(monkeypatch):
+def test_default_solver_is_interior_on_large_map_spaces():
     import mdp.families.optimal as opt
 
     small = MetricSpace.from_points(np.random.default_rng(1).random((12, 2)))
     text_like = MetricSpace.from_points(np.random.default_rng(1).normal(size=(12, 10)))
     assert "dual simplex" in opt.build_optimal(small, 1.0).stats["formulation"]
-    monkeypatch.setattr(opt, "IPM_MIN_N", 12)  # as if these were large: map spaces switch, text not
-    assert "IPM rounds" in opt.build_optimal(small, 1.0).stats["formulation"]
-    assert "dual simplex" in opt.build_optimal(text_like, 1.0).stats["formulation"]
+    large = OptimalTuning(ipm_min_n=12)  # as if these were large: map spaces switch, text not
+    assert "IPM rounds" in opt.build_optimal(small, 1.0, tuning=large).stats["formulation"]
+    assert "dual simplex" in opt.build_optimal(text_like, 1.0, tuning=large).stats["formulation"]
+    assert opt.plan(small, 1.0, tuning=large).solver.value == "ipm"
     with pytest.raises(ValueError, match="solver"):
         mdp.build("optimal", small, 1.0, solver="pdlp")
 
@@ -309,7 +306,7 @@ def test_two_hop_distances_and_median_slack_against_brute_force_and_closed_forms
     assert median_two_hop_slack(line[:2, :2], 1.0) == np.inf
 
 
-def test_default_solver_follows_the_detour_and_the_slack_not_the_dimension(monkeypatch):
+def test_default_solver_follows_the_detour_and_the_slack_not_the_dimension():
     import mdp.families.optimal as opt
 
     rng = np.random.default_rng(4)
@@ -319,21 +316,21 @@ def test_default_solver_follows_the_detour_and_the_slack_not_the_dimension(monke
     curve = MetricSpace.from_points(np.c_[np.cos(3 * t), np.sin(3 * t), t, 0.01 * rng.normal(size=(60, 7))])
     cloud = MetricSpace.from_points(rng.normal(size=(60, 20)))
     assert not opt.is_map_space(curve)
-    assert opt.median_detour(curve.distances) < opt.CHAIN_DETOUR < opt.median_detour(cloud.distances)
+    tuning = OptimalTuning()
+    assert opt.median_detour(curve.distances) < tuning.chain_detour < opt.median_detour(cloud.distances)
     eps = 1.0
-    assert opt.median_two_hop_slack(curve.distances, eps) < opt.CHAIN_SLACK
+    assert opt.median_two_hop_slack(curve.distances, eps) < tuning.chain_slack
     assert opt.default_solver(curve, "lazy", eps) == "ipm"
     assert opt.default_solver(cloud, "lazy", eps) == "simplex"
     assert opt.default_solver(cloud, "lazy", eps / 100) == "simplex"  # GloVe at eps 0.1: simplex 3x faster
     assert opt.default_solver(cloud, "full", eps) == "ipm"
     # the curve at an eps where each two-hop path is loose by a factor e^{1.2}: simplex rounds
-    big = 2 * opt.CHAIN_SLACK / opt.median_two_hop_slack(curve.distances, 1.0)
+    big = 2 * tuning.chain_slack / opt.median_two_hop_slack(curve.distances, 1.0)
     assert opt.default_solver(curve, "lazy", big) == "simplex"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", mdp.AccuracyWarning)  # a loss of 0.006: 1.7e-6 certified
         assert "dual simplex" in opt.build_optimal(curve, big, method="lazy").stats["formulation"]
-    monkeypatch.setattr(opt, "IPM_MIN_N", 61)
-    assert opt.default_solver(curve, "lazy", eps) == "simplex"
+    assert opt.default_solver(curve, "lazy", eps, tuning=OptimalTuning(ipm_min_n=61)) == "simplex"
 
 
 def test_exact_repair_lifts_violated_entries_before_mixing_on_two_scale_spaces():

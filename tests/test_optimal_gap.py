@@ -8,6 +8,8 @@ from reference_lp import optimal_loss_linprog
 
 import mdp
 from mdp.families import optimal
+from mdp.families.optimal import OptimalTuning
+from mdp.families.optimal import build as optimal_build
 from mdp.space import MetricSpace
 
 
@@ -56,7 +58,10 @@ def test_gap_with_interior_rounds_stays_interior(space):
     # gap mode with solver="ipm": every round is an IPM solve without crossover; the bound stays
     # below the independent optimum and the loss within the gap
     from mdp.lp import Phase
-    from mdp.lp.worst_case import IPM_OPTIMALITY_TOL, IPM_ROUND_TOL, gap_ipm_tolerance, lazy_policy
+    from mdp.lp.worst_case import LazyRoundsTuning, gap_ipm_tolerance, lazy_policy
+
+    IPM_OPTIMALITY_TOL = LazyRoundsTuning().ipm_optimality_tol
+    IPM_ROUND_TOL = LazyRoundsTuning().ipm_round_tol
 
     if space == "random":
         sp_ = _space(5, 30)
@@ -149,8 +154,8 @@ def test_gap_target_met_relative_or_absolute_floor():
     assert optimal.gap_target_met(1.0, 1.0 - 0.999e-3, 1e-3, D)
     # the optimum itself ~0 (eps 400 on 60 points: loss 7.9e-36, bound 0): met by the floor
     assert optimal.gap_target_met(7.9e-36, 0.0, 1e-6, D)
-    assert optimal.gap_target_met(optimal.ABSOLUTE_GAP * 2.0, 0.0, 1e-6, D)
-    assert not optimal.gap_target_met(optimal.ABSOLUTE_GAP * 2.0 * 1.01, 0.0, 1e-6, D)
+    assert optimal.gap_target_met(OptimalTuning().absolute_gap * 2.0, 0.0, 1e-6, D)
+    assert not optimal.gap_target_met(OptimalTuning().absolute_gap * 2.0 * 1.01, 0.0, 1e-6, D)
 
 
 def test_exact_builds_meet_their_target_without_a_warning():
@@ -167,13 +172,13 @@ def test_a_build_certified_above_its_target_warns_and_says_so(gap, monkeypatch):
     """A weaker (still valid) bound than the rounds found leaves the certificate above the
     target: the matrix stands, certified private, ``target_met`` is False and the warning
     names the space, epsilon, the gap reached and the target."""
-    solve = optimal._solve_over_coefficient_limits
+    solve = optimal_build._solve_over_coefficient_limits
 
     def weaker_bound(*args, **kwargs):
-        best, bound, attempts = solve(*args, **kwargs)
-        return best, bound - 0.01 * best.loss, attempts
+        best, bound, lines, attempts = solve(*args, **kwargs)
+        return best, bound - 0.01 * best.loss, lines, attempts
 
-    monkeypatch.setattr(optimal, "_solve_over_coefficient_limits", weaker_bound)
+    monkeypatch.setattr(optimal_build, "_solve_over_coefficient_limits", weaker_bound)
     space = _space(6, 12)
     opt, _ = optimal_loss_linprog(space.distances, 1.0)
     with pytest.warns(mdp.AccuracyWarning, match=r"n = 12, epsilon = 1\).*relative gap 0\.01") as rec:

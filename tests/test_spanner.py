@@ -217,8 +217,9 @@ def test_clarabel_by_name_matches_the_vertex():
 
 
 def test_auto_method_follows_the_spanner_density():
-    from mdp.families.spanner import LAZY_EDGES_PER_POINT, default_method
+    from mdp.families.spanner import SpannerTuning, default_method
 
+    LAZY_EDGES_PER_POINT = SpannerTuning().lazy_edges_per_point
     assert LAZY_EDGES_PER_POINT == 6.0
     assert default_method(10, 60) == "full" and default_method(10, 61) == "lazy"
     # points in the plane: a sparse spanner, solved in full
@@ -242,8 +243,10 @@ def test_auto_method_follows_the_spanner_density():
 
 
 def test_lazy_rounds_follow_the_slack_at_the_spanner_level():
-    from mdp.families.optimal import CHAIN_SLACK, median_two_hop_slack
-    from mdp.families.spanner import default_lazy_solver
+    from mdp.families.optimal import median_two_hop_slack
+    from mdp.families.spanner import SpannerTuning, default_lazy_solver
+
+    CHAIN_SLACK = SpannerTuning().chain_slack
 
     cloud = MetricSpace.from_points(np.random.default_rng(9).normal(size=(50, 20)))
     unit = median_two_hop_slack(cloud.distances, 1.0)
@@ -279,7 +282,9 @@ def test_spanner_distances():
 
 def test_path_rows_follow_the_slack_and_solve_the_same_lp():
     from mdp.families.optimal import median_two_hop_slack
-    from mdp.families.spanner import PATH_SLACK
+    from mdp.families.spanner import SpannerTuning
+
+    PATH_SLACK = SpannerTuning().path_slack
 
     # a dense spanner (solved lazily); at a small slack the rows are the spanner's paths, solved
     # by simplex rounds, to the edge rows' optimum and the full LP's (IPX with crossover)

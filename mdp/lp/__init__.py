@@ -10,12 +10,17 @@ r"""The LP engine: sparse models on HiGHS, lazy row generation, the worst-case-l
   separation, Lagrangian bound, full and lazy solves).
 * :mod:`mdp.lp.column_blocks` -- the worst-case-loss LP by an interior point method over its column
   blocks (SpannerMech's pairs, or OPTMech's row set per column), with
-  :mod:`mdp.lp.dissection`, :mod:`mdp.lp.batched_blocks` (GPU) and :mod:`mdp.lp._block_kernels`.
+  :mod:`mdp.lp.dissection`, :mod:`mdp.lp.batched_blocks` (GPU) and :mod:`mdp.lp.block_kernels`.
 * :mod:`mdp.lp.block_rounds` -- OPTMech's lazy row generation with each round solved by the
   column-block method.
 * :mod:`mdp.lp.conic` -- :func:`mdp.lp.conic.solve_clarabel`, an LP on Clarabel, the full
   worst-case LP's fall-back where HiGHS's interior point codes stop short.
 * :mod:`mdp.lp.output` -- stochastic rows and failure messages for LP builders.
+* :mod:`mdp.lp.plan` -- :class:`~mdp.lp.plan.Plan` and :class:`~mdp.lp.plan.Attempt`: the path an
+  LP family's build takes (method, solver, device, fallbacks, each with its reason), in one
+  vocabulary shared by every family; each family decides it in its own ``plan`` function.
+* :mod:`mdp.lp.build_report` -- :class:`~mdp.lp.build_report.BuildReport`, the typed result of
+  an LP build (plan, attempts, bound, gap, seconds per phase), with a read-only mapping view.
 * :mod:`mdp.lp.dense` -- the dense Schur step of the structured interior point methods, on the
   CPU or, where CuPy finds a CUDA device, on a GPU (``MDP_DEVICE``).
 

@@ -10,9 +10,9 @@ chunk by chunk of ``c`` blocks, as batched array operations:
 .. math:: K_{w} = L_w L_w^\top, \qquad K_w^{-1} = L_w^{-\top} L_w^{-1},
 
 with the blocks filled from one fixed sparse map of their entries where the pair graph's
-pattern is the same in every column (SpannerMech's :class:`~mdp.lp.column_blocks.ColumnBlockLP`),
+pattern is the same in every column (SpannerMech's :class:`~mdp.lp.block_lp.ColumnBlockLP`),
 or scattered from each column's own rows (OPTMech's lazy rows,
-:class:`~mdp.lp.column_blocks.TripleBlockLP`), a batched Cholesky factorisation, a batched
+:class:`~mdp.lp.block_lp.TripleBlockLP`), a batched Cholesky factorisation, a batched
 triangular solve for ``L_w^{-1}`` and a batched product; the three sums of the Schur complement
 
 .. math:: S_{EE} = \sum_w K_w^{-1}, \qquad S_{LE} = -\sum_w \operatorname{diag}(D_{:w}) K_w^{-1},
@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .column_blocks import BlockFactorBase, ColumnBlockLP, TripleBlockLP
-from .dense import _cupy
+from .block_lp import BlockFactorBase, ColumnBlockLP, TripleBlockLP
+from .dense import cupy_module
 from .highs import LPError
 
 __all__ = ["ArrayBackend", "numpy_backend", "cupy_backend", "BatchedBlockFactor",
@@ -116,7 +116,7 @@ def cupy_backend() -> ArrayBackend | None:
     cuBLAS batched ``trsm`` and strided-batched GEMM, all in float64. (One call per block was
     10x slower at n = 500 and 2.8x at n = 1000 on an H200: ``docs/design/lp.md``.)
     """
-    cp = _cupy()
+    cp = cupy_module()
     if cp is None:
         return None
     import cupyx

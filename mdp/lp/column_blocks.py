@@ -19,7 +19,7 @@ densely (LAPACK ``potrf`` / ``potri``), and the coupling rows enter through the 
 Schur complement ``S = sum_w G_w K_w^{-1} G_w^T + diag(s_L / z_L, 0)`` (equality rows have no
 slack), so an iteration costs ``n`` dense factorisations of size ``n``, about ``n^4`` flops, and
 ``n^3 / 2`` doubles of memory: the inverses are kept as packed lower triangles and applied by
-BLAS ``dspmv`` (:mod:`mdp.lp._block_kernels`). On a sparse spanner that is far less than a
+BLAS ``dspmv`` (:mod:`mdp.lp.block_kernels`). On a sparse spanner that is far less than a
 general sparse factorisation of the whole LP fills in (``docs/design/lp.md``).
 
 **Sparse blocks.** Where the pair graph has small separators (a spanner on a map), the points are
@@ -52,11 +52,11 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.linalg import blas, cho_factor, cho_solve, lapack
+from scipy.linalg import blas, lapack
 from threadpoolctl import threadpool_limits
 
-from ._block_kernels import (
+from .batched_blocks import BatchedBlockFactor, cupy_backend, device_fits
+from .block_kernels import (
     accumulate_packed,
     dissected_inverse,
     fill_block_lower,
@@ -64,6 +64,7 @@ from ._block_kernels import (
     packed_size,
     unpack_symmetric,
 )
+from .block_lp import REFINE_RTOL, BlockFactorBase, ColumnBlockLP, TripleBlockLP
 from .dense import (
     SERIAL_BLAS_BELOW,
     blas_threads,
@@ -73,28 +74,48 @@ from .dense import (
 )
 from .dissection import Dissection, nested_dissection
 from .highs import LPError, LPTimeout, get_threads
+from .plan import BLOCKS
 from .reporting import LPProgress, report
 from .rowgen import warm_rows
 
 __all__ = ["ColumnBlockLP", "solve_worst_case_blocks", "lagrangian_bound", "BLOCKS",
-           "MAX_BLOCK_BYTES", "available_memory", "block_byte_limit", "block_bytes",
-           "fits_in_memory", "GPU_BLOCKS_FROM_N", "block_device", "BlockFactorBase", "Iterate",
+           "BlockResources", "available_memory", "block_byte_limit", "block_bytes",
+           "fits_in_memory", "block_device", "BlockFactorBase", "Iterate",
            "WarmStart", "solve_worst_case_triples", "TripleBlockLP"]
 
-#: ``solver`` name of the column-block method (:func:`mdp.families.spanner.build_spanner`).
-BLOCKS = "blocks"
-#: The method keeps ``n^2 (n + 1) / 2`` doubles (the packed block inverses); larger spaces are
-#: refused, and so are spaces whose inverses would take more than ``MEMORY_SHARE`` of the memory
-#: available now.
-MAX_BLOCK_BYTES = 8 * 2 ** 30
-MEMORY_SHARE = 0.5
-#: Points from which ``MDP_DEVICE=auto`` factors the blocks on a GPU where CuPy sees one
-#: (:mod:`mdp.lp.batched_blocks`; there the full inverses take ``8 n^3`` bytes of device memory).
-GPU_BLOCKS_FROM_N = 300
-#: The CPU inverts the blocks along a nested dissection of the pair graph
-#: (:mod:`mdp.lp.dissection`) when that takes at most ``1 / DISSECTION_GAIN`` of the dense
-#: ``n^3`` flops, else densely.
-DISSECTION_GAIN = 4.0
+
+
+@dataclass(frozen=True)
+class BlockResources:
+    """Memory limits and device thresholds of the column-block method.
+
+    Attributes
+    ----------
+    max_block_bytes : int, default 8 GiB
+        The method keeps ``n^2 (n + 1) / 2`` doubles (the packed block inverses); larger spaces
+        are refused, and so are spaces whose inverses would take more than ``memory_share`` of
+        the memory available now.
+    memory_share : float, default 0.5
+    gpu_from_n : int, default 300
+        Points from which ``MDP_DEVICE=auto`` factors the blocks on a GPU where CuPy sees one
+        (:mod:`mdp.lp.batched_blocks`; there the full inverses take ``8 n^3`` bytes of device
+        memory).
+    dissection_gain : float, default 4
+        The CPU inverts the blocks along a nested dissection of the pair graph
+        (:mod:`mdp.lp.dissection`) when that takes at most ``1 / dissection_gain`` of the dense
+        ``n^3`` flops, else densely.
+    leaf_size : int or None
+        Parts of the dissection of at most this many points are not split (None:
+        :data:`mdp.lp.dissection.LEAF_SIZE`).
+    """
+
+    max_block_bytes: int = 8 * 2 ** 30
+    memory_share: float = 0.5
+    gpu_from_n: int = 300
+    dissection_gain: float = 4.0
+    leaf_size: int | None = None
+
+
 #: Blocks whose packed inverses are added into the Schur complement's sums together.
 BATCH = 16
 #: Relative gap and infeasibilities at which the iterations stop.
@@ -108,14 +129,10 @@ STALL_ACCEPT = 1e-4
 #: Every starting multiplier of the privacy rows and of ``M >= 0`` (1e-3 to 1 gave 40 to 46
 #: iterations to a relative gap of 1e-5 at n = 100 on the Geolife cells).
 START_DUAL = 1e-2
-#: Iterative refinement of each Newton solve: at most this many steps, until the residual is
-#: below ``REFINE_RTOL`` relative to the right-hand side.
-REFINE_STEPS = 4
 #: The same for the per-column row sets of :class:`TripleBlockLP` (OPTMech): more steps carry
 #: the method past its plateau there (GloVe n = 100, the last round's rows: relative gap 1.4e-6
 #: after 41 iterations with 4 steps, 3.7e-7 after 33 with 12).
 TRIPLE_REFINE_STEPS = 12
-REFINE_RTOL = 1e-13
 #: Looser refinement while the relative gap or an infeasibility exceeds ``REFINE_SWITCH``
 #: (n = 200: a third fewer block passes, the same iterations; strict throughout, the end is
 #: reached at n = 500 only with the strict one).
@@ -150,11 +167,12 @@ def available_memory() -> int | None:
         return None
 
 
-def block_byte_limit() -> int:
-    """The most bytes of block inverses allowed now: :data:`MAX_BLOCK_BYTES`, or less where
-    ``MEMORY_SHARE`` of :func:`available_memory` is less."""
+def block_byte_limit(resources: BlockResources = BlockResources()) -> int:
+    """The most bytes of block inverses allowed now: ``resources.max_block_bytes``, or less
+    where ``resources.memory_share`` of :func:`available_memory` is less."""
     avail = available_memory()
-    return MAX_BLOCK_BYTES if avail is None else int(min(MAX_BLOCK_BYTES, MEMORY_SHARE * avail))
+    top = resources.max_block_bytes
+    return top if avail is None else int(min(top, resources.memory_share * avail))
 
 
 def block_bytes(n: int) -> int:
@@ -164,31 +182,29 @@ def block_bytes(n: int) -> int:
 
 
 def _gpu_fits(n: int) -> bool:
-    from .batched_blocks import cupy_backend, device_fits
-
     backend = cupy_backend()
     return backend is not None and device_fits(backend, n)
 
 
-def block_device(n: int) -> str | None:
+def block_device(n: int, resources: BlockResources = BlockResources()) -> str | None:
     """Where the column-block method factors its blocks at ``n`` points: ``"gpu"``, ``"cpu"``, or
     ``None`` where neither has the memory.
 
     The GPU where :func:`mdp.lp.dense.device_choice` picks it (``MDP_DEVICE``, or from
-    :data:`GPU_BLOCKS_FROM_N` points where CuPy sees a device) and its free memory holds
+    ``resources.gpu_from_n`` points where CuPy sees a device) and its free memory holds
     :func:`mdp.lp.batched_blocks.batched_bytes`; else the CPU where :func:`block_bytes` fit
     :func:`block_byte_limit`.
     """
-    if device_choice(n, GPU_BLOCKS_FROM_N) == "gpu" and _gpu_fits(n):
+    if device_choice(n, resources.gpu_from_n) == "gpu" and _gpu_fits(n):
         return "gpu"
-    return "cpu" if block_bytes(n) <= block_byte_limit() else None
+    return "cpu" if block_bytes(n) <= block_byte_limit(resources) else None
 
 
-def fits_in_memory(n: int) -> bool:
+def fits_in_memory(n: int, resources: BlockResources = BlockResources()) -> bool:
     """Whether the column-block method has the memory for ``n`` points on the device
     :func:`block_device` picks (on the CPU: the packed inverses, :func:`block_bytes`, within
     :func:`block_byte_limit`)."""
-    return block_device(n) is not None
+    return block_device(n, resources) is not None
 
 
 def _levels(tree: Dissection | None) -> int:
@@ -203,117 +219,18 @@ def _levels(tree: Dissection | None) -> int:
 
 
 def _block_factor(lp: ColumnBlockLP | TripleBlockLP, device: str,
-                  tree: Dissection | None = None) -> BlockFactorBase:
+                  tree: Dissection | None = None,
+                  resources: BlockResources = BlockResources()) -> BlockFactorBase:
     """The factor of ``device``; a GPU whose memory runs out when allocating gives the CPU's
     (if that fits)."""
     if device == "gpu":
-        from .batched_blocks import BatchedBlockFactor, cupy_backend
-
         try:
             return BatchedBlockFactor(lp, cupy_backend())
         except MemoryError:
-            if block_bytes(lp.n) > block_byte_limit():
+            if block_bytes(lp.n) > block_byte_limit(resources):
                 raise LPError(f"the column-block method found too little GPU memory at "
                               f"n = {lp.n} and needs more host memory than its limit") from None
     return _BlockFactor(lp, tree)
-
-
-class ColumnBlockLP:
-    r"""The worst-case-loss LP over the ordered pairs ``(pu[i], pv[i])``, in column blocks.
-
-    Variables ``X[w, u] = M_uw`` (column ``w`` is row ``w`` of ``X``) and the free loss bound
-    ``k``; ``min k`` s.t. ``sum_w M_uw = 1`` (``G_E``), ``k - sum_w D_uw M_uw >= 0`` (``G_L``),
-    ``M_{pv,w} - e^{-eps_pair D_{pu,pv}} M_{pu,w} >= 0`` for every pair and column (``B``), and
-    ``M >= 0``.
-    """
-
-    def __init__(self, distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair):
-        D = np.asarray(distances, dtype=float)
-        n = D.shape[0]
-        pu, pv = np.asarray(pu, dtype=np.int64), np.asarray(pv, dtype=np.int64)
-        self.n, self.m, self.D = n, len(pu), D
-        self.DT = np.ascontiguousarray(D.T)
-        self.eps_pair = np.broadcast_to(np.asarray(eps_pair, dtype=float), pu.shape)
-        self.log_scale = self.eps_pair * D[pu, pv]
-        self.ri, self.rj = pv, pu
-        with np.errstate(under="ignore"):
-            self.cb = -np.exp(-self.log_scale)
-        rows = np.arange(self.m)
-        self._PiT = sp.csr_matrix((np.ones(self.m), (pv, rows)), shape=(n, self.m))
-        self._PjT = sp.csr_matrix((self.cb, (pu, rows)), shape=(n, self.m))
-        self.privacy_rows = self.m * n
-
-    def block_rows(self, w: int, dB: np.ndarray) -> tuple:
-        """``(ri, rj, cb, d)`` of column ``w``'s privacy rows (row ``r`` of ``B`` is
-        ``e_{ri[r]} + cb[r] e_{rj[r]}``) and their weights ``d`` taken from ``dB``."""
-        return self.ri, self.rj, self.cb, dB[w]
-
-    def permuted(self, tree: Dissection) -> ColumnBlockLP:
-        """The same LP with the points in ``tree``'s order (point ``u`` at
-        ``tree.positions[u]``)."""
-        pos = tree.positions
-        return ColumnBlockLP(self.D[np.ix_(tree.order, tree.order)], pos[self.rj], pos[self.ri],
-                             self.eps_pair)
-
-    def privacy(self, X: np.ndarray) -> np.ndarray:
-        """``B X``: the privacy rows' values, shape ``(n, m)`` (column, pair)."""
-        return X[:, self.ri] + X[:, self.rj] * self.cb
-
-    def privacy_t(self, Z: np.ndarray) -> np.ndarray:
-        """``B^T Z`` for multipliers of shape ``(n, m)``."""
-        Zt = Z.T
-        return np.asarray(self._PiT @ Zt + self._PjT @ Zt).T
-
-    def loss(self, X: np.ndarray) -> np.ndarray:
-        """``sum_w D_uw M_uw`` per row ``u``."""
-        return np.einsum("wu,wu->u", self.DT, X)
-
-
-class TripleBlockLP:
-    r"""The worst-case-loss LP over the privacy rows ``(u[r], v[r], w[r])``, in column blocks.
-
-    As :class:`ColumnBlockLP`, but each column ``w`` has its own rows
-    ``M_{v,w} - e^{-eps D_uv} M_{u,w} >= 0`` (OPTMech's lazy row sets differ from column to
-    column). The multipliers of the rows are flat arrays in the rows' order, sorted by column.
-    """
-
-    def __init__(self, distances: np.ndarray, u: np.ndarray, v: np.ndarray, w: np.ndarray,
-                 epsilon: float):
-        D = np.asarray(distances, dtype=float)
-        n = D.shape[0]
-        order = np.lexsort((u, v, w))
-        u, v, w = (np.asarray(a, dtype=np.int64)[order] for a in (u, v, w))
-        self.n, self.DT = n, np.ascontiguousarray(D.T)
-        #: ``(w n + v) n + u`` of each row, ascending (the rows' order)
-        self.keys = (w * n + v) * n + u
-        self.ri, self.rj = v, u
-        self.privacy_rows = len(u)
-        with np.errstate(under="ignore"):
-            self.cb = -np.exp(-float(epsilon) * D[u, v])
-        self.start = np.searchsorted(w, np.arange(n + 1))
-        rows = np.arange(len(u))
-        # B^T as an (n^2 x rows) matrix over the entries X[w, u] = M_uw, raveled
-        self._BT = sp.csr_matrix((np.r_[np.ones(len(u)), self.cb],
-                                  (np.r_[w * n + v, w * n + u], np.r_[rows, rows])),
-                                 shape=(n * n, len(u)))
-        self._B = self._BT.T.tocsr()
-
-    def block_rows(self, w: int, dB: np.ndarray) -> tuple:
-        """Column ``w``'s rows and weights (see :meth:`ColumnBlockLP.block_rows`)."""
-        a, b = self.start[w], self.start[w + 1]
-        return self.ri[a:b], self.rj[a:b], self.cb[a:b], dB[a:b]
-
-    def privacy(self, X: np.ndarray) -> np.ndarray:
-        """``B X``: the rows' values, flat."""
-        return self._B @ X.ravel()
-
-    def privacy_t(self, Z: np.ndarray) -> np.ndarray:
-        """``B^T Z`` for flat multipliers, shape ``(n, n)``."""
-        return (self._BT @ Z).reshape(self.n, self.n)
-
-    def loss(self, X: np.ndarray) -> np.ndarray:
-        """``sum_w D_uw M_uw`` per row ``u``."""
-        return np.einsum("wu,wu->u", self.DT, X)
 
 
 def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray,
@@ -321,8 +238,9 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
                              tol: float = TOL, max_iter: int = 200,
                              round_no: int = 1,
                              monitor: Callable[[Iterate], bool] | None = None,
-                             warm: WarmStart | None = None, keep_gap: float | None = None
-                             ) -> tuple[np.ndarray, dict]:
+                             warm: WarmStart | None = None, keep_gap: float | None = None,
+                             resources: BlockResources = BlockResources(),
+                             device: str | None = None) -> tuple[np.ndarray, dict]:
     """Solve the worst-case-loss LP over the rows ``(u, v, w)`` by the column-block method.
 
     As :func:`solve_worst_case_blocks` (same returns and errors), with a row set per column
@@ -336,14 +254,15 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
     start from; where the warm solve fails, the method starts again from its default point
     (``stats["warm"]`` says which ran). ``keep_gap``: keep the first iterate whose relative gap
     and infeasibilities are within it (else the iterate returned) as ``stats["warm_start"]``, to
-    start the next round's LP from.
+    start the next round's LP from. ``resources``: memory limits and device thresholds;
+    ``device``: ``"cpu"`` or ``"gpu"`` as the caller's plan decided (None: :func:`block_device`).
     """
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
-    device = _checked_device(n)
+    device = _checked_device(n, resources=resources, device=device)
     lp = TripleBlockLP(D, u, v, w, epsilon)
-    fac = _block_factor(lp, device)
+    fac = _block_factor(lp, device, resources=resources)
     fac.refine_steps = TRIPLE_REFINE_STEPS
     solve = partial(_solve, lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0,
                     round_no=round_no, monitor=monitor, keep_gap=keep_gap)
@@ -366,7 +285,7 @@ class WarmStart:
     r"""An iterate of one round's LP, kept to start the next round's (more rows).
 
     Gondzio's warm start for cutting-plane schemes (Math. Programming 83, 1998), as
-    ConstOPTMech's rounds use it (:mod:`mdp.families.constopt_ipm`): the kept iterate is an
+    ConstOPTMech's rounds use it (:mod:`mdp.families.constopt.ipm`): the kept iterate is an
     early, well-centred one (the first within the caller's ``keep_gap``, else the iterate the
     solve returned), not the optimum, whose products ``s z`` are too small to absorb new rows.
     The entries, ``k``, the loss rows and the rows both LPs share keep their values; a new row
@@ -408,74 +327,6 @@ def lagrangian_bound(lp: ColumnBlockLP, y_sum: np.ndarray, z_loss: np.ndarray,
     zB = np.maximum(z_privacy, 0.0) / total
     red = lp.DT * zL[None, :] - y_sum[None, :] - lp.privacy_t(zB)
     return float(y_sum.sum() + red.min(axis=0).sum())
-
-
-class BlockFactorBase:
-    """One iteration's factorisation of the Newton system: the block inverses (kept by the
-    subclass, applied by ``_apply``) and the factored Schur complement of the coupling rows.
-
-    Subclasses set ``device`` and implement ``factor(dB, wx, dL_inv)``, which ends with
-    :meth:`_set_schur`, and ``_apply(R)``, the inverses applied to the rows of ``R``
-    (``out[w] = K_w^{-1} R[w]``).
-    """
-
-    device = "cpu"
-    #: Most steps of iterative refinement per Newton solve.
-    refine_steps = REFINE_STEPS
-
-    def __init__(self, lp: ColumnBlockLP):
-        self.lp = lp
-        self.e = np.r_[np.ones(lp.n), np.zeros(lp.n)]
-
-    def factor(self, dB: np.ndarray, wx: np.ndarray, dL_inv: np.ndarray) -> None:
-        raise NotImplementedError
-
-    def _apply(self, R: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-    def _set_schur(self, SLL: np.ndarray, SLE: np.ndarray, SEE: np.ndarray, dB: np.ndarray,
-                   wx: np.ndarray, dL_inv: np.ndarray) -> None:
-        """Factor ``S = [[S_LL + diag(dL_inv), S_LE], [S_LE^T, S_EE]]`` on the host."""
-        SLL = SLL.copy()
-        SLL[np.diag_indices(self.lp.n)] += dL_inv
-        try:
-            self.cho = cho_factor(np.block([[SLL, SLE], [SLE.T, SEE]]), lower=True)
-        except np.linalg.LinAlgError as exc:
-            raise LPError("the interior point method's coupling matrix lost positive "
-                          "definiteness") from exc
-        self.Se = cho_solve(self.cho, self.e)
-        self.eSe = float(self.e @ self.Se)
-        self.dB, self.wx, self.dL_inv = dB, wx, dL_inv
-
-    def _solve_once(self, r, rE, rho, qL):
-        lp, n = self.lp, self.lp.n
-        t = self._apply(r)
-        a = cho_solve(self.cho, np.r_[-lp.loss(t) - qL, t.sum(axis=0) - rE])
-        dk = (rho - a[:n].sum()) / self.eSe
-        lam = a + dk * self.Se
-        dX = self._apply(r + lp.DT * lam[None, :n] - lam[None, n:])
-        return dX, dk, lam[:n], lam[n:]
-
-    def solve(self, r: np.ndarray, rE: np.ndarray, rho: float, rtol: float = REFINE_RTOL):
-        r"""``(dX, dk, u, lam_E)`` of ``K dX + G_L^T u + G_E^T lam_E = r``,
-        ``G_L dX + dk - diag(s_L / z_L) u = 0``, ``G_E dX = r_E``, ``sum u = rho``, refined
-        against ``K`` in its sparse form."""
-        lp = self.lp
-        qL = np.zeros(lp.n)
-        dX, dk, u, lE = self._solve_once(r, rE, rho, qL)
-        scale = max(float(np.abs(r).max()), float(np.abs(rE).max()), abs(rho), 1e-300)
-        for _ in range(self.refine_steps):
-            KdX = lp.privacy_t(self.dB * lp.privacy(dX)) + self.wx * dX
-            e1 = r - (KdX - lp.DT * u[None, :] + lE[None, :])
-            e2 = -(-lp.loss(dX) + dk - self.dL_inv * u)
-            e3 = rE - dX.sum(axis=0)
-            e4 = rho - u.sum()
-            if max(float(np.abs(e1).max()), float(np.abs(e2).max()), float(np.abs(e3).max()),
-                   abs(e4)) <= rtol * scale:
-                break
-            c = self._solve_once(e1, e3, e4, e2)
-            dX, dk, u, lE = dX + c[0], dk + c[1], u + c[2], lE + c[3]
-        return dX, dk, u, lE
 
 
 class _BlockFactor(BlockFactorBase):
@@ -528,7 +379,7 @@ class _BlockFactor(BlockFactorBase):
 
     def _factor_blocks(self, columns: range, dB: np.ndarray, wx: np.ndarray) -> list[np.ndarray]:
         """Invert and pack the blocks of the contiguous ``columns``; their packed sums
-        ``[see, sll, s_row, s_col]`` (:func:`mdp.lp._block_kernels.accumulate_packed`, added
+        ``[see, sll, s_row, s_col]`` (:func:`mdp.lp.block_kernels.accumulate_packed`, added
         ``BATCH`` blocks at a time so that the sums stream through memory once per batch)."""
         lp, n = self.lp, self.lp.n
         sums = [np.zeros(packed_size(n)) for _ in range(4)]
@@ -692,7 +543,8 @@ def _newton(lp: ColumnBlockLP, fac: BlockFactorBase, p: _Point, r: _Residuals, r
 
 def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair, *,
                             time_limit: float | None = None, tol: float = TOL,
-                            max_iter: int = 200) -> tuple[np.ndarray, dict]:
+                            max_iter: int = 200, resources: BlockResources = BlockResources(),
+                            device: str | None = None) -> tuple[np.ndarray, dict]:
     """Solve the worst-case-loss LP over the pairs given by the column-block method.
 
     Parameters
@@ -706,6 +558,10 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     tol : float
         Relative gap and infeasibilities to stop at.
     max_iter : int
+    resources : BlockResources
+        Memory limits, device thresholds and the dissection's gain.
+    device : {"cpu", "gpu"} or None
+        Where the blocks are factored, as the caller's plan decided (None: :func:`block_device`).
 
     Returns
     -------
@@ -722,25 +578,25 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     Raises
     ------
     LPError
-        Too large for :data:`MAX_BLOCK_BYTES`, or no iterate within ``STALL_ACCEPT``.
+        Too large for ``resources.max_block_bytes``, or no iterate within ``STALL_ACCEPT``.
     LPTimeout
     """
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
     n = D.shape[0]
-    device = _checked_device(n, "; use solver='hipo'")
+    device = _checked_device(n, "; use solver='hipo'", resources=resources, device=device)
     lp = ColumnBlockLP(D, pu, pv, eps_pair)
     tree = None
     if device == "cpu":
-        tree = nested_dissection(n, pu, pv)
-        if tree.flops() * DISSECTION_GAIN > float(n) ** 3:
+        tree = nested_dissection(n, pu, pv, leaf_size=resources.leaf_size)
+        if tree.flops() * resources.dissection_gain > float(n) ** 3:
             tree = None
     if tree is not None:
         # the points in the dissection's order, so that every node's parts are contiguous
         lp = lp.permuted(tree)
     # n factorisations of side n: on every core (n = 500: 3.0 ms per block on two threads, 5.1 ms
     # on one), although each is smaller than a "large" dense step of mdp.lp.dense
-    fac = _block_factor(lp, device, tree)
+    fac = _block_factor(lp, device, tree, resources=resources)
     M, stats = _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0)
     if tree is not None:
         M = M[np.ix_(tree.positions, tree.positions)]
@@ -748,20 +604,27 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     return M, stats
 
 
-def _checked_device(n: int, hint: str = "") -> str:
-    """:func:`block_device`, or the refusal of :func:`_too_large` (with ``hint``) where
-    neither device has the memory."""
-    device = block_device(n)
+def _checked_device(n: int, hint: str = "", *, resources: BlockResources = BlockResources(),
+                    device: str | None = None) -> str:
+    """``device`` (None: :func:`block_device`), or the refusal of :func:`_too_large` (with
+    ``hint``) where it does not have the memory (the GPU's is checked when its factor is
+    allocated, :func:`_block_factor`)."""
     if device is None:
-        raise _too_large(n, hint)
+        device = block_device(n, resources)
+    elif device == "cpu" and block_bytes(n) > block_byte_limit(resources):
+        device = None
+    if device is None:
+        raise _too_large(n, hint, resources)
     return device
 
 
-def _too_large(n: int, hint: str = "") -> LPError:
+def _too_large(n: int, hint: str = "", resources: BlockResources = BlockResources()) -> LPError:
     """The refusal when the packed block inverses exceed :func:`block_byte_limit`."""
+    limit = block_byte_limit(resources)
     return LPError(f"the column-block method keeps {block_bytes(n) / 2 ** 30:.3g} GiB of block "
-                   f"inverses at n = {n}, more than its limit of {block_byte_limit() / 2 ** 30:.3g} "
-                   f"GiB (MAX_BLOCK_BYTES, or {MEMORY_SHARE:g} of the memory available){hint}")
+                   f"inverses at n = {n}, more than its limit of {limit / 2 ** 30:.3g} "
+                   f"GiB (max_block_bytes, or {resources.memory_share:g} of the memory "
+                   f"available){hint}")
 
 
 def _solve(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: float | None,

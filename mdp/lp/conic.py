@@ -31,7 +31,7 @@ import scipy.sparse as sp
 
 from ..errors import ParameterError
 from . import highs
-from .highs import LPError, LPSolution, LPTimeout, _sigint_sets
+from .highs import LPError, LPSolution, LPTimeout, sigint_sets
 from .reporting import LPProgress, report, reporting
 
 __all__ = ["solve_clarabel", "CLARABEL_ACCEPT", "CLARABEL_TOL"]
@@ -47,7 +47,7 @@ CLARABEL_ACCEPT = ("Solved",)
 
 class _Callback:
     """Clarabel's per-iteration termination callback: stops on Ctrl-C (``interrupted``, set by
-    :func:`mdp.lp.highs._sigint_sets`) and reports the iterate inside a :func:`mdp.lp.progress`
+    :func:`mdp.lp.highs.sigint_sets`) and reports the iterate inside a :func:`mdp.lp.progress`
     block."""
 
     __slots__ = ("interrupted", "rows", "last")
@@ -132,7 +132,7 @@ def solve_clarabel(c, A, *, row_lower, row_upper, col_lower=None,
     callback = _Callback(m)
     solver.set_termination_callback(callback)
     t0 = time.perf_counter()
-    with _sigint_sets(callback):
+    with sigint_sets(callback):
         sol = solver.solve()
     seconds = time.perf_counter() - t0
     status = str(sol.status)

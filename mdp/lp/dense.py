@@ -1,6 +1,6 @@
 r"""Dense Schur complements of the structured interior point methods, on the CPU or a GPU.
 
-The row-block interior point method of ConstOPTMech (:mod:`mdp.families.constopt_ipm`) spends
+The row-block interior point method of ConstOPTMech (:mod:`mdp.families.constopt.ipm`) spends
 almost all of an iteration on one dense step: with the linking matrix ``L`` (``2n x t``; rows
 ``u`` and ``n + u`` are matrix row ``u``'s loss and row-sum rows) and, per ``u``, the Cholesky
 factor ``R_u = [[a_u, b_u], [0, c_u]]`` of the ``2 x 2`` block ``M_u`` that couples them,
@@ -132,7 +132,7 @@ def blas_threads(dense_side: int) -> contextlib.AbstractContextManager:
 
 
 @functools.lru_cache(maxsize=1)
-def _cupy():
+def cupy_module():
     """The CuPy module when it imports and sees a CUDA device, else ``None``."""
     try:
         import cupy
@@ -146,7 +146,7 @@ def _cupy():
 
 def gpu_available() -> bool:
     """Whether CuPy is installed and sees a usable CUDA device."""
-    return _cupy() is not None
+    return cupy_module() is not None
 
 
 def schur_device(size: int) -> str:
@@ -466,7 +466,7 @@ class GPUSchur:
     device = "gpu"
 
     def __init__(self, L: np.ndarray, sparse: SparseColumns | None = None):
-        cp = _cupy()
+        cp = cupy_module()
         if cp is None:
             raise ParameterError("no usable CUDA device for GPUSchur (CuPy missing or no GPU)")
         self.cp = cp

@@ -211,7 +211,7 @@ class _SolveCallback:
 
     **Ctrl-C.** HiGHS runs in C++: Python's own SIGINT handler would raise ``KeyboardInterrupt``
     only when the solve returns, minutes later on large LPs. So during a solve SIGINT only sets
-    :attr:`interrupted` (:func:`_sigint_sets`), and the callbacks, which HiGHS calls between
+    :attr:`interrupted` (:func:`sigint_sets`), and the callbacks, which HiGHS calls between
     interior point and simplex iterations, hand it to HiGHS as a user interrupt;
     :meth:`SparseLP.solve` then raises ``KeyboardInterrupt``.
 
@@ -247,7 +247,7 @@ PROGRESS_SECONDS = 1.0
 
 
 @contextlib.contextmanager
-def _sigint_sets(flag: _SolveCallback) -> Iterator[None]:
+def sigint_sets(flag: _SolveCallback) -> Iterator[None]:
     """Within the block, SIGINT sets ``flag.interrupted`` instead of raising (main thread, default
     handler only)."""
     flag.interrupted = False
@@ -517,7 +517,7 @@ class SparseLP:
         t0 = time.perf_counter()
         cb = self._callback
         cb.solve, cb.rows, cb.method, cb.last = self.stats["solves"] + 1, self.num_row, self._solver, t0
-        with _sigint_sets(cb):
+        with sigint_sets(cb):
             h.run()
         dt = time.perf_counter() - t0
         self._spent += dt

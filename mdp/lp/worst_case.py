@@ -25,20 +25,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ParameterError
-from .column_blocks import BLOCKS, solve_worst_case_blocks
+from .column_blocks import BlockResources, solve_worst_case_blocks
 from .conic import solve_clarabel
 from .highs import LPError, LPTimeout, SparseLP
+from .plan import BLOCKS, CLARABEL
 from .rowgen import Cuts, Phase, RowGeneration, RowGenerationPolicy
 
 __all__ = ["primal_rows", "privacy_rows", "lagrangian_lower_bound", "max_privacy_violation",
            "pair_violation", "initial_triples", "separate", "lazy_policy", "gap_ipm_tolerance",
            "solve_worst_case_lp", "solve_worst_case_lp_lazy", "MAX_COEFFICIENTS",
-           "LAZY_SOLVERS", "CLARABEL", "BLOCKS", "check_lazy_solver"]
+           "LAZY_SOLVERS", "CLARABEL", "BLOCKS", "check_lazy_solver", "LazyRoundsTuning"]
 
 #: Rows ``M_uw <= e^{eps D_uv} M_vw`` with a coefficient above ``C`` are left out of the LPs, for
 #: ``C`` tried in this order by :func:`mdp.families.optimal.build_optimal`. A left-out row only
@@ -49,40 +51,59 @@ __all__ = ["primal_rows", "privacy_rows", "lagrangian_lower_bound", "max_privacy
 #: ``e^{eps D}`` HiGHS can fail on these bounded LPs, and the smaller limits then solve them
 #: (cases in ``docs/design/lp.md``).
 MAX_COEFFICIENTS = (1e12, 1e7, 1e5)
-#: Absolute violation above which :func:`separate` adds a row in vertex rounds (the final matrix
-#: is re-checked and certified anyway; rows meet HiGHS's 1e-10 primal tolerance).
-SEPARATION_TOL = 1e-9
-#: Relative Lagrangian gap of the lazy solve above which the final row set is polished (one cold
-#: IPM + crossover solve).
-POLISH_RTOL = 1e-8
-#: Tightest IPM optimality tolerance of the interior rounds in ``gap=`` mode
-#: (:func:`gap_ipm_tolerance`; HiGHS's default is 1e-8).
-IPM_OPTIMALITY_TOL = 1e-10
-#: IPM optimality tolerance (relative primal-dual gap) of the exact mode's interior rounds. These
-#: rounds only find rows: the crossover and vertex rounds that follow solve the final row set
-#: exactly. A loosely converged interior point is more central (farther from the restricted
-#: optimum's face), violates more of the rows still missing and so brings them in earlier, which
-#: all but removes the warm simplex tail (figures in ``docs/design/lp.md``).
-IPM_ROUND_TOL = 1e-2
-#: Relative Lagrangian gap accepted from the interior rounds; above it the run polishes.
-IPM_POLISH_RTOL = 1e-7
-#: Separation tolerance of the interior rounds: an interior optimum meets its rows only to the IPM
-#: tolerances (~1e-9), chasing smaller violations adds rounds that change nothing.
-IPM_SEPARATION_TOL = 1e-8
-#: Interior rounds switch to crossover + warm dual simplex once a round adds fewer rows than this
-#: fraction of the LP (0: never).
-IPM_SWITCH_FRACTION = 0.05
-#: IPM optimality tolerance of the full (dualised) solve without crossover
-#: (:func:`solve_worst_case_lp`, ``crossover=False``).
-FULL_IPM_TOL = 1e-10
-#: Dual simplex pricing of the warm rounds (:data:`mdp.lp.highs.SIMPLEX_PRICING`): Devex; HiGHS's
-#: default dual steepest edge first computes a weight for each of the thousands of rows a round
-#: adds (OPTMech Geolife n = 100: 189 s against 262-274 s, alternated; ``docs/design/lp.md``).
-WARM_PRICING = "devex"
+@dataclass(frozen=True)
+class LazyRoundsTuning:
+    """Tolerances and switches of the lazy worst-case-loss solve (:func:`lazy_policy`).
+
+    Attributes
+    ----------
+    separation_tol : float, default 1e-9
+        Absolute violation above which :func:`separate` adds a row in vertex rounds (the final
+        matrix is re-checked and certified anyway; rows meet HiGHS's 1e-10 primal tolerance).
+    polish_rtol : float, default 1e-8
+        Relative Lagrangian gap above which the final row set is polished (one cold IPM +
+        crossover solve).
+    ipm_optimality_tol : float, default 1e-10
+        Tightest IPM optimality tolerance of the interior rounds in ``gap=`` mode
+        (:func:`gap_ipm_tolerance`; HiGHS's default is 1e-8).
+    ipm_round_tol : float, default 1e-2
+        IPM optimality tolerance (relative primal-dual gap) of the exact mode's interior rounds.
+        These rounds only find rows: the crossover and vertex rounds that follow solve the final
+        row set exactly. A loosely converged interior point is more central, violates more of
+        the rows still missing and so brings them in earlier, which all but removes the warm
+        simplex tail (figures in ``docs/design/lp.md``).
+    ipm_polish_rtol : float, default 1e-7
+        Relative Lagrangian gap accepted from the interior rounds; above it the run polishes.
+    ipm_separation_tol : float, default 1e-8
+        Separation tolerance of the interior rounds: an interior optimum meets its rows only to
+        the IPM tolerances (~1e-9), chasing smaller violations adds rounds that change nothing.
+    ipm_switch_fraction : float, default 0.05
+        Interior rounds switch to crossover + warm dual simplex once a round adds fewer rows than
+        this fraction of the LP (0: never).
+    warm_pricing : str, default "devex"
+        Dual simplex pricing of the warm rounds (:data:`mdp.lp.highs.SIMPLEX_PRICING`); HiGHS's
+        default dual steepest edge first computes a weight for each of the thousands of rows a
+        round adds (OPTMech Geolife n = 100: 189 s against 262-274 s, alternated).
+    max_rounds : int, default 500
+    full_ipm_tol : float, default 1e-10
+        IPM optimality tolerance of the full (dualised) solve without crossover
+        (:func:`solve_worst_case_lp`, ``crossover=False``).
+    """
+
+    separation_tol: float = 1e-9
+    polish_rtol: float = 1e-8
+    ipm_optimality_tol: float = 1e-10
+    ipm_round_tol: float = 1e-2
+    ipm_polish_rtol: float = 1e-7
+    ipm_separation_tol: float = 1e-8
+    ipm_switch_fraction: float = 0.05
+    warm_pricing: str = "devex"
+    max_rounds: int = 500
+    full_ipm_tol: float = 1e-10
+
+
 #: Methods of the lazy solve: warm dual simplex rounds, or interior rounds first.
 LAZY_SOLVERS = ("simplex", "ipm")
-#: ``solver`` name of :func:`solve_worst_case_lp` that runs Clarabel (:mod:`mdp.lp.conic`) alone.
-CLARABEL = "clarabel"
 
 
 def check_lazy_solver(solver: str | None) -> None:
@@ -274,15 +295,17 @@ def separate(M: np.ndarray, distances: np.ndarray, eps: float, allowed: np.ndarr
     return u, v, w, worst
 
 
-def lazy_policy(solver: str = "simplex", *, tol: float = SEPARATION_TOL,
-                max_rounds: int = 500, gap: float | None = None) -> RowGenerationPolicy:
+def lazy_policy(solver: str = "simplex", *, tol: float | None = None,
+                max_rounds: int | None = None, gap: float | None = None,
+                tuning: LazyRoundsTuning = LazyRoundsTuning()) -> RowGenerationPolicy:
     """The :class:`~mdp.lp.RowGenerationPolicy` of the lazy worst-case-loss solve.
 
     ``solver="simplex"``: warm dual simplex rounds from the first solve on; ``"ipm"``: interior
-    rounds first (:class:`~mdp.lp.Phase`). Tolerances are this module's constants, read at call
-    time.
+    rounds first (:class:`~mdp.lp.Phase`). Tolerances are those of ``tuning``
+    (:class:`LazyRoundsTuning`); ``tol`` and ``max_rounds`` default to its ``separation_tol`` and
+    ``max_rounds``.
 
-    Exact mode (``gap=None``): interior rounds at the loose ``IPM_ROUND_TOL``, which only find
+    Exact mode (``gap=None``): interior rounds at the loose ``tuning.ipm_round_tol``, which only find
     rows; the crossover and warm simplex rounds then solve the final row set exactly.
 
     With ``gap`` (certified near-optimal mode) and ``"ipm"``, every round stays interior (no
@@ -292,35 +315,40 @@ def lazy_policy(solver: str = "simplex", *, tol: float = SEPARATION_TOL,
     must then be near the restricted optimum. The Lagrangian bound holds for any multipliers,
     and the matrix is certified by the caller.
     """
-    return RowGenerationPolicy(start=Phase.INTERIOR if solver == "ipm" else Phase.INITIAL, tol=tol,
-                               interior_tol=IPM_SEPARATION_TOL, interior_ipm_tolerance=IPM_ROUND_TOL,
-                               switch_fraction=IPM_SWITCH_FRACTION,
+    t = tuning
+    return RowGenerationPolicy(start=Phase.INTERIOR if solver == "ipm" else Phase.INITIAL,
+                               tol=t.separation_tol if tol is None else tol,
+                               interior_tol=t.ipm_separation_tol,
+                               interior_ipm_tolerance=t.ipm_round_tol,
+                               switch_fraction=t.ipm_switch_fraction,
                                switch_to=Phase.CROSSOVER if gap is None else Phase.REFINE,
-                               refine_ipm_tolerance=IPM_OPTIMALITY_TOL if gap is None else gap_ipm_tolerance(gap),
-                               gap_rtol=POLISH_RTOL,
-                               interior_gap_rtol=IPM_POLISH_RTOL, warm_pricing=WARM_PRICING,
-                               max_rounds=max_rounds)
+                               refine_ipm_tolerance=(t.ipm_optimality_tol if gap is None
+                                                     else gap_ipm_tolerance(gap, tuning=t)),
+                               gap_rtol=t.polish_rtol,
+                               interior_gap_rtol=t.ipm_polish_rtol, warm_pricing=t.warm_pricing,
+                               max_rounds=t.max_rounds if max_rounds is None else max_rounds)
 
 
-def gap_ipm_tolerance(gap: float) -> float:
+def gap_ipm_tolerance(gap: float, *, tuning: LazyRoundsTuning = LazyRoundsTuning()) -> float:
     """IPM optimality tolerance of the interior rounds in near-optimal mode: ``gap / 1e4``.
 
-    Clipped to ``[IPM_OPTIMALITY_TOL, 1e-7]``: the Lagrangian bound of an IPM solution is within
+    Clipped to ``[tuning.ipm_optimality_tol, 1e-7]``: the Lagrangian bound of an IPM solution is within
     about its tolerance (relative) of the restricted optimum, which then costs at most ``1e-4`` of
     the ``gap`` budget.
     """
-    return float(min(1e-7, max(IPM_OPTIMALITY_TOL, gap * 1e-4)))
+    return float(min(1e-7, max(tuning.ipm_optimality_tol, gap * 1e-4)))
 
 
 def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: float, *,
                              time_limit: float | None = None, solver: str = "simplex", knn: int = 2,
-                             tol: float = SEPARATION_TOL, max_rounds: int = 500,
+                             tol: float | None = None, max_rounds: int | None = None,
                              max_coefficient: float = MAX_COEFFICIENTS[0],
                              on_round: Callable | None = None,
                              stop: Callable | None = None,
                              gap: float | None = None,
                              privacy_distances: np.ndarray | None = None,
-                             initial_rows: tuple | None = None) -> tuple[np.ndarray, dict]:
+                             initial_rows: tuple | None = None,
+                             tuning: LazyRoundsTuning = LazyRoundsTuning()) -> tuple[np.ndarray, dict]:
     r"""Worst-case-loss LP with privacy rows on the ``allowed`` pairs, by lazy row generation.
 
     Solves the primal LP (variables ``M``, ``k``) restricted to :func:`initial_triples`, then
@@ -340,18 +368,20 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
         Wall-clock seconds for the whole loop (solves and separation); :class:`mdp.lp.LPTimeout`.
     solver : str
         ``"simplex"``: every round by HiGHS's dual simplex, warm-started from the previous basis.
-        ``"ipm"``: interior point rounds *without crossover* (loose: ``IPM_ROUND_TOL``, rows
-        separated at ``IPM_SEPARATION_TOL``); the interior point is accepted when its
-        Lagrangian gap is within ``IPM_POLISH_RTOL``, otherwise one IPM + crossover solve yields
-        a vertex and warm dual simplex rounds finish. The same switch happens as soon as a round
-        adds fewer than ``IPM_SWITCH_FRACTION`` of the rows (the tail rounds). Another HiGHS
+        ``"ipm"``: interior point rounds *without crossover* (loose: ``tuning.ipm_round_tol``,
+        rows separated at ``tuning.ipm_separation_tol``); the interior point is accepted when its
+        Lagrangian gap is within ``tuning.ipm_polish_rtol``, otherwise one IPM + crossover solve
+        yields a vertex and warm dual simplex rounds finish. The same switch happens as soon as
+        a round adds fewer than ``tuning.ipm_switch_fraction`` of the rows (the tail rounds). Another HiGHS
         method name: the first solve by it, then warm dual simplex rounds. Either way the
         returned ``M`` is checked on all rows and the gap is a rigorous bound.
     knn : int
         Near-neighbour pairs in the initial rows.
-    tol : float
-        Absolute violation below which a row counts as satisfied.
-    max_rounds : int
+    tol : float or None
+        Absolute violation below which a row counts as satisfied (``None``:
+        ``tuning.separation_tol``).
+    max_rounds : int or None
+        ``None``: ``tuning.max_rounds``.
     max_coefficient : float
         Rows whose coefficient ``e^{eps D_uv}`` exceeds it are left out (see ``MAX_COEFFICIENTS``).
     on_round : callable or None
@@ -372,6 +402,8 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
         by one row.
     initial_rows : ``(u, v, w)`` int arrays or None
         The starting rows (those of disallowed pairs dropped); ``None``: :func:`initial_triples`.
+    tuning : LazyRoundsTuning
+        Tolerances and switches of the rounds (:func:`lazy_policy`).
 
     Returns
     -------
@@ -414,7 +446,8 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
 
     loop = RowGeneration(lp, A, cuts, rows, key_space=n ** 3, initial_keys=(iu * n + iv) * n + iw,
                          bound=lambda A_all, sol: lagrangian_lower_bound(A_all, sol.row_dual, n),
-                         policy=lazy_policy(solver, tol=tol, max_rounds=max_rounds, gap=gap),
+                         policy=lazy_policy(solver, tol=tol, max_rounds=max_rounds, gap=gap,
+                                            tuning=tuning),
                          time_limit=time_limit, started=t0, on_round=on_round,
                          stop=None if stop is None else
                          (lambda sol, b: stop(np.maximum(sol.x[:N].reshape(n, n), 0.0), b)))
@@ -440,7 +473,10 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
 def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair,
                         *, time_limit: float | None = None, solver: str = "ipm",
                         max_coefficient: float = MAX_COEFFICIENTS[0],
-                        crossover: bool = True) -> tuple[np.ndarray, dict]:
+                        crossover: bool = True,
+                        tuning: LazyRoundsTuning = LazyRoundsTuning(),
+                        resources: BlockResources = BlockResources(),
+                        device: str | None = None) -> tuple[np.ndarray, dict]:
     """Solve ``min max_u sum_w D_uw M_uw`` over stochastic ``M`` with privacy rows on the given pairs.
 
     Every row at once, dualised (module docstring).
@@ -464,9 +500,13 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         over.
     max_coefficient : float
         Rows whose coefficient ``e^{eps D_uv}`` exceeds it are left out (see ``MAX_COEFFICIENTS``).
+    tuning : LazyRoundsTuning
+        ``full_ipm_tol`` is the IPM tolerance without crossover.
+    resources, device
+        Of the column-block method (:func:`mdp.lp.column_blocks.solve_worst_case_blocks`).
     crossover : bool, default True
         ``False`` (interior point solvers): the interior optimum at IPM optimality tolerance
-        ``FULL_IPM_TOL`` is returned as it is, without crossover nor the simplex re-solve; its rows
+        ``tuning.full_ipm_tol`` is returned as it is, without crossover nor the simplex re-solve; its rows
         hold to about that tolerance and the caller repairs it
         (:func:`mdp.lp.output.private_candidate`). When that solve fails, IPX without crossover
         tries next, then Clarabel on the primal LP (:func:`mdp.lp.conic.solve_clarabel`, its
@@ -491,7 +531,8 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
     if solver == BLOCKS:
         t_blocks = time.perf_counter()
         try:
-            return solve_worst_case_blocks(D, pu, pv, eps_pair, time_limit=time_limit)
+            return solve_worst_case_blocks(D, pu, pv, eps_pair, time_limit=time_limit,
+                                           resources=resources, device=device)
         except LPTimeout:
             raise
         except LPError as exc:
@@ -527,7 +568,7 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
     lp = SparseLP(-b, A.T.tocsr(), row_lower=np.r_[np.full(N, -np.inf), 1.0],
                   row_upper=np.r_[np.zeros(N), 1.0], col_lower=np.r_[np.full(n, -np.inf), np.zeros(m - n)],
                   solver=solver, time_limit=time_limit, crossover=crossover,
-                  ipm_tolerance=None if crossover else FULL_IPM_TOL,
+                  ipm_tolerance=None if crossover else tuning.full_ipm_tol,
                   # M is read from the duals, so the dual tolerance bounds its privacy violations
                   dual_tolerance=1e-9 if crossover else 1e-10,
                   primal_tolerance=1e-9 if crossover else 1e-10)

@@ -1,6 +1,6 @@
 r"""ConstOPTMech's LP by a structured interior point method, with a certified gap (``gap=``).
 
-The LP of :mod:`mdp.families.constopt` (Imola et al. 2022, section 3.2) has ``n`` weights ``Y``,
+The LP of :mod:`mdp.families.constopt.formulation` (Imola et al. 2022, section 3.2) has ``n`` weights ``Y``,
 ``n r`` free entries ``M_uv`` and the bound ``k``. Its ``2n`` loss and row-sum rows are dense over
 ``Y``. Every other row is local: a free entry's two bounds against its column's ``Y_v``, and the
 free-free rows of one column. HiGHS factorises this as a general sparse LP (the dense rows cost
@@ -27,7 +27,7 @@ inverting per-column blocks lost positive definiteness near the optimum (measure
 
 **Free-free rows and the certificate.** The first solve leaves the free-free rows out. That is a
 relaxation, so a dual point of it bounds the full optimum from below. Its solution is made
-feasible for the full LP by :func:`mdp.families.constopt.lipschitz_log_matrix`, which makes every
+feasible for the full LP by :func:`mdp.families.constopt.formulation.lipschitz_log_matrix`, which makes every
 privacy row at ``e`` hold exactly, and by scaling the row sums up to 1. While the certified
 relative gap of the result exceeds ``gap``, the free-free rows of the columns with a violated
 row are added and the LP is solved again. When no row is violated, the solution is the full LP's
@@ -44,9 +44,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import logsumexp
 
-from ..errors import SolverError, SolverTimeout
-from ..lp import SparseLP
-from ..lp.dense import (
+from ...errors import SolverError, SolverTimeout
+from ...lp import SparseLP
+from ...lp.dense import (
     CPUSchur,
     SparseColumns,
     blas_threads,
@@ -55,9 +55,9 @@ from ..lp.dense import (
     rmatvec,
     schur_factor,
 )
-from ..lp.reporting import LPProgress, report
-from ..lp.rowgen import warm_rows
-from .constopt import _bound_factors, free_free_pairs, lipschitz_log_matrix
+from ...lp.reporting import LPProgress, report
+from ...lp.rowgen import warm_rows
+from .formulation import free_free_pairs, lipschitz_log_matrix, log_bound_factors
 
 __all__ = ["ConstOptLP", "RowBlockResult", "RowBlockTooDense", "solve_row_block_ipm", "default_start", "warm_start", "certified_lower_bound",
            "free_free_pairs", "feasible_log_matrix", "solve_constopt_gap"]
@@ -111,7 +111,7 @@ class ConstOptLP:
         Free-free rows as pairs of free-entry indices ``(j, j')``: row
         ``M_j' - e^{-e D} M_j >= 0``; ``None``: none.
     bound_factors : (ndarray, ndarray), optional
-        ``(log hi, log lo)`` of the free entries' bounds (``constopt._bound_factors``) where
+        ``(log hi, log lo)`` of the free entries' bounds (``formulation.log_bound_factors``) where
         already at hand: they depend on ``distances``, ``e`` and ``free`` only.
     """
 
@@ -137,7 +137,7 @@ class ConstOptLP:
         self.c = np.zeros(self.nv)
         self.c[self.kcol] = 1.0
         ids = n + np.arange(f)
-        log_hi, log_lo = _bound_factors(D, free, fu, fv, e) if bound_factors is None else bound_factors
+        log_hi, log_lo = log_bound_factors(D, free, fu, fv, e) if bound_factors is None else bound_factors
         self.log_hi, self.log_lo = log_hi, log_lo
         li, lj, la, lb = [], [], [], []
         with np.errstate(under="ignore", over="ignore"):
@@ -562,7 +562,7 @@ def feasible_log_matrix(x: np.ndarray, lp: ConstOptLP,
                         pairs: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     r"""Log of the LP's matrix from ``x`` with every privacy row at ``e`` holding exactly.
 
-    :func:`mdp.families.constopt.lipschitz_log_matrix` on ``lp``'s data (clip each free entry
+    :func:`mdp.families.constopt.formulation.lipschitz_log_matrix` on ``lp``'s data (clip each free entry
     into its bounds, lift it to its column's envelope over the free entries).
     """
     return lipschitz_log_matrix(x, lp.D, lp.e, lp.free, bound_factors=(lp.log_hi, lp.log_lo),
@@ -653,7 +653,7 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
     with np.errstate(under="ignore"):
         shrink = np.exp(-e * D[fu[all_a], fu[all_b]])
     key = np.zeros(0, np.int64)                         # the LP's free-free rows, as all_key
-    factors = _bound_factors(D, np.asarray(free, dtype=bool), fu, fv, e)
+    factors = log_bound_factors(D, np.asarray(free, dtype=bool), fu, fv, e)
     tol = float(np.clip(gap / 100.0, ROUND_TOL_MIN, ROUND_TOL))
     iterations = 0
     trace = []

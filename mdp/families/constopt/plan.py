@@ -1,0 +1,93 @@
+"""ConstOPTMech's plan: every decision about the path a build takes, made in one place.
+
+:func:`plan` turns the build's parameters, the space, epsilon and a
+:class:`~mdp.families.constopt.tuning.ConstOPTTuning` into a :class:`~mdp.lp.plan.Plan`
+(vocabulary in :mod:`mdp.lp.plan`):
+
+* ``solver="blocks"``: the row-block interior point method (:mod:`mdp.families.constopt.ipm`)
+  to a certified relative gap (``gap``, or ``exact_gap``) with ``gap=``, when asked for, or with
+  ``solver="auto"`` from ``row_block_min_n`` points where ``epsilon / 2`` times the median
+  distance is at most ``row_block_max_scale`` (below ``row_block_wide_scale`` only while its
+  first round violates at most ``row_block_max_violated`` free-free rows per point). Its
+  fallback is HiGHS (``highs_solver``) when it fails, finds the LP too dense or cannot certify
+  the target.
+* else HiGHS: ``highs_solver`` (HiPO, then IPX when it fails) for ``"auto"``, or the method
+  asked for.
+* ``method``: ``"lazy"`` (free-free rows generated on demand) or ``"full"`` (``lazy=False``).
+* HiGHS's fallbacks: lower coefficient limits, then the exponential mechanism.
+"""
+
+from __future__ import annotations
+
+from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Plan
+from ...space import MetricSpace
+from .tuning import ConstOPTTuning
+
+__all__ = ["plan"]
+
+
+def plan(space: MetricSpace, epsilon: float, *, solver: str = AUTO, lazy: bool = True,
+         gap: float | None = None, tuning: ConstOPTTuning = ConstOPTTuning()) -> Plan:
+    """The path of a ConstOPTMech build (module docstring); parameters as
+    :func:`mdp.families.constopt.build.build_constopt`.
+
+    The plan's options hold ``target=`` (the row-block method's certified gap),
+    ``max_violated=`` (its density limit per point, or ``none``) and ``highs=`` (HiGHS's method,
+    used alone or as the fallback).
+    """
+    n = space.n
+    e = epsilon / 2.0
+    scale = e * space.median_distance
+    t = tuning
+    if gap is not None:
+        row_block, reason = True, f"gap={gap:g} asked for (a certified gap)"
+    elif solver == BLOCKS:
+        row_block, reason = True, "asked for"
+    elif solver == AUTO and n >= t.row_block_min_n and scale <= t.row_block_max_scale:
+        row_block = True
+        reason = (f"n = {n} >= row_block_min_n = {t.row_block_min_n} and eps/2 x median "
+                  f"distance = {scale:.3g} <= row_block_max_scale = {t.row_block_max_scale:g}")
+    else:
+        row_block = False
+        if solver != AUTO:
+            reason = "asked for"
+        elif n < t.row_block_min_n:
+            reason = f"n = {n} < row_block_min_n = {t.row_block_min_n}"
+        else:
+            reason = (f"eps/2 x median distance = {scale:.3g} > row_block_max_scale = "
+                      f"{t.row_block_max_scale:g}")
+    highs = t.highs_solver if solver in (AUTO, BLOCKS) else solver
+    options = [Choice(f"highs={highs}", "HiGHS's method" + (" (asked for)" if highs == solver
+                                                             else ""))]
+    fallbacks = []
+    if row_block:
+        target = gap if gap is not None else t.exact_gap
+        if gap is not None or solver == BLOCKS or scale >= t.row_block_wide_scale:
+            max_violated = None
+            why = ("asked for" if gap is not None or solver == BLOCKS else
+                   f"eps/2 x median distance >= row_block_wide_scale = "
+                   f"{t.row_block_wide_scale:g}")
+        else:
+            max_violated = t.row_block_max_violated
+            why = (f"round 0 may violate at most row_block_max_violated free-free rows per "
+                   f"point below row_block_wide_scale = {t.row_block_wide_scale:g}")
+        options.append(Choice(f"target={target:g}", "certified relative gap"))
+        options.append(Choice(f"max_violated={'none' if max_violated is None else f'{max_violated:g}'}",
+                              why))
+        fallbacks.append(Fallback(f"HiGHS ({highs}, {'lazy' if lazy else 'full'})",
+                                  "the row-block method fails, finds the LP too dense (then for "
+                                  "every lambda) or cannot certify the target"))
+        solver_choice = Choice(BLOCKS, reason)
+    else:
+        solver_choice = Choice(highs, reason)
+    if highs == "hipo":
+        fallbacks.append(Fallback("IPX at the same coefficient limit", "HiPO fails"))
+    fallbacks += [Fallback(f"HiGHS ({highs}), rows up to {c:g}", "HiGHS fails")
+                  for c in t.max_coefficients[1:]]
+    fallbacks.append(Fallback("the exponential mechanism", "no lambda is solved, or rows were "
+                                                           "left out and the LP's matrix is worse"))
+    method = Choice("lazy" if lazy else "full",
+                    "free-free rows generated on demand" if lazy else "lazy=False asked for")
+    return Plan("ConstOPTMech", method, solver_choice, Choice("cpu", "HiGHS, or the row-block "
+                                                          "method's dense step by MDP_DEVICE"),
+                tuple(fallbacks), tuple(options))

@@ -1,0 +1,192 @@
+"""OPTMech's plan: every decision about the path a build takes, made in one place.
+
+:func:`plan` turns the build's parameters, the space, epsilon and an
+:class:`~mdp.families.optimal.tuning.OptimalTuning` into a :class:`~mdp.lp.plan.Plan`
+(vocabulary in :mod:`mdp.lp.plan`):
+
+* ``solver="blocks"`` (row generation whose rounds are solved by the column-block interior point
+  method, :mod:`mdp.lp.block_rounds`) from ``blocks_min_n`` points where the block inverses fit
+  in memory, on the device :func:`mdp.lp.column_blocks.block_device` picks; its fallbacks are
+  HiGHS's lazy finish from the rounds' rows, then HiGHS's lazy solve at the lower coefficient
+  limits, then the exponential mechanism.
+* else ``method="lazy"`` on HiGHS, with interior rounds (``"ipm"``) on spaces of at least
+  ``ipm_min_n`` points where points lie nearly between others (:func:`default_solver`), warm
+  dual simplex rounds (``"simplex"``) otherwise.
+* ``method="full"``: every row at once, dualised, on HiGHS's ``"ipm"``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ParameterError
+from ...lp.column_blocks import block_device
+from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Plan
+from ...lp.worst_case import LAZY_SOLVERS
+from ...space import MetricSpace
+from .formulation import (
+    HIGHS_MAX_N,
+    is_map_space,
+    median_detour,
+    median_two_hop_slack,
+    two_hop_distances,
+)
+from .tuning import OptimalTuning
+
+__all__ = ["plan", "default_knn", "default_solver", "default_method", "METHODS"]
+
+#: Values of the ``method`` parameter: ``"blocks"`` is the earlier spelling of
+#: ``method="lazy", solver="blocks"`` (with ``solver`` then naming the HiGHS finish).
+METHODS = (AUTO, "lazy", "full", BLOCKS)
+
+
+def default_knn(space: MetricSpace) -> int:
+    """Near-neighbour pairs in the lazy solve's starting rows: 2 on map spaces, else 0."""
+    return 2 if is_map_space(space) else 0
+
+
+def default_solver(space: MetricSpace, method: str, epsilon: float, *,
+                   two_hop: np.ndarray | None = None,
+                   tuning: OptimalTuning = OptimalTuning()) -> str:
+    """HiGHS method of ``method`` (``"lazy"`` or ``"full"``) when HiGHS solves the LP.
+
+    ``"full"``: ``"ipm"`` (the dualised LP). ``"lazy"``: ``"ipm"`` (interior rounds) on spaces of
+    ``n >= tuning.ipm_min_n`` points whose :func:`median_detour` is at most
+    ``tuning.chain_detour`` and whose :func:`median_two_hop_slack` at ``epsilon`` is at most
+    ``tuning.chain_slack`` (maps, grids, graph metrics, clustered or low-dimensional embeddings
+    such as our fastText vectors, unless eps is large), ``"simplex"`` (warm dual simplex rounds)
+    otherwise (spread-out embeddings such as GloVe at any eps). ``two_hop``:
+    :func:`two_hop_distances` of the space if already computed.
+    """
+    if method == "full":
+        return "ipm"
+    if space.n < tuning.ipm_min_n:
+        return "simplex"
+    T = two_hop_distances(space.distances) if two_hop is None else two_hop
+    if (median_detour(space.distances, two_hop=T) <= tuning.chain_detour
+            and median_two_hop_slack(space.distances, epsilon, two_hop=T) <= tuning.chain_slack):
+        return "ipm"
+    return "simplex"
+
+
+def default_method(space: MetricSpace, tuning: OptimalTuning = OptimalTuning()) -> str:
+    """``"blocks"`` from ``tuning.blocks_min_n`` points where the block inverses fit in memory
+    (:func:`mdp.lp.column_blocks.fits_in_memory`: the host's packed inverses, or a GPU's that
+    ``MDP_DEVICE`` allows), else ``"lazy"`` (HiGHS's rounds)."""
+    return ("blocks" if space.n >= tuning.blocks_min_n
+            and block_device(space.n, tuning.resources) is not None else "lazy")
+
+
+def plan(space: MetricSpace, epsilon: float, *, method: str | None = AUTO,
+         solver: str | None = AUTO, knn: int | None = None, gap: float | None = None,
+         tuning: OptimalTuning = OptimalTuning(),
+         two_hop: np.ndarray | None = None) -> Plan:
+    """The path of an OPTMech build (module docstring); parameters as
+    :func:`mdp.families.optimal.build.build_optimal` (``None`` is ``"auto"``).
+
+    The plan's options hold ``knn=`` (the lazy starting rows' near-neighbour pairs) and, for
+    ``solver="blocks"``, ``finish=`` (HiGHS's method of the lazy finish).
+
+    Raises
+    ------
+    ParameterError
+        A combination the LP cannot take (a HiGHS method above ``HIGHS_MAX_N`` points, ``gap``
+        with ``method="full"``, a solver the chosen method does not take).
+    """
+    n = space.n
+    method = AUTO if method is None else method
+    solver = AUTO if solver is None else solver
+    finish = None
+    if method == BLOCKS:
+        # the earlier spelling: solver then names the HiGHS finish
+        if solver not in (AUTO, *LAZY_SOLVERS):
+            raise ParameterError(f"solver must be 'simplex' or 'ipm' (the HiGHS finish) with "
+                                 f"method='blocks', got {solver!r}")
+        finish = None if solver == AUTO else solver
+        method, solver = "lazy", BLOCKS
+        method_reason = "asked for (method='blocks': row generation over column blocks)"
+        solver_reason = "asked for"
+    elif method == AUTO:
+        method = "lazy"
+        method_reason = "row generation: a few rows per entry bind the optimum"
+        solver_reason = "asked for"
+        if solver == AUTO:
+            if default_method(space, tuning) == "blocks":
+                solver = BLOCKS
+                solver_reason = (f"n = {n} >= blocks_min_n = {tuning.blocks_min_n} and the "
+                                 f"block inverses fit in memory")
+    else:
+        method_reason = "asked for"
+        solver_reason = "asked for"
+    if method == "full" and solver == BLOCKS:
+        raise ParameterError("solver='blocks' solves OPTMech's LP by row generation "
+                             "(method='lazy' or 'auto'), got method='full'")
+    if method == "lazy" and solver not in (AUTO, BLOCKS, *LAZY_SOLVERS):
+        raise ParameterError(f"solver must be 'blocks', 'simplex' or 'ipm' with method='lazy', "
+                             f"got {solver!r}")
+    if solver != BLOCKS and n > HIGHS_MAX_N:
+        raise ParameterError(f"method={method!r} is limited to n <= {HIGHS_MAX_N} points on "
+                             f"HiGHS (its HiGHS LPs grow as n^3 rows), got n = {n}; use "
+                             f"solver='blocks'")
+    if gap is not None and method == "full":
+        raise ParameterError(f"gap needs method='lazy' or 'blocks' (the full solve is exact), got "
+                             f"method={method!r}")
+    if solver == AUTO:
+        solver = default_solver(space, method, epsilon, two_hop=two_hop, tuning=tuning)
+        if method == "full":
+            solver_reason = "HiGHS's interior point method on the dualised LP"
+        elif solver == "ipm":
+            solver_reason = (f"interior rounds: n = {n} >= ipm_min_n = {tuning.ipm_min_n} and "
+                             f"points lie nearly between others (median detour <= "
+                             f"{tuning.chain_detour:g}, two-hop slack <= {tuning.chain_slack:g})")
+        elif n < tuning.ipm_min_n:
+            solver_reason = (f"warm dual simplex rounds: n = {n} < ipm_min_n = "
+                             f"{tuning.ipm_min_n}")
+            if n >= tuning.blocks_min_n:
+                solver_reason += "; the block inverses do not fit in memory"
+        else:
+            solver_reason = ("warm dual simplex rounds: points are spread out (median detour or "
+                             "two-hop slack above the tuning's limits)")
+            if n >= tuning.blocks_min_n:
+                solver_reason += "; the block inverses do not fit in memory"
+    options = []
+    if knn is None:
+        knn = default_knn(space)
+        options.append(Choice(f"knn={knn}", "near-neighbour starting rows on map spaces"
+                              if knn else "no near-neighbour starting rows off map spaces"))
+    else:
+        options.append(Choice(f"knn={knn}", "asked for"))
+    limits = tuning.max_coefficients
+    fallbacks = []
+    if solver == BLOCKS:
+        device = block_device(n, tuning.resources)
+        if device is None:
+            # asked for by name: the method refuses for want of memory, the fallbacks follow
+            device_choice = Choice("cpu", "neither the host nor a GPU has the memory for the "
+                                          "block inverses: the attempt fails")
+        else:
+            device_choice = Choice(device, "where the block inverses fit: MDP_DEVICE, "
+                                           f"gpu_from_n = {tuning.resources.gpu_from_n}")
+        finish = finish or tuning.finish_solver
+        options.append(Choice(f"finish={finish}", "asked for" if finish != tuning.finish_solver
+                              else "HiGHS's interior rounds from the rounds' nearly complete rows"))
+        fallbacks.append(Fallback(f"HiGHS lazy finish ({finish}) from the rounds' rows",
+                                  "the rounds stop short of the gap target"))
+        later = f"HiGHS lazy ({finish})"
+        what = ("row generation whose rounds are solved over column blocks"
+                if method_reason == "asked for" else method_reason)
+        method_choice = Choice("lazy", what)
+    else:
+        device_choice = Choice("cpu", "HiGHS")
+        later = f"{method} ({solver})"
+        method_choice = Choice(method, method_reason)
+    fallbacks += [Fallback(f"{later}, rows up to {c:g}",
+                           "the attempt before failed or its gap is above the target")
+                  for c in limits[1:]]
+    fallbacks.append(Fallback("the exponential mechanism",
+                              "no attempt found an optimum, or rows were left out and the gap "
+                              "stays above the target"))
+    options.append(Choice(f"max_coefficient={limits[0]:g}",
+                           "rows with larger coefficients are left out: a relaxation"))
+    return Plan("OPTMech", method_choice, Choice(solver, solver_reason), device_choice,
+                tuple(fallbacks), tuple(options))

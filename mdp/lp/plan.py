@@ -1,0 +1,158 @@
+"""The path an LP build takes, in one vocabulary shared by every LP family.
+
+Each LP family (:mod:`mdp.families.optimal`, :mod:`mdp.families.spanner`,
+:mod:`mdp.families.constopt`) decides its whole path in one function, ``plan(space, epsilon,
+..., tuning)``, which returns a :class:`Plan`; the build follows it and records what it tried as
+:class:`Attempt` values in its :class:`~mdp.lp.build_report.BuildReport`.
+
+Vocabulary
+----------
+``method``: how the privacy rows enter the LP.
+
+* ``"lazy"`` -- row generation: start from a few rows, add the violated ones round by round
+  (:class:`mdp.lp.RowGeneration` on HiGHS, or the rounds of :mod:`mdp.lp.block_rounds`).
+* ``"full"`` -- every row at once (the worst-case LP dualised; ConstOPTMech's whole LP).
+
+``solver``: what solves each LP.
+
+* ``"blocks"`` -- the toolkit's structured interior point method over the LP's blocks (column
+  blocks of the worst-case LP, :mod:`mdp.lp.column_blocks`; ConstOPTMech's row blocks,
+  :mod:`mdp.families.constopt.ipm`), certified to a relative gap.
+* a HiGHS method (:data:`mdp.lp.SOLVERS`: ``"simplex"``, ``"ipm"``, ``"hipo"``, ...).
+* ``"clarabel"`` -- Clarabel's conic interior point method (:mod:`mdp.lp.conic`).
+
+``device``: where the dense linear algebra of ``"blocks"`` runs, ``"cpu"`` or ``"gpu"``
+(``"cpu"`` for the other solvers, which run on HiGHS's or Clarabel's own threads).
+
+``fallbacks``: what the build tries, in order, when the chosen path fails or stops short of its
+target (a lower coefficient limit, another solver, the exponential mechanism).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..errors import ParameterTypeError
+from ..params import Param
+
+__all__ = ["METHODS", "BLOCKS", "CLARABEL", "AUTO", "Choice", "Fallback", "Plan", "Attempt",
+           "with_options", "tuning_param"]
+
+#: How the rows enter the LP (module docstring).
+METHODS = ("lazy", "full")
+#: ``solver`` of the structured interior point method over the LP's blocks.
+BLOCKS = "blocks"
+#: ``solver`` of Clarabel's conic interior point method.
+CLARABEL = "clarabel"
+#: The default of every ``method`` and ``solver`` parameter: resolved by the family's ``plan``.
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One decision of a plan: the value taken and why."""
+
+    value: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.value} ({self.reason})"
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """One step a build takes when the one before it fails or stops short: what and when."""
+
+    step: str
+    when: str
+
+    def __str__(self) -> str:
+        return f"{self.step} (when {self.when})"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The path of one LP build, decided before it runs (module docstring for the vocabulary).
+
+    Attributes
+    ----------
+    family : str
+        Display name of the family (``"OPTMech"``, ``"SpannerMech"``, ``"ConstOPTMech"``).
+    method, solver, device : Choice
+        Each choice with its reason.
+    fallbacks : tuple of Fallback
+        The ordered steps taken when the chosen path fails or stops short.
+    options : tuple of Choice
+        Further family-specific decisions (starting rows, lazy rows, HiGHS finish, ...).
+    """
+
+    family: str
+    method: Choice
+    solver: Choice
+    device: Choice = Choice("cpu", "the solver runs on the CPU")
+    fallbacks: tuple[Fallback, ...] = ()
+    options: tuple[Choice, ...] = field(default=())
+
+    def option(self, name: str, default: str | None = None) -> str | None:
+        """The value of the option ``name`` (an entry of :attr:`options` whose value starts with
+        ``name=``), or ``default``."""
+        prefix = f"{name}="
+        for choice in self.options:
+            if choice.value.startswith(prefix):
+                return choice.value[len(prefix):]
+        return default
+
+    def describe(self) -> list[str]:
+        """The plan as lines of text (``mdp build -v``)."""
+        lines = [f"{self.family}: method {self.method}", f"  solver {self.solver}",
+                 f"  device {self.device}"]
+        lines += [f"  {c}" for c in self.options]
+        lines += [f"  fallback {i}: {f}" for i, f in enumerate(self.fallbacks, 1)]
+        return lines
+
+    def as_dict(self) -> dict:
+        """A JSON-ready form (saved with a mechanism's statistics)."""
+        return {"family": self.family,
+                "method": self.method.value, "method_reason": self.method.reason,
+                "solver": self.solver.value, "solver_reason": self.solver.reason,
+                "device": self.device.value, "device_reason": self.device.reason,
+                "options": [str(c) for c in self.options],
+                "fallbacks": [str(f) for f in self.fallbacks]}
+
+
+def with_options(plan: Plan, extra: Iterable[Choice]) -> Plan:
+    """``plan`` with ``extra`` options appended (a decision made once its inputs exist)."""
+    return Plan(plan.family, plan.method, plan.solver, plan.device, plan.fallbacks,
+                plan.options + tuple(extra))
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One solve a build tried: what, its outcome and its wall-clock seconds.
+
+    ``outcome`` is ``"ok"`` or ``"failed"`` (or ``"stopped"`` when it ran out of its time or
+    stopped short of its target and the build went on); ``detail`` says more (the loss and bound,
+    or the error).
+    """
+
+    step: str
+    outcome: str
+    seconds: float
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.step}: {self.detail or self.outcome}"
+
+
+def tuning_param(cls: type) -> Param:
+    """The ``tuning`` parameter rule of a family whose tuning dataclass is ``cls``: an instance
+    of it, or None for its defaults."""
+    def check(name: str, value):
+        if value is not None and not isinstance(value, cls):
+            raise ParameterTypeError(f"{name} must be a {cls.__name__} or None, got "
+                                     f"{type(value).__name__}")
+        return value
+
+    return Param("custom", None, check=check, allow_none=True,
+                 help=f"{cls.__name__}: thresholds of the plan and tolerances (None: defaults)")
