@@ -160,6 +160,14 @@ def cmd_privatize(args) -> int:
     from .mechanism import load
     from .privatize import privatize_inputs
 
+    if args.users is not None:
+        # a whole user,lat,lon file: the location package's per-user release (a plugin command)
+        if "privatize-users" not in COMMANDS.names():
+            raise ValueError("--users needs the geo package's privatize-users command, which is "
+                             "not installed")
+        return int(COMMANDS.get("privatize-users").run(args) or 0)
+    if args.budget is not None or args.output is not None:
+        raise ValueError("--budget and --output go with --users FILE.csv")
     mech = load(args.file)
     lines = privatize_inputs(mech, _read_inputs(args), rng=args.seed, snap=args.snap,
                              max_snap_km=args.max_snap_km, oov=args.oov)
@@ -258,6 +266,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--oov", choices=("error", "mask", "drop", "keep"), default=None,
                    help="text inputs: words not in the space (default: error; keep releases "
                         "them unprotected)")
+    p.add_argument("--users", default=None, metavar="FILE.csv",
+                   help="a user,lat,lon[,time] file: one output per row with per-user accounting")
+    p.add_argument("--budget", type=float, default=None,
+                   help="with --users: largest total epsilon per user; reports beyond are refused")
+    p.add_argument("-o", "--output", default=None, help="with --users: released CSV (default stdout)")
     p.set_defaults(func=cmd_privatize)
 
     p = sub.add_parser("eps", help="exact eps_tight of a saved mechanism")
