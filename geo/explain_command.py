@@ -40,5 +40,5 @@ def run_cli(args: argparse.Namespace) -> int:
 
 
 #: ``mdp explain``, registered in the ``mdp.commands`` entry-point group.
-COMMAND = Command(help="what a location mechanism's epsilon means in metres (90%/95% radii)",
+COMMAND = Command(help="what a location mechanism's epsilon means in metres (90 and 95 percent radii)",
                   configure_parser=configure_parser, run=run_cli)

@@ -125,3 +125,25 @@ def test_mdp_explain_command(places, tmp_path, capsys, explain_cli):
     mdp.build("exponential", mdp.MetricSpace.from_points(np.eye(3)), 1.0).save(words)
     assert main(["explain", str(words)]) == 2
     assert "haversine" in capsys.readouterr().err
+
+
+def test_help_of_the_location_commands(capsys):
+    from geo import map_command, users_command
+
+    added = []
+    for name, command in (("explain", explain_command.COMMAND), ("map", map_command.COMMAND),
+                          ("privatize-users", users_command.COMMAND)):
+        if name not in COMMANDS.names():
+            COMMANDS.register(name, command)
+            added.append(name)
+    try:
+        for argv in (["--help"], ["explain", "--help"], ["map", "--help"],
+                     ["privatize", "--help"], ["build", "--help"]):
+            with pytest.raises(SystemExit) as exit_:
+                main(argv)
+            assert exit_.value.code == 0
+        text = capsys.readouterr().out
+        assert "--radius" in text and "--users" in text and "--privatized" in text
+    finally:
+        for name in added:
+            COMMANDS.unregister(name)
