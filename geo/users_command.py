@@ -40,7 +40,17 @@ def read_users_csv(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     try:
         with open_binary(path, what="users CSV") as fh:
-            df = pd.read_csv(fh, dtype=str, skipinitialspace=True, encoding="utf-8")
+            header = pd.read_csv(fh, nrows=0, skipinitialspace=True, encoding="utf-8").columns
+        # coordinates parsed as numbers by the C reader (a bad value leaves its column as text,
+        # which is then checked value by value below); every other column stays text
+        numeric = {c: float for c in header if str(c).strip().lower() in ("lat", "lon")}
+        try:
+            with open_binary(path, what="users CSV") as fh:
+                df = pd.read_csv(fh, skipinitialspace=True, encoding="utf-8",
+                                 dtype={c: (numeric.get(c) or str) for c in header})
+        except ValueError:
+            with open_binary(path, what="users CSV") as fh:
+                df = pd.read_csv(fh, dtype=str, skipinitialspace=True, encoding="utf-8")
     except FileFormatError:
         raise
     except pd.errors.EmptyDataError:
