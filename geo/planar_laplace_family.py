@@ -28,7 +28,9 @@ function, summing the triangles :math:`(x, a, b)` over the edges gives
 
 where :math:`h` is the distance from :math:`x` to the edge's line and :math:`s` the position
 along it (``d theta = h ds / rho^2``). Using :math:`S` rather than :math:`C` keeps far cells'
-small masses free of cancellation. Each integral is split at the foot of the perpendicular and
+small masses free of cancellation, and scaling a cell's integrals by
+:math:`e^{\epsilon_0 \rho_{min}}` (its distance from :math:`x`) keeps them from underflowing:
+the matrix is built as log-probabilities. Each integral is split at the foot of the perpendicular and
 into pieces on which :math:`\ln \rho / \ln 1.2 + \epsilon_0 \rho / 2` grows by at most one
 (the piece ends come from Wright's omega function), with 8-point Gauss-Legendre on each piece.
 """
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.spatial import Voronoi
-from scipy.special import wrightomega
+from scipy.special import logsumexp, wrightomega
 
 from mdp.candidate import Candidate
 from mdp.registry import register
@@ -45,7 +47,8 @@ from mdp.space import MetricSpace
 
 from .projection import LocalProjection
 
-__all__ = ["voronoi_cells", "voronoi_masses", "build_planar_laplace", "NOISE_MARGIN"]
+__all__ = ["voronoi_cells", "voronoi_masses", "voronoi_log_masses", "build_planar_laplace",
+           "NOISE_MARGIN"]
 
 #: Relative margin of the noise level below ``epsilon / k_max``: room for the quadrature's error
 #: in the certification at ``epsilon`` (entries agree with the closed half-plane masses of two
@@ -73,8 +76,10 @@ def voronoi_cells(xy: np.ndarray, box: tuple[float, float, float, float]) -> lis
     return cells
 
 
-def _survival_integral(h: np.ndarray, lo: np.ndarray, hi: np.ndarray, eps: float) -> np.ndarray:
-    """``int_lo^hi S(sqrt(h^2 + s^2)) h / (h^2 + s^2) ds`` for ``0 <= lo <= hi``, ``h > 0``."""
+def _survival_integral(h: np.ndarray, lo: np.ndarray, hi: np.ndarray, eps: float,
+                       ref: np.ndarray) -> np.ndarray:
+    """``e^(eps ref) int_lo^hi S(sqrt(h^2 + s^2)) h / (h^2 + s^2) ds`` for ``0 <= lo <= hi``,
+    ``h > 0`` and ``ref`` at most the smallest ``rho`` on the interval (so nothing overflows)."""
     a, b = 1.0 / _PIECE_LOG_BASE, eps / 2.0
     rho0, rho1 = np.hypot(h, lo), np.hypot(h, hi)
     g0, g1 = a * np.log(rho0) + b * rho0, a * np.log(rho1) + b * rho1
@@ -97,15 +102,26 @@ def _survival_integral(h: np.ndarray, lo: np.ndarray, hi: np.ndarray, eps: float
     hh = h[owner][:, None]
     r2 = hh * hh + s * s
     rho = np.sqrt(r2)
-    f = (1.0 + eps * rho) * np.exp(-eps * rho) * hh / r2
+    f = (1.0 + eps * rho) * np.exp(-eps * (rho - ref[owner][:, None])) * hh / r2
     return np.bincount(owner, weights=half * (f @ _GL_W), minlength=len(h))
 
 
 def voronoi_masses(xy: np.ndarray, epsilon: float) -> np.ndarray:
     """``M[u, w]``: planar Laplace mass (level ``epsilon``) around ``xy[u]`` in ``w``'s cell.
 
-    Formula in the module docstring; rows normalised (the mass beyond the clipping box, below
-    ``1e-16``, is dropped).
+    ``exp`` of :func:`voronoi_log_masses` (masses below ~1e-308 underflow to 0).
+    """
+    with np.errstate(under="ignore"):
+        return np.exp(voronoi_log_masses(xy, epsilon))
+
+
+def voronoi_log_masses(xy: np.ndarray, epsilon: float) -> np.ndarray:
+    """Natural logs of :func:`voronoi_masses`, finite however far the cells.
+
+    Formula in the module docstring, each cell's integrals scaled by ``e^(epsilon rho_min)``
+    (``rho_min`` the distance from the input to the cell), so that a cell ``epsilon d = 5000``
+    away has log-mass about ``-5000`` instead of an underflowed 0; rows normalised (the mass
+    beyond the clipping box, below ``1e-16``, is dropped).
     """
     xy = np.asarray(xy, dtype=float)
     n = len(xy)
@@ -121,13 +137,18 @@ def voronoi_masses(xy: np.ndarray, epsilon: float) -> np.ndarray:
     keep = length > 0
     A, B, d, length, cell_of_edge = A[keep], B[keep], d[keep], length[keep], cell_of_edge[keep]
     unit = d / length[:, None]
-    M = np.zeros((n, n))
+    L = np.zeros((n, n))
     for u in range(n):
         pa, pb = A - xy[u], B - xy[u]
         cross = pa[:, 0] * pb[:, 1] - pa[:, 1] * pb[:, 0]
         h = np.abs(cross) / length
         sa = np.einsum("ij,ij->i", pa, unit)
         sb = sa + length
+        # distance from xy[u] to each edge, then to each cell (0 for its own cell)
+        near = np.where((sa < 0) & (sb > 0), h, np.hypot(h, np.minimum(np.abs(sa), np.abs(sb))))
+        ref = np.full(n, np.inf)
+        np.minimum.at(ref, cell_of_edge, near)
+        ref[u] = 0.0
         ok = h > 1e-12 * (1.0 + np.abs(sa) + length)
         sign = np.sign(cross)[ok]
         h, sa, sb, owner = h[ok], sa[ok], sb[ok], cell_of_edge[ok]
@@ -137,12 +158,15 @@ def voronoi_masses(xy: np.ndarray, epsilon: float) -> np.ndarray:
         hs = np.r_[h, h[both]]
         lo = np.r_[lo1, np.zeros(both.sum())]
         hi = np.r_[hi1, sb[both]]
-        total = _survival_integral(hs, lo, hi, epsilon)
+        ref_i = np.r_[ref[owner], ref[owner][both]]
+        total = _survival_integral(hs, lo, hi, epsilon, ref_i)
         per_edge = total[:h.size]
         per_edge[both] += total[h.size:]
-        M[u] = -np.bincount(owner, weights=sign * per_edge, minlength=n) / (2 * np.pi)
-        M[u, u] += 1.0
-    return M / M.sum(axis=1, keepdims=True)
+        scaled = -np.bincount(owner, weights=sign * per_edge, minlength=n) / (2 * np.pi)
+        scaled[u] += 1.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            L[u] = np.where(scaled > 0, np.log(scaled), -np.inf) - epsilon * ref
+    return L - logsumexp(L, axis=1, keepdims=True)
 
 
 def _applies(space: MetricSpace) -> str | None:
@@ -159,7 +183,7 @@ def build_planar_laplace(space: MetricSpace, epsilon: float, *, rng=None) -> Can
     area = LocalProjection.around(space.points)
     k = area.scale_max
     eps0 = (1.0 - NOISE_MARGIN) * epsilon / k
-    M = voronoi_masses(area.forward(space.points), eps0)
-    return Candidate(matrix=M, stats={"noise_epsilon": eps0, "scale_max": k,
+    L = voronoi_log_masses(area.forward(space.points), eps0)
+    return Candidate(log_matrix=L, stats={"noise_epsilon": eps0, "scale_max": k,
                                       "projection_centre": [area.lat, area.lon],
                                       "projection_radius_km": area.radius_km})

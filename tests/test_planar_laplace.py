@@ -23,6 +23,7 @@ from geo.planar_laplace import (
 )
 from geo.projection import LocalProjection
 from mdp.errors import ParameterError
+from mdp.exact import check_pure_exact
 from mdp.space import EARTH_RADIUS_KM, haversine_km
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,3 +167,19 @@ def test_pyproject_declares_the_family_plugin():
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
     groups = meta["project"]["entry-points"]
     assert groups["mdp.families"]["geo"] == "geo.planar_laplace_family"
+
+
+@pytest.mark.parametrize("eps_times_median", [0.01, 1.0, 100.0, 1000.0])
+def test_family_at_every_epsilon_passes_an_exact_check(eps_times_median):
+    # a 400 km wide space: far cells have masses down to exp(-2000), kept as log-probabilities
+    rng = np.random.default_rng(1)
+    space = mdp.MetricSpace.from_points(np.c_[rng.uniform(45, 50, 12), rng.uniform(0, 8, 12)],
+                                        metric="haversine")
+    median = float(np.median(space.distances[np.triu_indices(space.n, 1)]))
+    mech = mdp.build("planar_laplace", space, eps_times_median / median)
+    assert mech.representation == "log" and np.isfinite(mech.log_matrix).all()
+    ok, triple = check_pure_exact(mech.log_matrix, space.distances,
+                                  mech.stats["privacy"]["certified_eps"], log=True)
+    assert ok, triple
+    # not loose either: the margin below epsilon is the projection's and NOISE_MARGIN's
+    assert mech.stats["privacy"]["measured_eps"] > 0.99 * mech.epsilon
