@@ -49,7 +49,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="'upper' for image coordinates (y grows downwards)")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--save-npy", default=None, help="also save the DP distribution (.npy)")
-    parser.add_argument("-o", "--output", required=True, help="output PNG")
+    parser.add_argument("-o", "--output", required=True,
+                        help="output PNG, or .html for an interactive map (lon/lat input)")
 
 
 def read_points(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
@@ -147,6 +148,8 @@ def run_cli(args: argparse.Namespace) -> int:
     else:
         labels = ("x (units of the input)", "y (units of the input)")
         aspect = "equal"
+    if str(args.output).lower().endswith((".html", ".htm")):
+        return _write_html(args, heat, bounds, users.size, sigma, a_hat, inside)
     fig, ax = plt.subplots(figsize=(7, 6))
     draw_heatmap(ax, heat, extent=bounds, xlabel=labels[0], ylabel=labels[1], origin=args.origin,
                  aspect=aspect)
@@ -162,6 +165,24 @@ def run_cli(args: argparse.Namespace) -> int:
     dropped = int((~inside).sum())
     print(f"wrote {args.output}: {users.size} users, {int(inside.sum())} points"
           + (f" ({dropped} outside bounds dropped)" if dropped else ""))
+    return 0
+
+
+def _write_html(args, heat, bounds, n_users: int, sigma: float, a_hat, inside) -> int:
+    """``-o heat.html``: the released heatmap over an interactive map (extra ``map``)."""
+    if not (args.format != "csv" or _has_lonlat_columns(args.input)):
+        raise ValueError("-o *.html draws on a map: the input needs lon/lat columns (degrees)")
+    try:
+        from .webmap import heat_overlay_map, save_map  # folium is the optional extra 'map'
+    except ImportError as exc:
+        raise ValueError(f"-o *.html needs folium (pip install 'mdp-toolkit[map]'): {exc}") from None
+    title = (f"DP heatmap, epsilon {args.epsilon:g} per user, {n_users} users "
+             f"({args.delta_grid} x {args.delta_grid}, sigma {sigma:.2g})")
+    save_map(heat_overlay_map(heat, bounds, title=title, origin=args.origin), args.output)
+    if args.save_npy:
+        atomic_write(args.save_npy, lambda fh: np.save(fh, a_hat))
+    print(f"wrote {args.output}: {n_users} users, {int(inside.sum())} points (released heatmap "
+          "only)")
     return 0
 
 

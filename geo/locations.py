@@ -33,11 +33,12 @@ import re
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.spatial import cKDTree
 
 from mdp.errors import ParameterError
 from mdp.mechanism import Mechanism
 from mdp.plugins import InputFormat
-from mdp.space import MetricSpace, haversine_km
+from mdp.space import EARTH_RADIUS_KM, MetricSpace, haversine_km
 from mdp.validation import check_positive, check_rng
 
 from .grid import Grid, parse_cell_label
@@ -47,6 +48,23 @@ __all__ = ["grid_of_space", "locate", "privatize_locations", "privatize_location
 
 # Centres recomputed from the recovered grid must match the stored ones to this (degrees).
 _GRID_ATOL = 1e-9
+# Nearest-point candidates taken from the k-d tree before the exact haversine comparison.
+_CANDIDATES = 4
+
+
+def _unit_vectors(latlon: np.ndarray) -> np.ndarray:
+    r = np.radians(latlon)
+    return np.c_[np.cos(r[:, 0]) * np.cos(r[:, 1]), np.cos(r[:, 0]) * np.sin(r[:, 1]),
+                 np.sin(r[:, 0])]
+
+
+def _haversine_rows(a: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Great-circle km from each row ``a[i]`` to its candidates ``B[i, j]`` (as haversine_km)."""
+    a = np.radians(a)[:, None, :]
+    b = np.radians(B)
+    h = (np.sin((a[..., 0] - b[..., 0]) / 2) ** 2
+         + np.cos(a[..., 0]) * np.cos(b[..., 0]) * np.sin((a[..., 1] - b[..., 1]) / 2) ** 2)
+    return 2 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.clip(h, 0.0, 1.0)))
 
 
 def _check_geo_space(space: MetricSpace) -> np.ndarray:
@@ -172,12 +190,19 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
     if missing.size and not snap:
         limit = snap_threshold_km(space) if max_snap_km is None else check_positive(
             max_snap_km, "max_snap_km")
-    for s in range(0, missing.size, 4096):
-        chunk = missing[s:s + 4096]
-        Dk = haversine_km(P[chunk], pts)
-        idx[chunk] = np.argmin(Dk, axis=1)
+    # candidates by chord distance on the unit sphere (monotone in great-circle distance), then
+    # the exact rule among them: haversine distance, ties to the lower index
+    k = min(len(pts), _CANDIDATES)
+    tree = cKDTree(_unit_vectors(pts)) if missing.size else None
+    for s in range(0, missing.size, 65536):
+        chunk = missing[s:s + 65536]
+        _, cand = tree.query(_unit_vectors(P[chunk]), k=k)
+        cand = np.sort(cand.reshape(len(chunk), k), axis=1)
+        Dk = _haversine_rows(P[chunk], pts[cand])
+        best = np.argmin(Dk, axis=1)
+        idx[chunk] = cand[np.arange(len(chunk)), best]
         if not snap:
-            near = Dk[np.arange(len(chunk)), idx[chunk]]
+            near = Dk[np.arange(len(chunk)), best]
             far = np.flatnonzero(near > limit)
             if far.size:
                 k = int(chunk[far[0]])

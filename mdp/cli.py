@@ -49,6 +49,38 @@ def _float_list(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
 
 
+def _length_km(text: str) -> float:
+    """``500m``, ``0.5km``, ``2 km`` -> km (a unit is required: metres or kilometres)."""
+    t = text.strip().lower().replace(" ", "")
+    for unit, scale in (("km", 1.0), ("m", 1e-3)):
+        if t.endswith(unit):
+            try:
+                value = float(t[:-len(unit)]) * scale
+            except ValueError:
+                break
+            if np.isfinite(value) and value > 0:
+                return value
+            break
+    raise argparse.ArgumentTypeError(f"expected a positive length with a unit (500m, 2km), got {text!r}")
+
+
+def _build_epsilon(args, space) -> float:
+    """``--epsilon``, or ``--level L --radius R`` on a km space: ``L / R`` (Location Guard)."""
+    if args.radius is None and args.level is None:
+        if args.epsilon is None:
+            raise ValueError("give --epsilon, or --radius and --level for a location space")
+        return args.epsilon
+    if args.epsilon is not None or args.radius is None or args.level is None:
+        raise ValueError("give either --epsilon or both --radius and --level "
+                         f"(got --epsilon {args.epsilon}, --radius {args.radius}, --level {args.level})")
+    if space.metric != "haversine":
+        raise ValueError(f"--radius/--level need a location space (--metric haversine, km), got "
+                         f"metric {space.metric!r}; use --epsilon")
+    if not (np.isfinite(args.level) and args.level > 0):
+        raise ValueError(f"--level must be a positive number, got {args.level}")
+    return args.level / args.radius
+
+
 def cmd_list(args) -> int:
     from .registry import get, mechanisms
 
@@ -73,7 +105,7 @@ def cmd_build(args) -> int:
 
         set_threads(args.threads)
     with _lp_progress(not args.no_progress and sys.stderr.isatty()):
-        mech = build(args.mechanism, space, args.epsilon, rng=args.seed, **params)
+        mech = build(args.mechanism, space, _build_epsilon(args, space), rng=args.seed, **params)
     mech.save(args.output)
     print(repr(mech))
     if args.verbose:
@@ -135,6 +167,14 @@ def cmd_privatize(args) -> int:
     from .mechanism import load
     from .privatize import privatize_inputs
 
+    if args.users is not None:
+        # a whole user,lat,lon file: the location package's per-user release (a plugin command)
+        if "privatize-users" not in COMMANDS.names():
+            raise ValueError("--users needs the geo package's privatize-users command, which is "
+                             "not installed")
+        return int(COMMANDS.get("privatize-users").run(args) or 0)
+    if args.budget is not None or args.output is not None:
+        raise ValueError("--budget and --output go with --users FILE.csv")
     mech = load(args.file)
     lines = privatize_inputs(mech, _read_inputs(args), rng=args.seed, snap=args.snap,
                              max_snap_km=args.max_snap_km, oov=args.oov)
@@ -203,8 +243,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--space", required=True, help=space_help)
     p.add_argument("--metric", default=None, help=metric_help)
     p.add_argument("--mechanism", required=True, help="family name (see mdp list)")
-    p.add_argument("--epsilon", required=True, type=float,
+    p.add_argument("--epsilon", type=float, default=None,
                    help="pure mDP level per unit of distance (> 0)")
+    p.add_argument("--radius", type=_length_km, default=None,
+                   help="location spaces: with --level, epsilon = level / radius (500m, 2km)")
+    p.add_argument("--level", type=float, default=None,
+                   help="location spaces: privacy level within --radius (Location Guard: ln 4 = 1.39)")
     p.add_argument("--param", action="append", type=_parse_param, metavar="KEY=VALUE",
                    help="family parameter, repeatable; VALUE is JSON or a string (see mdp list)")
     p.add_argument("--seed", type=int, default=None, help=seed_help)
@@ -232,6 +276,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--oov", choices=("error", "mask", "drop", "keep"), default=None,
                    help="text inputs: words not in the space (default: error; keep releases "
                         "them unprotected)")
+    p.add_argument("--users", default=None, metavar="FILE.csv",
+                   help="a user,lat,lon[,time] file: one output per row with per-user accounting")
+    p.add_argument("--budget", type=float, default=None,
+                   help="with --users: largest total epsilon per user; reports beyond are refused")
+    p.add_argument("-o", "--output", default=None, help="with --users: released CSV (default stdout)")
     p.set_defaults(func=cmd_privatize)
 
     p = sub.add_parser("eps", help="exact eps_tight of a saved mechanism")

@@ -150,11 +150,17 @@ def test_readme_location_and_text_recipes_release_points_of_the_space(workdir):
     centres = {(round(lat, 6), round(lon, 6)) for lat, lon in places.points}
     released = [tuple(round(float(v), 6) for v in line.split(",")) for line in out.split()]
     assert len(released) == 2 and set(released) <= centres
-    # the space is the user's own file: the released points are rows of places.csv
+    # the space is the user's own file: the released points are rows of mine.csv
     rows = {(round(a, 6), round(b, 6)) for a, b in
             (map(float, line.split(",")) for line in
-             (ROOT / "docs/examples/places.csv").read_text().split()[1:])}
+             (workdir / "mine.csv").read_text().split()[1:])}
     assert set(released) <= rows
+    # the whole-file release: user and released point only, ann's third report refused
+    released_file = (workdir / "released.csv").read_text().split()
+    assert released_file[0] == "user,lat,lon" and len(released_file) == 1 + 3
+    assert {tuple(round(float(v), 6) for v in line.split(",")[1:])
+            for line in released_file[1:]} <= rows
+    assert "leaflet" in (workdir / "map.html").read_text().lower()
     far = subprocess.run(["mdp", "privatize", "places.npz", "39.9042,116.4074"], cwd=workdir,
                          env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
     assert far.returncode == 2 and "--snap" in far.stderr and far.stdout == ""
