@@ -141,9 +141,10 @@ class ExponentialRows(VocabularyMechanism):
             params.pop("Y", None)
         return cls(space, epsilon, name, params, stats)
 
-    def _log_rows(self, canon: np.ndarray) -> np.ndarray:
-        L = self._logw[None, :] - (0.5 * self._eps_sample) * self.space.distances_from(canon)
-        return L
+    def log_rows(self, idx) -> np.ndarray:
+        """The float64 log-weights sampled for inputs ``idx`` (unnormalised), ``(len(idx), n)``."""
+        canon = self.space.canonical[np.atleast_1d(np.asarray(idx, dtype=np.int64))]
+        return self._logw[None, :] - (0.5 * self._eps_sample) * self.space.distances_from(canon)
 
     def sample_indices(self, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Each distinct input's row computed once per call and sampled exactly."""
@@ -156,7 +157,7 @@ class ExponentialRows(VocabularyMechanism):
         out = np.empty(len(idx), dtype=np.int64)
         for s in range(0, len(rows), _ROWS_PER_BLOCK):
             block = rows[s:s + _ROWS_PER_BLOCK]
-            L = self._log_rows(block)
+            L = self.log_rows(block)
             for k in range(len(block)):
                 r = s + k
                 draws, eta = sample_log_row(L[k], int(counts[r]), rng)
