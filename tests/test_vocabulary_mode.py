@@ -253,3 +253,18 @@ def test_cli_builds_and_privatizes_in_vocabulary_mode(tmp_path, capsys):
     assert len(words) == 2 and all(w.startswith("w") for w in words)
     assert main(["eps", str(out)]) == 2
     assert "vocabulary mode" in capsys.readouterr().err
+
+
+def test_curves_at_scale_estimate_with_intervals(tmp_path, capsys):
+    from mdp.curves_scale import run_scale_curves
+
+    _, vs = _spaces(n=200, d=3, seed=12)
+    df = run_scale_curves(vs, "points", ["exponential", "madlib"], [1.0, 4.0], q=0.9,
+                          out_dir=tmp_path, seed=0, inputs=40)
+    mech = df[df["mechanism"] != "uniform"]
+    assert len(mech) == 4 and (mech["loss_q_low"] <= mech["loss_q"]).all()
+    assert (mech["loss_q"] <= mech["loss_q_high"]).all()
+    exp = mech[mech["mechanism"] == "exponential"].set_index("epsilon")["loss_q"]
+    assert exp[4.0] < exp[1.0]
+    assert (tmp_path / "curves.png").stat().st_size > 0
+    assert "interval" in capsys.readouterr().out
