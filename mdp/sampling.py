@@ -440,8 +440,10 @@ def sample_log_row(log_weights, size: int, rng=None) -> tuple[np.ndarray, float]
     n = L.size
     with np.errstate(under="ignore"):
         vals = np.ldexp(mant, np.clip(expo, -1100, 1100).astype(np.int32))
-    # sum w <= S_hi: the largest entry is in [0.5, 1] and the rest add up with rounding
-    s_hi = math.fsum(vals.tolist()) * (1 + 2.0 ** -50) + n * 2.0 ** -1020
+    # sum w <= S_hi: a float sum of n non-negative terms in any order is within
+    # gamma_{n-1} <= 2 n u of the exact sum (Higham 2002, 4.2); entries below 2^-1020 are
+    # counted as that much
+    s_hi = float(vals.sum()) * (1 + 2.0 * n * 2.0 ** -53) * (1 + 2.0 ** -50) + n * 2.0 ** -1020
     total = 1 << TABLE_BITS
     with np.errstate(under="ignore"):
         q = np.floor(vals * (float(total) * (1 - 2.0 ** -50) / s_hi)).astype(np.int64)
