@@ -79,7 +79,7 @@ def default_scale_mechanisms(space: VectorSpace) -> tuple[list[str], dict[str, s
 
 
 def scale_curves(space: VectorSpace, mechanisms: list[str], epsilons, *, q: float = 0.95,
-                 inputs: int = 500, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+                 inputs: int | None = None, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
     """Tidy table: one row per family and epsilon, ``loss_q`` with ``loss_q_low`` /
     ``loss_q_high`` (and the uniform baseline)."""
     rows = []
@@ -96,7 +96,8 @@ def scale_curves(space: VectorSpace, mechanisms: list[str], epsilons, *, q: floa
                          "inputs": est.inputs, "outputs_per_input": est.outputs_per_input,
                          "seconds": time.perf_counter() - t0,
                          "guarantee": mech.stats["privacy"]["guarantee"]})
-    uni = estimate_loss(_uniform_rows(space), space.n, q, inputs=inputs, confidence=confidence,
+    uni = estimate_loss(_uniform_rows(space), space.n, q, inputs=inputs or 2000,
+                        confidence=confidence,
                         rng=seed)
     for eps in epsilons:
         rows.append({"mechanism": "uniform", "epsilon": float(eps), "eps_tight": 0.0,
@@ -138,7 +139,8 @@ def plot_scale_curves(df: pd.DataFrame, path: str | Path, *, title: str = "",
 
 
 def run_scale_curves(space: VectorSpace, spec: str, mechanisms: list[str] | None, epsilons, *,
-                     q: float, out_dir: str | Path, seed: int, inputs: int = 500) -> pd.DataFrame:
+                     q: float, out_dir: str | Path, seed: int, inputs: int | None = None
+                     ) -> pd.DataFrame:
     """``mdp curves`` on a vector space: writes ``curves.csv``, ``curves.md``, ``curves.png``
     and prints the table with each estimate's interval."""
     t0 = time.perf_counter()

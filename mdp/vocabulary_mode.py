@@ -227,6 +227,9 @@ class VocabularyMechanism:
 
     kind = "vocabulary"
     guarantee = "analytic"
+    #: Inputs sampled by :meth:`loss_estimate` unless told (subclasses whose rows cost more
+    #: sample fewer).
+    default_inputs = 2000
 
     def __init__(self, space: VectorSpace, epsilon: float, name: str, params: dict | None = None,
                  stats: dict | None = None):
@@ -266,10 +269,12 @@ class VocabularyMechanism:
         return self.space.label_of(out)
 
     # -- measurements -----------------------------------------------------------------------------
-    def loss_estimate(self, q: float | None = None, *, inputs: int = 2000,
+    def loss_estimate(self, q: float | None = None, *, inputs: int | None = None,
                       confidence: float = 0.95, rng=None) -> LossEstimate:
-        """``L_q`` (or the worst case) estimated by sampling (:func:`estimate_loss`)."""
-        return estimate_loss(self._row_losses, self.space.n, q, inputs=inputs,
+        """``L_q`` (or the worst case) estimated by sampling (:func:`estimate_loss`;
+        ``inputs`` defaults to :attr:`default_inputs`)."""
+        return estimate_loss(self._row_losses, self.space.n, q,
+                             inputs=self.default_inputs if inputs is None else inputs,
                              confidence=confidence, rng=rng)
 
     def loss(self, q: float | None = None, *, rng=0) -> float:

@@ -183,8 +183,11 @@ class MadlibRows(VocabularyMechanism):
     """Madlib in vocabulary mode: fresh noise, then the exact nearest point (module docstring).
 
     ``params["index"]``: a :class:`~mdp.nearest.NearestPlan` algorithm name (default
-    ``"brute"``). ``params["outputs_per_input"]``: draws per input for loss estimates.
+    ``"brute"``). ``params["outputs_per_input"]``: draws per input for loss estimates
+    (default 50; each draw is a nearest-neighbour query, so 200 inputs by default).
     """
+
+    default_inputs = 200
 
     def _prepare(self) -> dict:
         algorithm = self.params.get("index", "brute")
@@ -204,7 +207,7 @@ class MadlibRows(VocabularyMechanism):
         return self._index.query(z.astype(self.space.points.dtype))
 
     def _row_losses(self, idx, rng):
-        k = int(self.params.get("outputs_per_input", 200))
+        k = int(self.params.get("outputs_per_input", 50))
         X = self.space.wide_points
         idx = np.asarray(idx, dtype=np.int64)
         rep = np.repeat(idx, k)
