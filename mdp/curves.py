@@ -24,8 +24,9 @@ from .accounting import loss
 from .calibration import calibrate
 from .curves_scale import run_scale_curves
 from .errors import ParameterError
-from .io import atomic_write, atomic_write_text
+from .io import atomic_write_text
 from .lower_bound import lower_bounds
+from .plotting import finish_and_save
 from .registry import get
 from .registry import mechanisms as registered
 from .space import MetricSpace
@@ -196,14 +197,7 @@ def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float
         ax.set_xscale("log")  # the informative part is the low-eps end
     ax.set_xlabel(rf"$\epsilon_{{tight}}$ ($\delta$ = {delta:g}) (per unit of distance)")
     ax.set_ylabel(rf"$L_{{{q:g}}}$ (expected distance)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    atomic_write(path, lambda fh: fig.savefig(fh, format="png"))
-    plt.close(fig)
-    return path
+    return finish_and_save(fig, ax, title, path)
 
 
 def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = None, eps_tight=None, *,

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import ParameterError
-from .io import atomic_write, atomic_write_text
+from .io import atomic_write_text
+from .plotting import finish_and_save
 from .registry import build, get, vocabulary_class
 from .vector_space import VectorSpace
 from .vocabulary_mode import estimate_loss
@@ -128,14 +129,7 @@ def plot_scale_curves(df: pd.DataFrame, path: str | Path, *, title: str = "",
     ax.set_xscale("log")
     ax.set_xlabel(r"$\epsilon$ (analytic pure level, an upper bound of $\epsilon_{tight}$)")
     ax.set_ylabel(rf"$L_{{{q:g}}}$ estimate with its confidence interval")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    atomic_write(path, lambda fh: fig.savefig(fh, format="png"))
-    plt.close(fig)
-    return path
+    return finish_and_save(fig, ax, title, path)
 
 
 def run_scale_curves(space: VectorSpace, spec: str, mechanisms: list[str] | None, epsilons, *,

@@ -60,3 +60,12 @@ class LabelIndex:
             return idx.item() if idx.ndim == 0 else idx
         out = self.labels[idx]
         return out.item() if np.ndim(out) == 0 else out
+
+    def sample_with(self, x, sample_indices, rng: np.random.Generator):
+        """Outputs of ``sample_indices(indices, rng)`` for labels or indices ``x``, as labels
+        (scalar in, scalar out): the body of every mechanism's ``sample``."""
+        idx = self.index_of(x)
+        out = sample_indices(np.atleast_1d(idx), rng)
+        if np.ndim(idx) == 0:
+            return self.label_of(int(out[0]))
+        return self.label_of(out)

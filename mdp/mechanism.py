@@ -194,12 +194,7 @@ class Mechanism:
         KeyError
             For a label that is not in the space.
         """
-        rng = check_rng(rng)
-        idx = self.space.index_of(x)
-        out = self.sample_indices(np.atleast_1d(idx), rng)
-        if np.ndim(idx) == 0:
-            return self.space.label_of(int(out[0]))
-        return self.space.label_of(out)
+        return self.space.sample_with(x, self.sample_indices, check_rng(rng))
 
     # -- measurements ---------------------------------------------------------------------------
     def row_losses(self) -> np.ndarray:

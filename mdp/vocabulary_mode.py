@@ -37,7 +37,7 @@ import numpy as np
 from scipy import stats as st
 
 from .errors import FileFormatError, ParameterError
-from .io import atomic_write, npz_json
+from .io import atomic_write
 from .validation import check_epsilon, check_int, check_probability, check_rng
 from .vector_space import VectorSpace
 
@@ -261,12 +261,7 @@ class VocabularyMechanism:
     # -- sampling ---------------------------------------------------------------------------------
     def sample(self, x, *, rng=None):
         """Privatize ``x`` (labels or indices; scalar in, scalar out), as :meth:`mdp.Mechanism.sample`."""
-        rng = check_rng(rng)
-        idx = self.space.index_of(x)
-        out = self.sample_indices(np.atleast_1d(idx), rng)
-        if np.ndim(idx) == 0:
-            return self.space.label_of(int(out[0]))
-        return self.space.label_of(out)
+        return self.space.sample_with(x, self.sample_indices, check_rng(rng))
 
     # -- measurements -----------------------------------------------------------------------------
     def loss_estimate(self, q: float | None = None, *, inputs: int | None = None,

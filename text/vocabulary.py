@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from mdp.space import MetricSpace
-from mdp.vector_space import VectorSpace
 from mdp.validation import check_int, check_probability, check_rng
+from mdp.vector_space import VectorSpace
 
 from .embeddings import Embeddings
 from .vocabulary_scale import full_glove_space

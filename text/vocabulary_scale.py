@@ -8,8 +8,8 @@ with an analytic guarantee run on them in vocabulary mode (:mod:`mdp.vocabulary_
 
 from __future__ import annotations
 
-from mdp.vector_space import VectorSpace
 from mdp.validation import check_int
+from mdp.vector_space import VectorSpace
 
 from .embeddings import Embeddings, load_glove
 
