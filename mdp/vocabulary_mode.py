@@ -103,6 +103,11 @@ def plan_mode(space, requested: str, *, family: str, has_vocabulary: bool,
             raise ParameterError(f"mode='matrix' on {n} points needs an {n} x {n} matrix "
                                  f"({8 * n * n / 2**30:.3g} GiB); use mode='vocabulary' or 'auto'")
         return ModePlan("matrix", requested, "asked for by name")
+    euclidean_points = (not matrix_space or (getattr(space, "points", None) is not None
+                                             and getattr(space, "metric", None) == "euclidean"))
+    if has_vocabulary and not euclidean_points:
+        return ModePlan("matrix", requested, "vocabulary mode needs Euclidean points; this "
+                                             f"space has metric {space.metric!r}")
     if not has_vocabulary:
         if not matrix_space and n > 10 * rule.max_matrix_n:
             raise ParameterError(f"mechanism {family!r} has only a matrix mode, which on {n} "

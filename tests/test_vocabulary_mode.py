@@ -146,6 +146,9 @@ def test_mode_plan_is_explicit_and_recorded():
     assert isinstance(mech, ExponentialRows) and mech.stats["mode"]["mode"] == "vocabulary"
     with pytest.raises(ParameterError, match="no vocabulary mode"):
         mdp.build("optimal", ms, 1.0, mode="vocabulary")
+    precomputed = mdp.MetricSpace.from_distances(ms.distances)
+    mech = mdp.build("exponential", precomputed, 1.0, mode_rule=ModeRule(max_matrix_n=10))
+    assert isinstance(mech, mdp.Mechanism) and "Euclidean points" in mech.stats["mode"]["reason"]
     with pytest.raises(ParameterError, match="mode must be one of"):
         mdp.build("exponential", ms, 1.0, mode="fast")
 
