@@ -61,15 +61,21 @@ _U = 2.0 ** -53
 MAX_RELATIVE_MARGIN = 1e-3
 #: Budget of the exact sampler's ``exp`` evaluation per log-weight (checked on every row).
 ROW_EXP_ERROR = 1e-12
-_ROWS_PER_BLOCK = 256
+#: Entries of one block of rows computed at once (about 256 MB of float64).
+_BLOCK_ENTRIES = 1 << 25
+
+
+def _block_rows(n: int) -> int:
+    return max(1, min(256, _BLOCK_ENTRIES // n))
 
 
 def inverse_density_log_weights_rows(space: VectorSpace, epsilon: float) -> np.ndarray:
     """``log Y_j = -log sum_k exp(-epsilon d(j, k) / 2)`` computed block by block (O(n^2) time,
     O(n) memory); :func:`mdp.families.exponential.inverse_density_log_weights` without the matrix."""
     out = np.empty(space.n)
-    for s in range(0, space.n, _ROWS_PER_BLOCK):
-        idx = np.arange(s, min(s + _ROWS_PER_BLOCK, space.n))
+    step = _block_rows(space.n)
+    for s in range(0, space.n, step):
+        idx = np.arange(s, min(s + step, space.n))
         out[idx] = -logsumexp(-0.5 * epsilon * space.distances_from(idx), axis=1)
     return out
 
@@ -155,8 +161,9 @@ class ExponentialRows(VocabularyMechanism):
         counts = np.bincount(inverse, minlength=len(rows))
         starts = np.concatenate([[0], np.cumsum(counts)])
         out = np.empty(len(idx), dtype=np.int64)
-        for s in range(0, len(rows), _ROWS_PER_BLOCK):
-            block = rows[s:s + _ROWS_PER_BLOCK]
+        step = _block_rows(self.space.n)
+        for s in range(0, len(rows), step):
+            block = rows[s:s + step]
             L = self.log_rows(block)
             for k in range(len(block)):
                 r = s + k
@@ -170,8 +177,9 @@ class ExponentialRows(VocabularyMechanism):
     def _row_losses(self, idx, rng):
         canon = self.space.canonical[np.asarray(idx, dtype=np.int64)]
         out = np.empty(len(canon))
-        for s in range(0, len(canon), _ROWS_PER_BLOCK):
-            block = canon[s:s + _ROWS_PER_BLOCK]
+        step = _block_rows(self.space.n)
+        for s in range(0, len(canon), step):
+            block = canon[s:s + step]
             D = self.space.distances_from(block)
             L = self._logw[None, :] - (0.5 * self._eps_sample) * D
             L -= logsumexp(L, axis=1, keepdims=True)
