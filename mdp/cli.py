@@ -105,11 +105,12 @@ def cmd_build(args) -> int:
 
         set_threads(args.threads)
     with _lp_progress(not args.no_progress and sys.stderr.isatty()):
-        mech = build(args.mechanism, space, _build_epsilon(args, space), rng=args.seed, **params)
+        mech = build(args.mechanism, space, _build_epsilon(args, space), rng=args.seed,
+                     mode=args.mode, **params)
     mech.save(args.output)
     print(repr(mech))
     if args.verbose:
-        report = mech.report
+        report = getattr(mech, "report", None)
         if report is None:
             print("(no build plan: this family solves no LP)")
         else:
@@ -234,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     space_help = ("metric space: FILE.csv (one point per line; optional header and label column),"
                   " FILE.npy (n x n distance matrix), or a plugin spec: glove:N[:SEED] (embedded"
-                  " GloVe slice), glove:N:SEED:full (400k GloVe, extra 'glove'), fasttext:N[:SEED]"
+                  " GloVe slice), glove:N:SEED:full (400k GloVe, extra 'glove'), glove:full[:N] (every word of the 400k GloVe, or its N most frequent: vocabulary mode), fasttext:N[:SEED]"
                   " (fastText on gensim's Lee corpus), geolife:PATH:N, checkins:PATH:N")
     seed_help = "random seed (default: fresh OS entropy)"
     metric_help = ("metric of the points of FILE.csv: euclidean (default) or haversine (lat,lon "
@@ -252,6 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", type=_parse_param, metavar="KEY=VALUE",
                    help="family parameter, repeatable; VALUE is JSON or a string (see mdp list)")
     p.add_argument("--seed", type=int, default=None, help=seed_help)
+    p.add_argument("--mode", choices=("auto", "matrix", "vocabulary"), default="auto",
+                   help="matrix (certified n x n matrix) or vocabulary (madlib, exponential, "
+                        "weighted_exponential without a matrix); auto: matrix up to 2,000 points")
     p.add_argument("-o", "--output", required=True, help="mechanism file to write (.npz)")
     p.add_argument("--no-progress", action="store_true",
                    help="no LP progress line (it is shown only when stderr is a terminal)")

@@ -22,14 +22,17 @@ from tqdm.auto import tqdm
 
 from .accounting import loss
 from .calibration import calibrate
+from .curves_scale import run_scale_curves
 from .errors import ParameterError
-from .io import atomic_write, atomic_write_text
+from .io import atomic_write_text
 from .lower_bound import lower_bounds
+from .plotting import finish_and_save
 from .registry import get
 from .registry import mechanisms as registered
 from .space import MetricSpace
 from .spaces import DEFAULT_SPACE, load_space
 from .validation import check_positive, check_probability
+from .vector_space import VectorSpace
 
 __all__ = ["default_targets", "loss_curves", "run_curves", "plot_curves", "baseline_curves",
            "plan_families"]
@@ -194,14 +197,7 @@ def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float
         ax.set_xscale("log")  # the informative part is the low-eps end
     ax.set_xlabel(rf"$\epsilon_{{tight}}$ ($\delta$ = {delta:g}) (per unit of distance)")
     ax.set_ylabel(rf"$L_{{{q:g}}}$ (expected distance)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    atomic_write(path, lambda fh: fig.savefig(fh, format="png"))
-    plt.close(fig)
-    return path
+    return finish_and_save(fig, ax, title, path)
 
 
 def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = None, eps_tight=None, *,
@@ -213,10 +209,17 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
     reason: not applicable, or too costly for the space's size by default) and every failed
     point (family, target and the error); failed points are also rows of ``curves.csv`` with
     ``guarantee = "failed"`` and the message in ``error``.
+
+    A space without a distance matrix (``glove:full``) goes to
+    :func:`mdp.curves_scale.run_scale_curves`: vocabulary mode, ``L_q`` estimated with a
+    confidence interval against the analytic epsilon (``eps_tight`` targets are then epsilons).
     """
     spec = space_spec or DEFAULT_SPACE
     t0 = time.perf_counter()
     space = load_space(spec, metric=metric)
+    if isinstance(space, VectorSpace):
+        return run_scale_curves(space, spec, mechanisms, eps_tight, q=q, out_dir=out_dir,
+                                seed=seed)
     ran, left_out = plan_families(space, mechanisms)
     df = loss_curves(space, ran, eps_tight, delta=delta, q=q, seed=seed, progress=progress)
     out = Path(out_dir)

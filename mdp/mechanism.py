@@ -198,12 +198,7 @@ class Mechanism:
         KeyError
             For a label that is not in the space.
         """
-        rng = check_rng(rng)
-        idx = self.space.index_of(x)
-        out = self.sample_indices(np.atleast_1d(idx), rng)
-        if np.ndim(idx) == 0:
-            return self.space.label_of(int(out[0]))
-        return self.space.label_of(out)
+        return self.space.sample_with(x, self.sample_indices, check_rng(rng))
 
     # -- measurements ---------------------------------------------------------------------------
     def row_losses(self) -> np.ndarray:
@@ -282,6 +277,29 @@ def _space_from_file(path: Path, data: dict, meta: dict) -> MetricSpace:
         raise FileFormatError(path, f"invalid metric space ({exc})") from None
 
 
+def _load_vocabulary(path: Path, data: dict, vocabulary_class):
+    """A vocabulary-mode file (points, no matrix): re-created through its family's class, whose
+    constructor recomputes the guarantee (:mod:`mdp.vocabulary_mode`)."""
+    meta = npz_json(data, "metadata", path)
+    if meta.get("mode") != "vocabulary" or "points" not in data:
+        raise FileFormatError(path, "a mechanism file holds 'distances' (matrix mode) or "
+                                    "'points' with metadata mode 'vocabulary'")
+    try:
+        name = meta["name"]
+        float(meta["epsilon"])
+        cls = vocabulary_class(name) if isinstance(name, str) else None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FileFormatError(path, f"corrupt metadata ({exc})") from None
+    if cls is None:
+        raise FileFormatError(path, f"mechanism family {name!r} has no vocabulary mode")
+    try:
+        return cls.from_file(path, data, meta)
+    except PrivacyError as exc:
+        raise PrivacyError(f"{path}: {exc}") from None
+    except (ValueError, TypeError) as exc:
+        raise FileFormatError(path, f"invalid mechanism ({exc})") from None
+
+
 def load(path: str | os.PathLike) -> Mechanism:
     """Load a mechanism written by :meth:`Mechanism.save`, verified from first principles.
 
@@ -289,7 +307,10 @@ def load(path: str | os.PathLike) -> Mechanism:
     guarantee) comes from the registry entry of the stored family name, the distances are
     recomputed from the stored points and metric, and the mechanism is re-created through its
     constructor, which certifies the stored matrix (without repair: a stored matrix that needs
-    repair is refused) or, for analytic families, re-derives the noise from ``epsilon``.
+    repair is refused) or, for analytic families, re-derives the noise from ``epsilon``. A
+    vocabulary-mode file (points, no matrix) gives a
+    :class:`~mdp.vocabulary_mode.VocabularyMechanism` whose guarantee is recomputed from the
+    points and ``epsilon``.
 
     Raises
     ------
@@ -301,12 +322,15 @@ def load(path: str | os.PathLike) -> Mechanism:
     mdp.errors.PrivacyError
         The stored matrix fails its privacy check (message names the file).
     """
-    from .registry import get
+    from .registry import get, vocabulary_class
 
     path = Path(path)
-    data = read_npz(path, required=("distances", "metadata"),
-                    allowed=("matrix", "log_matrix", "distances", "metadata", "labels", "points"),
+    data = read_npz(path, required=("metadata",),
+                    allowed=("matrix", "log_matrix", "distances", "metadata", "labels", "points",
+                             "log_weights"),
                     what="mechanism file")
+    if "distances" not in data:
+        return _load_vocabulary(path, data, vocabulary_class)
     if ("matrix" in data) == ("log_matrix" in data):
         raise FileFormatError(path, "a mechanism file holds exactly one of 'matrix' and "
                                     "'log_matrix'")

@@ -26,8 +26,11 @@ from .params import Param
 from .plugins import Registry, load_family_plugins
 from .space import MetricSpace
 from .validation import check_epsilon, check_rng
+from .vector_space import VectorSpace
+from .vocabulary_mode import ModeRule, plan_mode
 
-__all__ = ["register", "build", "mechanisms", "get", "MechanismEntry", "applicable"]
+__all__ = ["register", "build", "mechanisms", "get", "MechanismEntry", "applicable",
+           "register_vocabulary", "vocabulary_class"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,23 @@ class MechanismEntry:
 #: The registered mechanism families (filled by :func:`register`; built-in families live in
 #: :mod:`mdp.families`, other packages declare modules in the ``mdp.families`` entry-point group).
 FAMILIES: Registry[MechanismEntry] = Registry("mechanism", None)
+
+
+#: Vocabulary-mode classes by family name (:mod:`mdp.vocabulary_mode`).
+_VOCABULARY: dict[str, type] = {}
+
+
+def register_vocabulary(name: str, cls: type) -> type:
+    """Declare ``cls`` (a :class:`~mdp.vocabulary_mode.VocabularyMechanism`) as the vocabulary
+    mode of family ``name``."""
+    _VOCABULARY[name] = cls
+    return cls
+
+
+def vocabulary_class(name: str) -> type | None:
+    """The vocabulary-mode class of family ``name`` (``None`` when it has none)."""
+    _ensure_loaded()
+    return _VOCABULARY.get(name)
 
 
 def _always(space: MetricSpace) -> None:
@@ -181,7 +201,8 @@ def applicable(space: MetricSpace) -> dict[str, str | None]:
     return {k: e.applies(space) for k, e in FAMILIES.items()}
 
 
-def build(name: str, space: MetricSpace, epsilon: float, *, rng=None, **params) -> Mechanism:
+def build(name: str, space: MetricSpace | VectorSpace, epsilon: float, *, rng=None,
+          mode: str = "auto", mode_rule: ModeRule | None = None, **params) -> Mechanism:
     """Build the mechanism ``name`` on ``space`` at privacy level ``epsilon``.
 
     The result has passed the shared privacy check of its final matrix
@@ -191,11 +212,20 @@ def build(name: str, space: MetricSpace, epsilon: float, *, rng=None, **params) 
     ----------
     name : str
         A registered name (see :func:`mechanisms`).
-    space : MetricSpace
+    space : MetricSpace or VectorSpace
+        A :class:`~mdp.vector_space.VectorSpace` (points, no distance matrix) for vocabularies
+        too large for a matrix.
     epsilon : float
         Requested pure mDP level, > 0.
     rng : None, int or numpy.random.Generator
         For randomised builders (keyword-only).
+    mode : {"auto", "matrix", "vocabulary"}, default "auto"
+        Matrix mode (certified matrix) or vocabulary mode (families with an analytic
+        guarantee, no matrix; a :class:`~mdp.vocabulary_mode.VocabularyMechanism` is
+        returned); ``"auto"`` follows :func:`mdp.vocabulary_mode.plan_mode`. The plan and its
+        reason are in ``stats["mode"]``.
+    mode_rule : ModeRule, optional
+        The size up to which ``"auto"`` keeps matrix mode.
     **params
         Family parameters (see ``mdp list`` or ``mdp.get(name).params``).
 
@@ -209,7 +239,7 @@ def build(name: str, space: MetricSpace, epsilon: float, *, rng=None, **params) 
         The final matrix violates the claimed guarantee beyond the tolerance repair.
     """
     entry = get(name)
-    if not isinstance(space, MetricSpace):
+    if not isinstance(space, (MetricSpace, VectorSpace)):
         raise ParameterTypeError(f"space must be a MetricSpace, got {type(space).__name__}")
     epsilon = check_epsilon(epsilon)
     resolved = entry.validate_params(params)
@@ -217,12 +247,21 @@ def build(name: str, space: MetricSpace, epsilon: float, *, rng=None, **params) 
     if reason:
         raise ParameterError(f"mechanism {name!r} does not apply to this space: {reason}")
     rng = check_rng(rng)
+    plan = plan_mode(space, mode, family=name, has_vocabulary=name in _VOCABULARY, rule=mode_rule)
+    if plan.mode == "vocabulary":
+        t0 = time.perf_counter()
+        vspace = space if isinstance(space, VectorSpace) else VectorSpace.from_metric_space(space)
+        mech = _VOCABULARY[name](vspace, epsilon, name, resolved, {"mode": plan.as_dict()})
+        mech.stats["build_seconds"] = time.perf_counter() - t0
+        return mech
+    if isinstance(space, VectorSpace):
+        space = MetricSpace.from_points(space.points, labels=space.labels)
     t0 = time.perf_counter()
     out = entry.builder(space, epsilon, rng=rng, **resolved)
     build_seconds = time.perf_counter() - t0
     if not isinstance(out, Candidate):
         raise TypeError(f"builder of {name!r} returned {type(out).__name__}, not a Candidate")
-    stats = {**out.stats, "build_seconds": build_seconds}
+    stats = {**out.stats, "build_seconds": build_seconds, "mode": plan.as_dict()}
     mech = entry.mechanism_class(out.matrix, space, epsilon,
                                  name=name, params=resolved, stats=stats,
                                  log_matrix=out.log_matrix)

@@ -62,7 +62,7 @@ from .rounding import DIFF_REL, LIBM_RTOL, LOG_REL, UNIT_ROUNDOFF, X_REL, round_
 from .validation import check_epsilon, check_rng
 from .verification import PURE_EPS_RTOL, certify_matrix
 
-__all__ = ["ExactSampler", "certified_sampler", "TABLE_BITS"]
+__all__ = ["ExactSampler", "certified_sampler", "TABLE_BITS", "sample_log_row"]
 
 #: Bits of the alias table's total mass ``m C <= 2^TABLE_BITS`` (int64 arithmetic).
 TABLE_BITS = 62
@@ -396,3 +396,63 @@ def certified_sampler(matrix, distances, epsilon: float, *, log: bool = False,
     cert.report["sampling"] = sampler.certify(distances, epsilon,
                                               pair_log_ratios=cert.pair_log_ratios)
     return cert, sampler
+
+
+def sample_log_row(log_weights, size: int, rng=None) -> tuple[np.ndarray, float]:
+    """``size`` exact draws from one row of weights ``exp(L)`` (no matrix, no alias table).
+
+    The weights are evaluated once into exact dyadic numbers ``w_j = mant_j 2^e_j`` (as
+    :class:`ExactSampler` does for a log matrix) and each draw is exactly ``w_j / sum w``: an
+    integer ``V`` uniform below ``2^62`` picks ``j`` with ``q_j <= 2^62 w_j / sum w`` by a
+    search in the cumulative ``q`` (int64, exact); when ``V`` falls beyond ``sum q`` the draw
+    comes from the exact residual weights ``2^62 P_j - q_j T`` (Python integers, probability
+    at most about ``n 2^-61``), which completes every probability to ``P_j / T`` exactly.
+    O(n) per row plus O(log n) per draw.
+
+    Parameters
+    ----------
+    log_weights : ndarray (n,)
+        Natural logarithms of unnormalised weights (``-inf`` for 0; at least one finite).
+    size : int
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    draws : ndarray of int64 (size,)
+    eta : float
+        Largest ``|ln w_j - L_j|``: the evaluated weights' distance to ``exp(L)``.
+    """
+    rng = check_rng(rng)
+    L = np.asarray(log_weights, dtype=float).ravel()
+    if L.size == 0 or np.isnan(L).any() or not np.isfinite(L).any() or np.any(L == np.inf):
+        raise ParameterError("log_weights must hold finite values or -inf, at least one finite")
+    L = L - float(L[np.isfinite(L)].max())      # the evaluation's error is measured after this
+    mant, expo, eta = _exp_extended(L)
+    n = L.size
+    with np.errstate(under="ignore"):
+        vals = np.ldexp(mant, np.clip(expo, -1100, 1100).astype(np.int32))
+    # sum w <= S_hi: a float sum of n non-negative terms in any order is within
+    # gamma_{n-1} <= 2 n u of the exact sum (Higham 2002, 4.2); entries below 2^-1020 are
+    # counted as that much
+    s_hi = float(vals.sum()) * (1 + 2.0 * n * 2.0 ** -53) * (1 + 2.0 ** -50) + n * 2.0 ** -1020
+    total = 1 << TABLE_BITS
+    with np.errstate(under="ignore"):
+        q = np.floor(vals * (float(total) * (1 - 2.0 ** -50) / s_hi)).astype(np.int64)
+    cum = np.cumsum(q)
+    V = rng.integers(0, total, size=int(size), dtype=np.int64)
+    out = np.searchsorted(cum, V, side="right").astype(np.int64)
+    spill = np.flatnonzero(out >= n)
+    if spill.size:
+        pos = mant > 0
+        M53 = (mant * 2.0 ** 53).astype(np.int64).tolist()
+        E = (expo - 53).tolist()
+        g = min(e for e, p in zip(E, pos.tolist(), strict=True) if p)
+        P = [m << (e - g) if p else 0 for m, e, p in zip(M53, E, pos.tolist(), strict=True)]
+        T = sum(P)
+        R = [p * total - qq * T for p, qq in zip(P, q.tolist(), strict=True)]
+        if min(R) < 0:
+            raise RuntimeError("row sampler weights exceed the exact probabilities (a bug)")
+        rcum = list(itertools.accumulate(R))
+        for i in spill.tolist():
+            out[i] = bisect.bisect_right(rcum, _randbelow(rng, rcum[-1]))
+    return out, float(eta.max())

@@ -15,6 +15,7 @@ from scipy.sparse.csgraph import shortest_path
 from scipy.spatial.distance import cdist
 
 from .errors import ParameterError
+from .labels import LabelIndex
 
 __all__ = ["MetricSpace", "EARTH_RADIUS_KM", "haversine_km", "normalize_latlon"]
 
@@ -77,7 +78,7 @@ def _check_labels(labels, n: int) -> np.ndarray | None:
     return labels
 
 
-class MetricSpace:
+class MetricSpace(LabelIndex):
     """A finite metric space ``(W, d)`` with ``n >= 2`` points.
 
     Build it with :meth:`from_points` or :meth:`from_distances`; both validate the metric.
@@ -203,49 +204,6 @@ class MetricSpace:
             raise ValueError(
                 f"distances violate the triangle inequality: D[{u},{w}] = {D[u, w]:.6g} > "
                 f"D[{u},{v}] + D[{v},{w}] = {D[u, v] + D[v, w]:.6g}")
-
-    # -- label handling -------------------------------------------------------------------------
-    def index_of(self, x) -> np.ndarray | int:
-        """Indices of points given labels or indices (scalar in, scalar out).
-
-        Raises
-        ------
-        KeyError
-            For an unknown label (the message names it).
-        """
-        scalar = np.ndim(x) == 0
-        xs = np.atleast_1d(np.asarray(x, dtype=object if self.labels is not None else None))
-        if self.labels is None:
-            try:
-                idx = xs.astype(np.int64)
-            except (TypeError, ValueError):
-                raise KeyError(f"this space has no labels; inputs must be indices 0..{self.n - 1}, got {x!r}") from None
-            if np.any(idx != xs.astype(float)) if xs.dtype.kind == "f" else False:
-                raise KeyError(f"indices must be integers, got {x!r}")
-        else:
-            if self._index is None:
-                self._index = {str(lab): i for i, lab in enumerate(self.labels.tolist())}
-            idx = np.empty(len(xs), dtype=np.int64)
-            for k, item in enumerate(xs.tolist()):
-                if isinstance(item, (int, np.integer)) and not isinstance(item, bool) and str(item) not in self._index:
-                    idx[k] = item
-                    continue
-                try:
-                    idx[k] = self._index[str(item)]
-                except KeyError:
-                    raise KeyError(f"unknown label {item!r}: not in this space of {self.n} points") from None
-        if np.any((idx < 0) | (idx >= self.n)):
-            bad = idx[(idx < 0) | (idx >= self.n)][0]
-            raise KeyError(f"index {int(bad)} out of range for a space of {self.n} points")
-        return int(idx[0]) if scalar else idx
-
-    def label_of(self, idx):
-        """Labels of indices (indices themselves when the space has no labels)."""
-        idx = np.asarray(idx)
-        if self.labels is None:
-            return idx.item() if idx.ndim == 0 else idx
-        out = self.labels[idx]
-        return out.item() if np.ndim(out) == 0 else out
 
     @property
     def diameter(self) -> float:

@@ -13,6 +13,8 @@ from .fasttext import train_lee_fasttext
 from .loaders import load_vectors, save_vectors
 from .privatize import privatize, tokenize
 from .vocabulary import sample_vocabulary, word_space
+from .vocabulary_scale import full_glove_space, vocabulary_space
 
 __all__ = ["Embeddings", "load_glove", "load_vectors", "save_vectors", "train_lee_fasttext",
-           "sample_vocabulary", "word_space", "privatize", "tokenize"]
+           "sample_vocabulary", "word_space", "privatize", "tokenize", "full_glove_space",
+           "vocabulary_space"]

@@ -27,6 +27,7 @@ from mdp.errors import ParameterError, ParameterTypeError
 from mdp.mechanism import Mechanism
 from mdp.plugins import InputFormat
 from mdp.validation import check_rng
+from mdp.vocabulary_mode import VocabularyMechanism
 
 __all__ = ["privatize", "tokenize", "TOKEN_PATTERN", "OOV_POLICIES", "PUNCTUATION_POLICIES"]
 
@@ -95,8 +96,9 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
     ----------
     text_or_tokens : str or sequence of str
         A text (returns a string) or a list of tokens (returns a list).
-    mechanism : Mechanism
-        Built on a space whose labels are words (e.g. ``mdp.build("madlib",
+    mechanism : Mechanism or VocabularyMechanism
+        Built on a space whose labels are words (vocabulary mode: e.g. ``mdp.build("madlib",
+        text.full_glove_space(), 10)``) (e.g. ``mdp.build("madlib",
         text.sample_vocabulary(...), eps)``).
     rng : None, int or numpy.random.Generator
     tokenizer : callable ``str -> list[str]``, optional
@@ -143,7 +145,7 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
     >>> mech = mdp.build("madlib", space, 8.0, rng=0)                    # doctest: +SKIP
     >>> text.privatize("The cat sat.", mech, rng=1, oov="mask")          # doctest: +SKIP
     """
-    if not isinstance(mechanism, Mechanism):
+    if not isinstance(mechanism, (Mechanism, VocabularyMechanism)):
         raise ParameterTypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
     if mechanism.space.labels is None:
         raise ParameterTypeError("mechanism's space has no labels: text privatization needs a word space")
@@ -228,8 +230,16 @@ def _accepts_text(mech: Mechanism, lines: list[str]) -> bool:
     return mech.space.labels is not None and any(len(s.split()) > 1 for s in lines)
 
 
+def privatize_lines(mech, lines: list[str], *, rng=None, **options) -> list[str]:
+    """One privatized line per line, every word of every line drawn in one call (a
+    vocabulary-mode mechanism computes each distinct word's row once for the whole text)."""
+    rng = check_rng(rng)
+    if len(lines) > 1 and not any("\n" in s for s in lines):
+        out = privatize("\n".join(lines), mech, rng=rng, **options).split("\n")
+        if len(out) == len(lines):
+            return out
+    return [privatize(s, mech, rng=rng, **options) for s in lines]
+
+
 #: ``mdp privatize`` input format: free text on a word space (one privatized line per line).
-TEXT_INPUT = InputFormat(accepts=_accepts_text,
-                         privatize=lambda mech, lines, *, rng=None, **kw:
-                         [privatize(s, mech, rng=rng, **kw) for s in lines],
-                         options=("oov",))
+TEXT_INPUT = InputFormat(accepts=_accepts_text, privatize=privatize_lines, options=("oov",))

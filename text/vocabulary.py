@@ -6,8 +6,10 @@ import numpy as np
 
 from mdp.space import MetricSpace
 from mdp.validation import check_int, check_probability, check_rng
+from mdp.vector_space import VectorSpace
 
 from .embeddings import Embeddings
+from .vocabulary_scale import full_glove_space
 
 __all__ = ["sample_vocabulary", "word_space", "space_from_spec"]
 
@@ -72,13 +74,15 @@ def word_space(emb: Embeddings, words) -> MetricSpace:
     return MetricSpace.from_points(sub.vectors, labels=sub.words)
 
 
-def space_from_spec(spec: str) -> MetricSpace:
+def space_from_spec(spec: str) -> MetricSpace | VectorSpace:
     """A clustered vocabulary from a ``--space`` SPEC string.
 
     ==========================  ==================================================================
     ``glove:N[:SEED]``          N words of the embedded GloVe slice (10,000 words)
     ``glove:N:SEED:full``       N words of the full 400k-word GloVe (optional extra ``glove``)
     ``fasttext:N[:SEED]``       N words of :func:`text.fasttext.train_lee_fasttext` (defaults)
+    ``glove:full[:N]``          every word of the full GloVe (its N most frequent), as a
+                                :class:`~mdp.vector_space.VectorSpace` (vocabulary mode)
     ==========================  ==================================================================
 
     Sampling is :func:`sample_vocabulary` with ``rng=SEED`` (default 0).
@@ -87,6 +91,12 @@ def space_from_spec(spec: str) -> MetricSpace:
 
     parts = str(spec).split(":")
     prefix = parts[0]
+    if prefix == "glove" and len(parts) in (2, 3) and parts[1] == "full":
+        try:
+            n_words = int(parts[2]) if len(parts) == 3 else None
+        except ValueError:
+            raise ValueError(f"glove:full:N needs an integer N, got {spec!r}") from None
+        return full_glove_space(n_words)
     usage = "glove:N[:SEED[:full]] or fasttext:N[:SEED]"
     if prefix not in ("glove", "fasttext") or not 2 <= len(parts) <= (4 if prefix == "glove" else 3):
         raise ValueError(f"space spec must be {usage}, got {spec!r}")

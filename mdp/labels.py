@@ -1,0 +1,71 @@
+"""Looking points up by label or index: shared by every kind of finite space.
+
+A space with ``labels`` (words, cell ids) accepts labels and integer indices; a space without
+labels accepts indices only. Subclasses set ``n``, ``labels`` (an array of unique strings or
+``None``) and ``_index`` (``None``; the label -> index table is built on first use).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["LabelIndex"]
+
+
+class LabelIndex:
+    """Label and index lookup of a finite space (mixin; see the module docstring)."""
+
+    n: int
+    labels: np.ndarray | None
+    _index: dict | None
+
+    def index_of(self, x) -> np.ndarray | int:
+        """Indices of points given labels or indices (scalar in, scalar out).
+
+        Raises
+        ------
+        KeyError
+            For an unknown label (the message names it).
+        """
+        scalar = np.ndim(x) == 0
+        xs = np.atleast_1d(np.asarray(x, dtype=object if self.labels is not None else None))
+        if self.labels is None:
+            try:
+                idx = xs.astype(np.int64)
+            except (TypeError, ValueError):
+                raise KeyError(f"this space has no labels; inputs must be indices 0..{self.n - 1}, got {x!r}") from None
+            if np.any(idx != xs.astype(float)) if xs.dtype.kind == "f" else False:
+                raise KeyError(f"indices must be integers, got {x!r}")
+        else:
+            if self._index is None:
+                self._index = {str(lab): i for i, lab in enumerate(self.labels.tolist())}
+            idx = np.empty(len(xs), dtype=np.int64)
+            for k, item in enumerate(xs.tolist()):
+                if isinstance(item, (int, np.integer)) and not isinstance(item, bool) and str(item) not in self._index:
+                    idx[k] = item
+                    continue
+                try:
+                    idx[k] = self._index[str(item)]
+                except KeyError:
+                    raise KeyError(f"unknown label {item!r}: not in this space of {self.n} points") from None
+        if np.any((idx < 0) | (idx >= self.n)):
+            bad = idx[(idx < 0) | (idx >= self.n)][0]
+            raise KeyError(f"index {int(bad)} out of range for a space of {self.n} points")
+        return int(idx[0]) if scalar else idx
+
+    def label_of(self, idx):
+        """Labels of indices (indices themselves when the space has no labels)."""
+        idx = np.asarray(idx)
+        if self.labels is None:
+            return idx.item() if idx.ndim == 0 else idx
+        out = self.labels[idx]
+        return out.item() if np.ndim(out) == 0 else out
+
+    def sample_with(self, x, sample_indices, rng: np.random.Generator):
+        """Outputs of ``sample_indices(indices, rng)`` for labels or indices ``x``, as labels
+        (scalar in, scalar out): the body of every mechanism's ``sample``."""
+        idx = self.index_of(x)
+        out = sample_indices(np.atleast_1d(idx), rng)
+        if np.ndim(idx) == 0:
+            return self.label_of(int(out[0]))
+        return self.label_of(out)
