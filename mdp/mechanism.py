@@ -19,6 +19,7 @@ from . import accounting
 from .errors import FileFormatError, ParameterError, ParameterTypeError, PrivacyError
 from .io import atomic_write, npz_json, read_npz
 from .space import MetricSpace
+from .stored_space import space_from_file
 from .validation import check_epsilon, check_rng
 
 __all__ = ["Mechanism", "load", "FORMAT_VERSION"]
@@ -252,32 +253,6 @@ class Mechanism:
                 f"{meas}, privacy={guarantee}, loss={self.loss():.4g}, L_0.95={self.loss(0.95):.4g})")
 
 
-def _space_from_file(path: Path, data: dict, meta: dict) -> MetricSpace:
-    """The stored space, with distances recomputed from the stored points and metric.
-
-    A file whose stored distances differ from the recomputed ones beyond rounding is refused:
-    the distances are what the privacy check uses, so they must be the points' own.
-    """
-    metric = meta.get("metric", "precomputed")
-    if not isinstance(metric, str):
-        raise FileFormatError(path, f"metadata field 'metric' must be a string, got {metric!r}")
-    labels, points = data.get("labels"), data.get("points")
-    try:
-        if points is not None and metric != "precomputed":
-            space = MetricSpace.from_points(points, metric=metric, labels=labels)
-            stored = np.asarray(data["distances"], dtype=float)
-            if stored.shape != space.distances.shape or not np.allclose(
-                    stored, space.distances, rtol=1e-9, atol=0.0):
-                raise FileFormatError(path, f"stored distances disagree with the {metric} distances "
-                                      "of the stored points; the file was altered")
-            return space
-        return MetricSpace(data["distances"], labels=labels, points=points, metric="precomputed")
-    except FileFormatError:
-        raise
-    except (ValueError, TypeError) as exc:
-        raise FileFormatError(path, f"invalid metric space ({exc})") from None
-
-
 def load(path: str | os.PathLike) -> Mechanism:
     """Load a mechanism written by :meth:`Mechanism.save`, verified from first principles.
 
@@ -326,7 +301,7 @@ def load(path: str | os.PathLike) -> Mechanism:
             cls = get(name).mechanism_class
         except ValueError:
             raise FileFormatError(path, f"unknown mechanism family {name!r}") from None
-    space = _space_from_file(path, data, meta)
+    space = space_from_file(path, data, meta)
     try:
         if "log_matrix" in data:
             return cls._from_saved(data["log_matrix"], space, meta, log=True)
