@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from . import accounting
-from .errors import FileFormatError, ParameterError, ParameterTypeError, PrivacyError
+from .errors import BuildError, FileFormatError, ParameterError, ParameterTypeError, PrivacyError
 from .io import atomic_write, npz_json, read_npz
 from .space import MetricSpace
 from .stored_space import space_from_file
@@ -133,6 +133,9 @@ class Mechanism:
         except PrivacyError as exc:
             raise PrivacyError(f"mechanism {self.name!r} (n = {self.space.n}, epsilon = "
                                f"{self.epsilon:.17g}): {exc}") from None
+        except BuildError as exc:
+            raise BuildError(f"mechanism {self.name!r} (n = {self.space.n}, epsilon = "
+                             f"{self.epsilon:.17g}): {exc}") from None
         cert.report["seconds"] = time.perf_counter() - t0
         self.stats["privacy"] = cert.report
         return cert.matrix
@@ -308,5 +311,7 @@ def load(path: str | os.PathLike) -> Mechanism:
         return cls._from_saved(data["matrix"], space, meta)
     except PrivacyError as exc:
         raise PrivacyError(f"{path}: stored matrix fails its privacy check: {exc}") from None
+    except BuildError as exc:
+        raise BuildError(f"{path}: {exc}") from None
     except (ValueError, TypeError) as exc:
         raise FileFormatError(path, f"invalid mechanism ({exc})") from None
