@@ -13,6 +13,7 @@ import numpy as np
 from .errors import ParameterError
 from .mechanism import Mechanism
 from .plugins import INPUTS
+from .release import check_utf8, csv_cell
 from .validation import check_rng
 
 __all__ = ["privatize_inputs", "parse_items"]
@@ -51,6 +52,11 @@ def parse_items(mech: Mechanism, inputs: list[str]) -> list:
 def privatize_inputs(mech: Mechanism, inputs: list[str], *, rng=None, **options) -> list[str]:
     """One output line per input line.
 
+    Labels come out as CSV cells (:func:`mdp.release.csv_cell`: quoted when they hold a comma,
+    line breaks escaped, spreadsheet formulas neutralised). An input that is not valid UTF-8
+    (undecodable bytes read from standard input) is refused with
+    :class:`~mdp.errors.ParameterError` naming its line.
+
     Parameters
     ----------
     mech : Mechanism
@@ -61,11 +67,14 @@ def privatize_inputs(mech: Mechanism, inputs: list[str], *, rng=None, **options)
         Options of the input formats (e.g. ``max_snap_km`` and ``snap`` for locations, ``oov``
         for text); each format receives those it declares, ``None`` values are left out.
     """
+    for k, line in enumerate(inputs):
+        check_utf8(line, f"input line {k + 1}")
     rng = check_rng(rng)
     for _, fmt in INPUTS.items():
         if inputs and fmt.accepts(mech, inputs):
             mine = {k: v for k, v in options.items() if k in fmt.options and v is not None}
             return fmt.privatize(mech, inputs, rng=rng, **mine)
     out = mech.sample_indices(np.asarray(parse_items(mech, inputs), dtype=np.int64), rng)
-    return [str(o) for o in mech.space.label_of(out)] if mech.space.labels is not None \
+    # a label is one CSV cell on one line, whatever it holds (commas, line breaks, "=...")
+    return [csv_cell(o) for o in mech.space.label_of(out)] if mech.space.labels is not None \
         else [str(int(o)) for o in out]

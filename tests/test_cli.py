@@ -218,3 +218,59 @@ def test_build_progress_from_inside_one_highs_solve(tmp_path, capsys, monkeypatc
     gaps = [float(g) for g in re.findall(
         r"LP solve 1 \(blocks\), iteration \d+: [\d,]+ rows, gap ([\d.e+-]+) \(iterate's\), \d+ s", e)]
     assert len(gaps) > 10 and gaps[-1] < 1e-4 < gaps[0]
+
+
+# -- output lines: one per input, CSV cells a spreadsheet does not evaluate ------------------------
+@pytest.fixture
+def odd_labels(tmp_path):
+    labels = ["plain", "two\nlines", "=HYPERLINK(\"http://x\",\"y\")", "+cmd|calc", "a,b", "@sum",
+              "-3x", "tab\there"]
+    pts = np.arange(len(labels), dtype=float)[:, None] * 100.0
+    mech = mdp.build("exponential", mdp.MetricSpace.from_points(pts, labels=labels), 1.0)
+    return mech.save(tmp_path / "odd.npz"), labels
+
+
+def test_privatize_prints_one_line_per_input_with_safe_cells(odd_labels, capsys):
+    import csv
+
+    path, labels = odd_labels
+    code, out, err = run(["privatize", str(path), *[str(i) for i in range(len(labels))]], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) == len(labels)                      # "two\nlines" is one line
+    cells = [next(csv.reader([line])) for line in lines]
+    assert all(len(c) == 1 for c in cells)                # "a,b" is one CSV cell
+    values = [c[0] for c in cells]
+    assert values[0] == "plain" and values[1] == "two\\u000alines" and values[4] == "a,b"
+    for v in values:
+        assert not v.startswith(("=", "+", "-", "@", "\t", "\r")), v
+    assert values[2] == "'" + labels[2] and values[3] == "'+cmd|calc" and values[5] == "'@sum"
+    assert values[7] == "tab\\u0009here"
+
+
+def test_numbers_are_not_neutralised():
+    from mdp.release import csv_cell, output_line
+
+    assert output_line("-33.9,151.2") == "-33.9,151.2" and csv_cell("-1e-3") == "-1e-3"
+    assert output_line("=1+2,-3") == "'=1+2,-3"
+    assert output_line(output_line("=a,\"b,c\"")) == output_line("=a,\"b,c\"")
+
+
+def test_seed_warns_that_the_output_is_reproducible(odd_labels, capsys):
+    path, _ = odd_labels
+    code, out, err = run(["privatize", str(path), "0", "--seed", "1"], capsys)
+    assert code == 0 and "reproducible" in err and "never to privatize real data" in err
+    code, out, err = run(["privatize", str(path), "0"], capsys)
+    assert code == 0 and "reproducible" not in err
+
+
+def test_invalid_utf8_on_stdin_is_refused(odd_labels, capsys, monkeypatch):
+    import io
+
+    path, _ = odd_labels
+    raw = io.BytesIO(b"plain\nsecret\xff\xfeword\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(raw, encoding="utf-8",
+                                                       errors="surrogateescape"))
+    code, out, err = run(["privatize", str(path)], capsys)
+    assert code == 2 and out == ""
+    assert "line 2 is not valid UTF-8" in err and "secret" not in err
