@@ -256,7 +256,12 @@ class Mechanism:
                 f"{meas}, privacy={guarantee}, loss={self.loss():.4g}, L_0.95={self.loss(0.95):.4g})")
 
 
-def load(path: str | os.PathLike) -> Mechanism:
+#: Copies of a mechanism file's arrays that loading holds at once (the arrays, the certified
+#: matrix, the sampler's tables).
+LOAD_WORK_FACTOR = 4
+
+
+def load(path: str | os.PathLike, *, max_memory: int | None = None) -> Mechanism:
     """Load a mechanism written by :meth:`Mechanism.save`, verified from first principles.
 
     Nothing the file says about privacy is trusted: the family's class (and so its kind of
@@ -265,10 +270,20 @@ def load(path: str | os.PathLike) -> Mechanism:
     constructor, which certifies the stored matrix (without repair: a stored matrix that needs
     repair is refused) or, for analytic families, re-derives the noise from ``epsilon``.
 
+    Parameters
+    ----------
+    path : path-like
+    max_memory : int or None, keyword-only
+        Limit in bytes on what loading holds (:data:`LOAD_WORK_FACTOR` times the arrays' sizes
+        as the file declares them), checked before any array is read; None: half the
+        machine's memory (:func:`mdp.resources.default_max_memory`).
+
     Raises
     ------
     FileNotFoundError
         No file at ``path``.
+    mdp.errors.ResourceLimitError
+        The file's arrays are declared larger than ``max_memory`` allows.
     mdp.errors.FileFormatError
         The file is missing pieces, corrupt, of an unknown family, or its distances disagree
         with its points (the message names the file).
@@ -280,7 +295,7 @@ def load(path: str | os.PathLike) -> Mechanism:
     path = Path(path)
     data = read_npz(path, required=("distances", "metadata"),
                     allowed=("matrix", "log_matrix", "distances", "metadata", "labels", "points"),
-                    what="mechanism file")
+                    what="mechanism file", max_memory=max_memory, work_factor=LOAD_WORK_FACTOR)
     if ("matrix" in data) == ("log_matrix" in data):
         raise FileFormatError(path, "a mechanism file holds exactly one of 'matrix' and "
                                     "'log_matrix'")
