@@ -22,29 +22,35 @@ __all__ = ["privatize_inputs", "parse_items"]
 def parse_items(mech: Mechanism, inputs: list[str]) -> list:
     """Labels of the space, or indices written as integers ``0 .. n-1``.
 
-    A token that is a label is taken as the label (labels win over indices).
+    A token that is a label is taken as the label (labels win over indices). On a location
+    space (haversine) without labels a lone number is refused rather than taken as an index:
+    it is far more likely a location typed wrong than a point chosen by its position.
 
     Raises
     ------
     ParameterError
-        For a token that is neither (the message names it and the valid range).
+        For a token that is neither; the message gives its position (1-based) and the valid
+        range, never the token itself (inputs are private).
     """
     space = mech.space
     labels = set(np.asarray(space.labels).astype(str)) if space.labels is not None else set()
     out = []
-    for s in inputs:
+    for k, s in enumerate(inputs, start=1):
         if s in labels:
             out.append(int(space.index_of(s)))
             continue
+        if not labels and space.metric == "haversine":
+            raise ParameterError(f"input {k}: not a lat,lon location (a location space takes "
+                                 "'lat,lon' lines, not indices)")
         try:
             i = int(s)
         except ValueError:
             i = None
         if i is None or not 0 <= i < space.n:
             if labels:
-                raise ParameterError(f"unknown label {s!r}: not a label of the space nor an "
-                                     f"index in 0..{space.n - 1}")
-            raise ParameterError(f"input {s!r} is not an index in 0..{space.n - 1}")
+                raise ParameterError(f"input {k}: unknown label: not a label of the space nor "
+                                     f"an index in 0..{space.n - 1}")
+            raise ParameterError(f"input {k}: not an index in 0..{space.n - 1}")
         out.append(i)
     return out
 

@@ -38,7 +38,7 @@ def test_build_privatize_eps_roundtrip(tmp_path, capsys):
     code, o, e = run(["eps", str(out), "--delta", "0.001"], capsys)
     assert code == 0 and f"{m.eps_tight(0.001):.10g}" in o
     code, o, e = run(["privatize", str(out), "nope"], capsys)
-    assert code == 2 and "unknown label 'nope'" in e
+    assert code == 2 and "input 1: unknown label" in e and "nope" not in e
 
 
 def test_distance_matrix_space_and_lower_bound(tmp_path, capsys):
@@ -274,3 +274,19 @@ def test_invalid_utf8_on_stdin_is_refused(odd_labels, capsys, monkeypatch):
     code, out, err = run(["privatize", str(path)], capsys)
     assert code == 2 and out == ""
     assert "line 2 is not valid UTF-8" in err and "secret" not in err
+
+
+def test_a_lone_number_on_a_location_space_is_not_an_index(tmp_path, capsys):
+    pts = np.array([[48.2082, 16.3738], [48.21, 16.36], [48.2, 16.37], [48.19, 16.38]])
+    mech = mdp.build("exponential", mdp.MetricSpace.from_points(pts, metric="haversine"), 2.0)
+    path = mech.save(tmp_path / "places.npz")
+    code, out, err = run(["privatize", str(path), "3"], capsys)
+    assert code == 2 and out == "" and "input 1: not a lat,lon location" in err
+
+
+def test_refusals_name_the_position_not_the_input(tmp_path, capsys):
+    pts = np.array([[0.0], [1.0], [2.0]])
+    mech = mdp.build("exponential", mdp.MetricSpace.from_points(pts, labels=["a", "b", "c"]), 2.0)
+    path = mech.save(tmp_path / "m.npz")
+    code, out, err = run(["privatize", str(path), "a", "my-secret-word"], capsys)
+    assert code == 2 and "input 2" in err and "my-secret-word" not in err
