@@ -98,3 +98,12 @@ def test_load_refuses_a_fifo_without_blocking(tmp_path):
         pytest.fail("mdp.load blocked on a FIFO")
     assert isinstance(result.get("exc"), FileFormatError)
     assert "not a regular file" in str(result["exc"])
+
+
+def test_from_points_checks_memory_from_n_before_computing_distances():
+    # 1M points asked numpy for 7.28 TiB; now the space is refused from n alone
+    pts = np.zeros((1_000_000, 2))
+    with pytest.raises(ResourceLimitError, match="1,000,000 points needs about 29.1 TiB"):
+        mdp.MetricSpace.from_points(pts)
+    with pytest.raises(ResourceLimitError, match="limit of 1 KiB"):
+        mdp.MetricSpace.from_points(np.arange(40.0)[:, None], max_memory=1024)
