@@ -49,8 +49,8 @@ def check_utf8(text: str, what: str = "input") -> str:
     """
     m = _SURROGATE.search(text)
     if m is not None:
-        raise ParameterError(f"{what} is not valid UTF-8 text (undecodable bytes at character "
-                             f"{m.start() + 1}); inputs must be UTF-8")
+        raise ParameterError(f"{what} is not valid UTF-8 (undecodable bytes at character "
+                             f"{m.start() + 1}); inputs must be UTF-8 text")
     return text
 
 
