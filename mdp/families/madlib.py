@@ -60,8 +60,8 @@ from scipy.spatial.distance import cdist
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.neighbors import NearestNeighbors
 
-from ..candidate import Candidate
 from ..accounting import eps_tight, row_losses
+from ..candidate import Candidate
 from ..errors import ParameterError, PrivacyError
 from ..mechanism import Mechanism
 from ..params import Param
