@@ -33,6 +33,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -45,7 +46,8 @@ from tqdm.auto import tqdm
 
 from .store import BUSY, CLAIMED, ResultStore, config_key, rerun_status
 
-__all__ = ["Task", "run_sweep", "execute_task", "records_frame", "flatten", "default_workers"]
+__all__ = ["Task", "run_sweep", "execute_task", "records_frame", "flatten", "default_workers",
+           "worker_pool"]
 
 # How often a run looks again at tasks other runs are computing (seconds).
 _POLL_SECONDS = 0.25
@@ -155,12 +157,40 @@ class _SerialRunner:
         pass
 
 
+#: How often a pool worker checks that the process that started it is still alive (seconds).
+PARENT_CHECK_SECONDS = 1.0
+
+
+def _exit_with_parent(parent: int, every: float) -> None:
+    """Pool worker initializer: a daemon thread ends this worker once its parent is gone.
+
+    A sweep killed with SIGKILL cannot shut its pool down; its workers, re-parented to init,
+    would otherwise idle forever holding their memory. Polling the parent id works on every
+    POSIX system (Linux's ``PR_SET_PDEATHSIG`` fires when the starting *thread* exits, which
+    for a pool is not the process).
+    """
+    def watch() -> None:
+        while True:
+            time.sleep(every)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """A process pool whose workers end within :data:`PARENT_CHECK_SECONDS` of their parent's
+    death (however it died)."""
+    return ProcessPoolExecutor(max_workers=workers, initializer=_exit_with_parent,
+                               initargs=(os.getpid(), PARENT_CHECK_SECONDS))
+
+
 class _PoolRunner:
     """Local processes; at most ``workers`` tasks in flight, so concurrent runs share the work."""
 
     def __init__(self, workers: int, timeout):
         self.timeout, self.capacity = timeout, workers
-        self._pool = ProcessPoolExecutor(max_workers=workers)
+        self._pool = worker_pool(workers)
         self._pending: dict = {}
 
     @property

@@ -26,11 +26,16 @@ import pandas as pd
 from mdp.errors import FileFormatError
 from mdp.io import atomic_write, open_binary
 from mdp.plugins import Command
+from mdp.resources import check_memory
 
 from .heatmap import dp_sparse_emd_aggregate, gaussian_heatmap, points_to_cells, user_distributions
 from .plotting import draw_heatmap, geo_aspect
 
 __all__ = ["configure_parser", "run_cli", "read_points"]
+
+
+#: float64 arrays of the grid's size alive at once in ``mdp heatmap`` (an upper estimate).
+HEATMAP_GRID_COPIES = 8
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -120,6 +125,9 @@ def run_cli(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # the grid's arrays (counts, the quadtree's levels, the filtered image): refuse before work
+    check_memory(HEATMAP_GRID_COPIES * 8 * args.delta_grid ** 2,
+                 f"a {args.delta_grid} x {args.delta_grid} heatmap grid (--delta-grid)")
     pts = read_points(args.input, args.format)
     if len(pts) == 0:
         raise ValueError(f"{args.input}: no points")

@@ -19,6 +19,7 @@ import numpy as np
 
 from .errors import MDPError
 from .plugins import COMMANDS
+from .release import SEED_WARNING, output_line
 
 
 def _parse_param(text: str):
@@ -182,8 +183,10 @@ def cmd_privatize(args) -> int:
     if mech.space.metric == "haversine" and not args.snap and sys.stderr.isatty():
         print("mdp: lat,lon inputs farther than --max-snap-km from every point of the space "
               "are refused (--snap accepts them)", file=sys.stderr)
+    if args.seed is not None:
+        print(SEED_WARNING, file=sys.stderr)
     for line in lines:
-        print(line)
+        print(output_line(line))
     return 0
 
 
@@ -271,7 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("privatize", help="privatize inputs (labels, indices, text or lat,lon lines)")
     p.add_argument("file", help="mechanism file written by mdp build")
     p.add_argument("inputs", nargs="*", help="inputs, or - (default) to read lines from stdin")
-    p.add_argument("--seed", type=int, default=None, help=seed_help)
+    p.add_argument("--seed", type=int, default=None,
+                   help="random seed: the output becomes reproducible by anyone who knows it "
+                        "(tests and demos only; default: fresh OS entropy)")
     p.add_argument("--max-snap-km", type=float, default=None,
                    help="lat,lon inputs: refuse a location farther than this from every point "
                         "of the space (default: the space's largest nearest-neighbour distance)")

@@ -15,6 +15,7 @@ type                        raised when
 :class:`SolverError`        an LP or cone solver returned no usable optimum
 :class:`SolverTimeout`      a solver reached its time limit (no result is returned)
 :class:`BuildError`         a mechanism cannot be built (names family, n, epsilon, reason)
+:class:`ResourceLimitError` work would need more memory than its limit (estimate and limit)
 ==========================  =================================================================
 
 Warnings: :class:`AccuracyWarning` when a solver returns a result that holds its privacy
@@ -26,7 +27,7 @@ from __future__ import annotations
 import os
 
 __all__ = ["MDPError", "ParameterError", "ParameterTypeError", "FileFormatError", "PrivacyError",
-           "SolverError", "SolverTimeout", "BuildError", "AccuracyWarning"]
+           "SolverError", "SolverTimeout", "BuildError", "ResourceLimitError", "AccuracyWarning"]
 
 
 class MDPError(Exception):
@@ -79,6 +80,14 @@ class SolverTimeout(SolverError):
 
 class BuildError(MDPError, RuntimeError):
     """A mechanism could not be built; the message names the family, n, epsilon and why."""
+
+
+class ResourceLimitError(MDPError, MemoryError):
+    """Work was refused before it started: its memory estimate is above the limit.
+
+    The message states the estimate, the limit and the parameter that overrides it
+    (``max_memory=``); nothing was allocated.
+    """
 
 
 class AccuracyWarning(UserWarning):

@@ -40,7 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import FileFormatError
+from .errors import FileFormatError, ResourceLimitError
+from .resources import check_memory, distance_matrix_bytes, format_bytes
 
 __all__ = ["atomic_write", "atomic_write_text", "shared_data_dir", "read_npz", "read_npy",
            "npz_json", "open_text", "open_binary", "read_points_csv", "load_points_csv",
@@ -161,6 +162,9 @@ def _existing_file(path: str | os.PathLike, what: str = "file") -> Path:
         raise FileNotFoundError(f"no {what} at {path}")
     if path.is_dir():
         raise FileFormatError(path, f"is a directory, expected a {what}")
+    if not path.is_file():      # a FIFO would block the reader forever, a device never ends
+        raise FileFormatError(path, f"is not a regular file (a pipe, socket or device), "
+                                    f"expected a {what}")
     return path
 
 
@@ -390,7 +394,8 @@ def read_npy(path: str | os.PathLike) -> np.ndarray:
 
 
 def read_npz(path: str | os.PathLike, *, required: Iterable[str] = (),
-             allowed: Iterable[str] | None = None, what: str = ".npz archive") -> dict[str, np.ndarray]:
+             allowed: Iterable[str] | None = None, what: str = ".npz archive",
+             max_memory: int | None = None, work_factor: int = 1) -> dict[str, np.ndarray]:
     """Read every array of a ``.npz`` archive (``numpy.savez`` / ``savez_compressed``) into memory.
 
     Contract:
@@ -415,10 +420,18 @@ def read_npz(path: str | os.PathLike, *, required: Iterable[str] = (),
         The only names that may be present (``required`` is added to it).
     what : str
         What the file should be, for messages (e.g. ``"mechanism file"``).
+    max_memory : int or None
+        Limit in bytes (None: :func:`mdp.resources.default_max_memory`) on ``work_factor``
+        times the arrays' total size as the archive's directory declares it, checked before
+        any member is read.
+    work_factor : int
+        Copies of the arrays the caller's work will hold (e.g. a check and a sampler).
 
     Raises
     ------
     FileNotFoundError, FileFormatError
+    mdp.errors.ResourceLimitError
+        The declared sizes are above ``max_memory`` (nothing was read).
     """
     path = _existing_file(path, what)
     required = list(required)
@@ -441,6 +454,9 @@ def read_npz(path: str | os.PathLike, *, required: Iterable[str] = (),
                 raise FileFormatError(path, f"corrupt {what}: the archive's directory lists "
                                             f"{len(names)} members, its end record "
                                             f"{end[zipfile._ECD_ENTRIES_TOTAL] if end else '(missing)'}")
+            declared = sum(info.file_size for info in zf.infolist())
+            check_memory(declared * work_factor, f"{path}: the {what} (its arrays declare "
+                                                 f"{format_bytes(declared)})", max_memory)
             dupes = sorted({n for n in names if names.count(n) > 1})
             if dupes:
                 raise FileFormatError(path, f"not a {what}: members {dupes} appear more than once")
@@ -451,7 +467,7 @@ def read_npz(path: str | os.PathLike, *, required: Iterable[str] = (),
                 name = info.filename[:-4]
                 data = bytearray(zf.read(info))      # reads to the end: checks the CRC-32
                 arrays[name] = _npy_from_bytes(data, path, name)
-    except FileFormatError:
+    except (FileFormatError, ResourceLimitError):
         raise
     except Exception as exc:  # zipfile/zlib/struct raise many types on corrupt input
         raise FileFormatError(path, f"corrupt or truncated {what}: {_describe(exc)}") from None
@@ -617,7 +633,8 @@ def _read_points(path, latlon: bool):
     return values, labels, lines
 
 
-def load_points_csv(path: str | os.PathLike, metric: str = "euclidean"):
+def load_points_csv(path: str | os.PathLike, metric: str = "euclidean", *,
+                    max_memory: int | None = None):
     """:func:`read_points_csv` as a :class:`~mdp.space.MetricSpace`.
 
     Parameters
@@ -626,16 +643,23 @@ def load_points_csv(path: str | os.PathLike, metric: str = "euclidean"):
     metric : str, default "euclidean"
         ``"haversine"`` reads (lat, lon) degrees (see ``latlon`` of :func:`read_points_csv`)
         and gives distances in km; any :func:`scipy.spatial.distance.cdist` name otherwise.
+    max_memory : int or None
+        Limit in bytes on the distance matrices built (:func:`mdp.resources.check_memory`,
+        checked from the number of points before any is allocated).
 
     Raises
     ------
     FileNotFoundError, FileFormatError
         As :func:`read_points_csv`; also for points the space refuses (fewer than 2, repeated
         points with both line numbers, repeated labels), with the reason.
+    mdp.errors.ResourceLimitError
+        The distance matrices would exceed ``max_memory``.
     """
     from .space import MetricSpace
 
     points, labels, lines = _read_points(path, metric == "haversine")
+    check_memory(distance_matrix_bytes(len(points)),
+                 f"{path}: a metric space of {len(points):,} points", max_memory)
     _, first, inverse = np.unique(points, axis=0, return_index=True, return_inverse=True)
     inverse = np.asarray(inverse).ravel()
     dup = np.flatnonzero(first[inverse] != np.arange(len(points)))

@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from . import accounting
-from .errors import FileFormatError, ParameterError, ParameterTypeError, PrivacyError
+from .errors import BuildError, FileFormatError, ParameterError, ParameterTypeError, PrivacyError
 from .io import atomic_write, npz_json, read_npz
 from .space import MetricSpace
+from .stored_space import space_from_file
 from .validation import check_epsilon, check_rng
 
 __all__ = ["Mechanism", "load", "FORMAT_VERSION"]
@@ -136,6 +137,9 @@ class Mechanism:
         except PrivacyError as exc:
             raise PrivacyError(f"mechanism {self.name!r} (n = {self.space.n}, epsilon = "
                                f"{self.epsilon:.17g}): {exc}") from None
+        except BuildError as exc:
+            raise BuildError(f"mechanism {self.name!r} (n = {self.space.n}, epsilon = "
+                             f"{self.epsilon:.17g}): {exc}") from None
         cert.report["seconds"] = time.perf_counter() - t0
         self.stats["privacy"] = cert.report
         return cert.matrix
@@ -251,30 +255,9 @@ class Mechanism:
                 f"{meas}, privacy={guarantee}, loss={self.loss():.4g}, L_0.95={self.loss(0.95):.4g})")
 
 
-def _space_from_file(path: Path, data: dict, meta: dict) -> MetricSpace:
-    """The stored space, with distances recomputed from the stored points and metric.
-
-    A file whose stored distances differ from the recomputed ones beyond rounding is refused:
-    the distances are what the privacy check uses, so they must be the points' own.
-    """
-    metric = meta.get("metric", "precomputed")
-    if not isinstance(metric, str):
-        raise FileFormatError(path, f"metadata field 'metric' must be a string, got {metric!r}")
-    labels, points = data.get("labels"), data.get("points")
-    try:
-        if points is not None and metric != "precomputed":
-            space = MetricSpace.from_points(points, metric=metric, labels=labels)
-            stored = np.asarray(data["distances"], dtype=float)
-            if stored.shape != space.distances.shape or not np.allclose(
-                    stored, space.distances, rtol=1e-9, atol=0.0):
-                raise FileFormatError(path, f"stored distances disagree with the {metric} distances "
-                                      "of the stored points; the file was altered")
-            return space
-        return MetricSpace(data["distances"], labels=labels, points=points, metric="precomputed")
-    except FileFormatError:
-        raise
-    except (ValueError, TypeError) as exc:
-        raise FileFormatError(path, f"invalid metric space ({exc})") from None
+#: Copies of a mechanism file's arrays that loading holds at once (the arrays, the certified
+#: matrix, the sampler's tables).
+LOAD_WORK_FACTOR = 4
 
 
 def _load_vocabulary(path: Path, data: dict, vocabulary_class):
@@ -300,7 +283,7 @@ def _load_vocabulary(path: Path, data: dict, vocabulary_class):
         raise FileFormatError(path, f"invalid mechanism ({exc})") from None
 
 
-def load(path: str | os.PathLike) -> Mechanism:
+def load(path: str | os.PathLike, *, max_memory: int | None = None) -> Mechanism:
     """Load a mechanism written by :meth:`Mechanism.save`, verified from first principles.
 
     Nothing the file says about privacy is trusted: the family's class (and so its kind of
@@ -312,10 +295,20 @@ def load(path: str | os.PathLike) -> Mechanism:
     :class:`~mdp.vocabulary_mode.VocabularyMechanism` whose guarantee is recomputed from the
     points and ``epsilon``.
 
+    Parameters
+    ----------
+    path : path-like
+    max_memory : int or None, keyword-only
+        Limit in bytes on what loading holds (:data:`LOAD_WORK_FACTOR` times the arrays' sizes
+        as the file declares them), checked before any array is read; None: half the
+        machine's memory (:func:`mdp.resources.default_max_memory`).
+
     Raises
     ------
     FileNotFoundError
         No file at ``path``.
+    mdp.errors.ResourceLimitError
+        The file's arrays are declared larger than ``max_memory`` allows.
     mdp.errors.FileFormatError
         The file is missing pieces, corrupt, of an unknown family, or its distances disagree
         with its points (the message names the file).
@@ -328,7 +321,7 @@ def load(path: str | os.PathLike) -> Mechanism:
     data = read_npz(path, required=("metadata",),
                     allowed=("matrix", "log_matrix", "distances", "metadata", "labels", "points",
                              "log_weights"),
-                    what="mechanism file")
+                    what="mechanism file", max_memory=max_memory, work_factor=LOAD_WORK_FACTOR)
     if "distances" not in data:
         return _load_vocabulary(path, data, vocabulary_class)
     if ("matrix" in data) == ("log_matrix" in data):
@@ -354,12 +347,14 @@ def load(path: str | os.PathLike) -> Mechanism:
             cls = get(name).mechanism_class
         except ValueError:
             raise FileFormatError(path, f"unknown mechanism family {name!r}") from None
-    space = _space_from_file(path, data, meta)
+    space = space_from_file(path, data, meta)
     try:
         if "log_matrix" in data:
             return cls._from_saved(data["log_matrix"], space, meta, log=True)
         return cls._from_saved(data["matrix"], space, meta)
     except PrivacyError as exc:
         raise PrivacyError(f"{path}: stored matrix fails its privacy check: {exc}") from None
+    except BuildError as exc:
+        raise BuildError(f"{path}: {exc}") from None
     except (ValueError, TypeError) as exc:
         raise FileFormatError(path, f"invalid mechanism ({exc})") from None

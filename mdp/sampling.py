@@ -57,12 +57,12 @@ from fractions import Fraction
 import numpy as np
 
 from .accounting import check_distances, check_matrix, pair_log_ratio_bounds
-from .errors import ParameterError, PrivacyError
+from .errors import BuildError, ParameterError, PrivacyError
 from .rounding import DIFF_REL, LIBM_RTOL, LOG_REL, UNIT_ROUNDOFF, X_REL, round_up
 from .validation import check_epsilon, check_rng
 from .verification import PURE_EPS_RTOL, certify_matrix
 
-__all__ = ["ExactSampler", "certified_sampler", "TABLE_BITS", "sample_log_row"]
+__all__ = ["ExactSampler", "certified_sampler", "TABLE_BITS", "MAX_ROW_BITS", "sample_log_row"]
 
 #: Bits of the alias table's total mass ``m C <= 2^TABLE_BITS`` (int64 arithmetic).
 TABLE_BITS = 62
@@ -70,6 +70,29 @@ TABLE_BITS = 62
 _LN2_HI = float.fromhex("0x1.62e42feep-1")
 _LN2_LO = float.fromhex("0x1.a39ef35793c76p-33")
 _CHUNK = 1 << 20
+#: Most bits the exact residual weights of one row may take (``sum_w`` of the binary orders of
+#: magnitude between the row's largest entry and entry ``w``, plus a 53-bit mantissa each):
+#: 2^30 bits is 128 MiB of Python integers per row. A matrix beyond it (the exponential
+#: mechanism at ``eps * d`` of about 7e8 and above: log-probabilities whose exponents no longer
+#: fit a machine integer) is refused before any table is built, never sampled inexactly.
+MAX_ROW_BITS = 1 << 30
+
+
+def _row_bits(A: np.ndarray, log: bool) -> np.ndarray:
+    """Bits of each row's exact residual weights (see :data:`MAX_ROW_BITS`), in float64
+    (``inf`` when the orders of magnitude overflow)."""
+    if log:
+        finite = np.isfinite(A)
+        top = np.max(np.where(finite, A, -np.inf), axis=1, keepdims=True)
+        with np.errstate(over="ignore", invalid="ignore"):
+            span = np.where(finite, (top - A) / math.log(2) + 54.0, 0.0)
+    else:
+        pos = A > 0
+        _, e = np.frexp(np.where(pos, A, 1.0))
+        top = np.max(np.where(pos, e, -10_000), axis=1, keepdims=True)
+        span = np.where(pos, (top - e) + 54.0, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.sum(span, axis=1)
 
 
 def _exp_extended(L: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -168,6 +191,14 @@ class ExactSampler:
     def __init__(self, matrix, *, log: bool = False):
         A = check_matrix(matrix, log=log)
         self.n = A.shape[0]
+        bits = _row_bits(A, log)
+        if not np.all(bits <= MAX_ROW_BITS):
+            u = int(np.argmax(np.where(np.isnan(bits), np.inf, bits)))
+            raise BuildError(
+                f"row {u} of the matrix cannot be sampled exactly: its probabilities span about "
+                f"{bits[u] / max(self.n, 1):.3g} binary orders of magnitude on average "
+                f"({bits[u]:.3g} bits of exact weights, the limit is {MAX_ROW_BITS}); such a "
+                "mechanism releases its input almost surely: lower epsilon")
         self.log = bool(log)
         self._source = np.array(A, copy=True)
         self._source.setflags(write=False)
@@ -390,6 +421,8 @@ def certified_sampler(matrix, distances, epsilon: float, *, log: bool = False,
     ------
     ParameterError, PrivacyError
         As :func:`mdp.certify`, or when the sampled matrix fails the limit.
+    BuildError
+        The certified matrix is beyond the exact sampler's range (:data:`MAX_ROW_BITS`).
     """
     cert = certify_matrix(matrix, distances, epsilon, repair=repair, log=log)
     sampler = ExactSampler(cert.matrix, log=log)

@@ -16,6 +16,8 @@ from scipy.spatial.distance import cdist
 
 from .errors import ParameterError
 from .labels import LabelIndex
+from .resolution import RESOLUTION, check_resolution
+from .resources import check_memory, distance_matrix_bytes
 
 __all__ = ["MetricSpace", "EARTH_RADIUS_KM", "haversine_km", "normalize_latlon"]
 
@@ -31,20 +33,67 @@ TRUE_METRICS = frozenset({"euclidean", "cityblock", "chebyshev", "minkowski", "h
 METRIC_RTOL = 1e-9
 
 
+def _sincosd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sine and cosine of ``x`` degrees with exact argument reduction.
+
+    ``x - 90 q`` for the nearest quadrant ``q`` is exact in float64 (the two are within a
+    factor 2, Sterbenz), so ``cos(89.9999999999)`` keeps its relative accuracy where
+    ``cos(radians(89.9999999999))`` loses most of it to the rounding of ``pi / 2``.
+    """
+    q = np.round(x / 90.0)
+    r = np.radians(x - 90.0 * q)
+    s, c = np.sin(r), np.cos(r)
+    k = np.mod(q, 4.0)
+    sin = np.select([k == 0, k == 1, k == 2], [s, c, -s], -c)
+    cos = np.select([k == 0, k == 1, k == 2], [c, -s, -c], s)
+    return sin, cos
+
+
+def _angle_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``b - a`` in degrees reduced to ``[-180, 180]``, accurate across the antimeridian.
+
+    The difference is split into its float64 sum and rounding error (Knuth's two-sum); the sum
+    is reduced exactly (``fmod`` is exact) before the error is added back, so ``-179.9999999``
+    minus ``179.9999999`` keeps its relative accuracy.
+    """
+    s = b - a
+    bb = s - b
+    t = (b - (s - bb)) + (-a - bb)          # s + t == b - a exactly
+    d = np.fmod(s, 360.0)
+    d = np.where(d > 180.0, d - 360.0, np.where(d < -180.0, d + 360.0, d))
+    return d + t
+
+
 def haversine_km(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     r"""Great-circle distances in km between rows of ``a`` and ``b`` (lat, lon in degrees).
 
-    .. math:: d = 2R \arcsin\sqrt{\sin^2\frac{\Delta\phi}{2}
-              + \cos\phi_1\cos\phi_2\sin^2\frac{\Delta\lambda}{2}}
+    The central angle is computed in the form that stays accurate at every distance, near the
+    poles and across the antimeridian (Vincenty's spherical formula, as in GeographicLib):
 
-    with :data:`EARTH_RADIUS_KM` as ``R``. Returns an ``len(a) x len(b)`` matrix.
+    .. math:: \sigma = \operatorname{atan2}\Big(\sqrt{(\cos\phi_2 \sin\Delta\lambda)^2
+              + (\sin(\phi_2 - \phi_1) + 2 \sin\phi_1 \cos\phi_2 \sin^2\tfrac{\Delta\lambda}{2})^2},\;
+              \cos(\phi_2 - \phi_1) - 2 \cos\phi_1 \cos\phi_2 \sin^2\tfrac{\Delta\lambda}{2}\Big)
+
+    with sines and cosines of degrees reduced exactly (so ``cos phi`` near a pole keeps its
+    relative accuracy) and ``Delta lambda`` reduced across the antimeridian without
+    cancellation; ``d = R sigma`` with :data:`EARTH_RADIUS_KM` as ``R``. It is the haversine
+    distance, free of the haversine formula's losses (``arcsin`` near antipodes, ``cos`` of
+    radians near the poles: up to 26% at 1e-12 km). Returns an ``len(a) x len(b)`` matrix.
     """
-    a = np.radians(np.asarray(a, dtype=float))
-    b = np.radians(np.asarray(b, dtype=float))
-    dlat = a[:, None, 0] - b[None, :, 0]
-    dlon = a[:, None, 1] - b[None, :, 1]
-    h = np.sin(dlat / 2) ** 2 + np.cos(a[:, None, 0]) * np.cos(b[None, :, 0]) * np.sin(dlon / 2) ** 2
-    return 2 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.clip(h, 0.0, 1.0)))
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    lat1, lon1 = a[:, None, 0], a[:, None, 1]
+    lat2, lon2 = b[None, :, 0], b[None, :, 1]
+    s1, c1 = _sincosd(lat1)
+    s2, c2 = _sincosd(lat2)
+    dlam = _angle_difference(lon1, lon2)
+    sl, _ = _sincosd(dlam)
+    sh, _ = _sincosd(dlam / 2.0)
+    sd, cd = _sincosd(_angle_difference(lat1, lat2))
+    hav = 2.0 * sh * sh
+    y = np.hypot(c2 * sl, sd + s1 * c2 * hav)
+    x = cd - c1 * c2 * hav
+    return EARTH_RADIUS_KM * np.arctan2(y, x)
 
 
 def normalize_latlon(points: np.ndarray) -> np.ndarray:
@@ -113,7 +162,8 @@ class MetricSpace(LabelIndex):
 
     # -- constructors -------------------------------------------------------------------------
     @classmethod
-    def from_points(cls, points, metric: str | Callable = "euclidean", labels=None) -> MetricSpace:
+    def from_points(cls, points, metric: str | Callable = "euclidean", labels=None, *,
+                    resolution: float = RESOLUTION, max_memory: int | None = None) -> MetricSpace:
         """Build a space from coordinates.
 
         Parameters
@@ -127,6 +177,20 @@ class MetricSpace(LabelIndex):
             (great-circle km), or a callable ``f(a, b) -> float``.
         labels : sequence, optional
             Unique labels of length n.
+        resolution : float, default :data:`mdp.resolution.RESOLUTION` (2^-40), keyword-only
+            Distinct points closer than ``resolution`` times the space's scale are refused as
+            the same location up to rounding (:func:`mdp.resolution.check_resolution`), with
+            the advice to merge them; 0 accepts them (for tests of the arithmetic itself).
+        max_memory : int or None, keyword-only
+            Limit in bytes on the distance matrices built, checked from ``n`` before any is
+            allocated (:func:`mdp.resources.check_memory`; None: half the physical memory).
+
+        Raises
+        ------
+        ParameterError
+            Among others, for two points closer than the resolution.
+        mdp.errors.ResourceLimitError
+            The distance matrices would exceed ``max_memory``.
         """
         P = np.asarray(points, dtype=float)
         if P.ndim != 2:
@@ -135,6 +199,8 @@ class MetricSpace(LabelIndex):
             raise ValueError(f"a metric space needs at least 2 points, got {P.shape[0]}")
         if not np.all(np.isfinite(P)):
             raise ValueError("points must be finite (found NaN or inf)")
+        check_memory(distance_matrix_bytes(P.shape[0]),
+                     f"a metric space of {P.shape[0]:,} points", max_memory)
         if callable(metric):
             D = cdist(P, P, metric=metric)
             name = getattr(metric, "__name__", "callable")
@@ -156,6 +222,7 @@ class MetricSpace(LabelIndex):
             raise TypeError(f"metric must be a string or a callable, got {type(metric).__name__}")
         D = 0.5 * (D + D.T)
         np.fill_diagonal(D, 0.0)
+        check_resolution(P, D, name, resolution)
         return cls(D, labels=labels, points=P, metric=name)
 
     @classmethod

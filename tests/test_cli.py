@@ -38,7 +38,7 @@ def test_build_privatize_eps_roundtrip(tmp_path, capsys):
     code, o, e = run(["eps", str(out), "--delta", "0.001"], capsys)
     assert code == 0 and f"{m.eps_tight(0.001):.10g}" in o
     code, o, e = run(["privatize", str(out), "nope"], capsys)
-    assert code == 2 and "unknown label 'nope'" in e
+    assert code == 2 and "input 1: unknown label" in e and "nope" not in e
 
 
 def test_distance_matrix_space_and_lower_bound(tmp_path, capsys):
@@ -238,3 +238,75 @@ def test_build_verbose_prints_the_plan_and_every_attempt(tmp_path, capsys):
     code, o, e = run(["build", "--space", str(pts), "--mechanism", "exponential", "--epsilon",
                       "1", "-o", str(tmp_path / "b.npz"), "-v"], capsys)
     assert code == 0 and "no build plan" in o
+
+
+# -- output lines: one per input, CSV cells a spreadsheet does not evaluate ------------------------
+@pytest.fixture
+def odd_labels(tmp_path):
+    labels = ["plain", "two\nlines", "=HYPERLINK(\"http://x\",\"y\")", "+cmd|calc", "a,b", "@sum",
+              "-3x", "tab\there"]
+    pts = np.arange(len(labels), dtype=float)[:, None] * 100.0
+    mech = mdp.build("exponential", mdp.MetricSpace.from_points(pts, labels=labels), 1.0)
+    return mech.save(tmp_path / "odd.npz"), labels
+
+
+def test_privatize_prints_one_line_per_input_with_safe_cells(odd_labels, capsys):
+    import csv
+
+    path, labels = odd_labels
+    code, out, err = run(["privatize", str(path), *[str(i) for i in range(len(labels))]], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) == len(labels)                      # "two\nlines" is one line
+    cells = [next(csv.reader([line])) for line in lines]
+    assert all(len(c) == 1 for c in cells)                # "a,b" is one CSV cell
+    values = [c[0] for c in cells]
+    assert values[0] == "plain" and values[1] == "two\\u000alines" and values[4] == "a,b"
+    for v in values:
+        assert not v.startswith(("=", "+", "-", "@", "\t", "\r")), v
+    assert values[2] == "'" + labels[2] and values[3] == "'+cmd|calc" and values[5] == "'@sum"
+    assert values[7] == "tab\\u0009here"
+
+
+def test_numbers_are_not_neutralised():
+    from mdp.release import csv_cell, output_line
+
+    assert output_line("-33.9,151.2") == "-33.9,151.2" and csv_cell("-1e-3") == "-1e-3"
+    assert output_line("=1+2,-3") == "'=1+2,-3"
+    assert output_line(output_line("=a,\"b,c\"")) == output_line("=a,\"b,c\"")
+
+
+def test_seed_warns_that_the_output_is_reproducible(odd_labels, capsys):
+    path, _ = odd_labels
+    code, out, err = run(["privatize", str(path), "0", "--seed", "1"], capsys)
+    assert code == 0 and "reproducible" in err and "never to privatize real data" in err
+    code, out, err = run(["privatize", str(path), "0"], capsys)
+    assert code == 0 and "reproducible" not in err
+
+
+def test_invalid_utf8_on_stdin_is_refused(odd_labels, capsys, monkeypatch):
+    import io
+
+    path, _ = odd_labels
+    raw = io.BytesIO(b"plain\nsecret\xff\xfeword\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(raw, encoding="utf-8",
+                                                       errors="surrogateescape"))
+    code, out, err = run(["privatize", str(path)], capsys)
+    assert code == 2 and out == ""
+    assert "line 2 is not valid UTF-8" in err and "secret" not in err
+
+
+def test_a_lone_number_on_a_location_space_is_not_an_index(tmp_path, capsys):
+    pts = np.array([[48.2082, 16.3738], [48.21, 16.36], [48.2, 16.37], [48.19, 16.38]])
+    mech = mdp.build("exponential", mdp.MetricSpace.from_points(pts, metric="haversine"), 2.0)
+    path = mech.save(tmp_path / "places.npz")
+    code, out, err = run(["privatize", str(path), "3"], capsys)
+    assert code == 2 and out == "" and "input 1: not a lat,lon location" in err
+
+
+def test_refusals_name_the_position_not_the_input(tmp_path, capsys):
+    pts = np.array([[0.0], [1.0], [2.0]])
+    mech = mdp.build("exponential", mdp.MetricSpace.from_points(pts, labels=["a", "b", "c"]), 2.0)
+    path = mech.save(tmp_path / "m.npz")
+    code, out, err = run(["privatize", str(path), "a", "my-secret-word"], capsys)
+    assert code == 2 and "input 2" in err and "my-secret-word" not in err

@@ -439,3 +439,40 @@ def test_scalability_report_only_reads_the_store_and_computes_nothing(tmp_path, 
     assert not (tmp_path / "y").exists()
     with sqlite3.connect(store) as conn:
         assert conn.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 1
+
+
+def test_pool_workers_end_when_their_parent_is_killed(tmp_path):
+    """A SIGKILLed sweep left its idle pool workers running; they now exit on their own."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import os, sys, time\n"
+        "from experiments.executor import worker_pool\n"
+        "pool = worker_pool(2)\n"
+        "pids = {pool.submit(os.getpid).result() for _ in range(8)}\n"
+        "print(' '.join(map(str, sorted(pids))), flush=True)\n"
+        "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    pids = [int(p) for p in proc.stdout.readline().split()]
+    assert pids
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    deadline = time.monotonic() + 15
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    survivors = [p for p in pids if alive(p)]
+    for p in survivors:                   # do not leave them behind if the test fails
+        os.kill(p, signal.SIGKILL)
+    assert not survivors

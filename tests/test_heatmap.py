@@ -345,3 +345,17 @@ def test_heatmap_command(tmp_path):
     with pytest.raises(ValueError, match="line 3"):
         read_points(bad)
     assert main(["heatmap", str(bad), "--epsilon", "1", "-o", str(out)]) == 2
+
+
+def test_heatmap_refuses_a_grid_beyond_memory_before_work(tmp_path, capsys):
+    # --delta-grid 1048576 died with "MemoryError: std::bad_alloc"
+    from mdp.cli import main
+
+    src = tmp_path / "points.csv"
+    src.write_text("user,x,y\n1,0.1,0.2\n2,0.5,0.3\n")
+    out = tmp_path / "heat.png"
+    assert main(["heatmap", str(src), "--epsilon", "1", "--delta-grid", "1048576", "--bounds",
+                 "0", "1", "0", "1", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "1048576 x 1048576 heatmap grid" in err and "needs about" in err
+    assert "Traceback" not in err and not out.exists()

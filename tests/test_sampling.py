@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import mdp
 from mdp import MetricSpace, PrivacyError
 from mdp.exact import pure_triple_holds
 from mdp.families.exponential import exponential_log_matrix, exponential_matrix
@@ -150,3 +151,35 @@ def test_sampler_refuses_a_sampled_matrix_over_the_limit():
     with pytest.raises(PrivacyError, match="exactly sampled"):
         S.certify(D, level)
     assert S.certify(D, level * (1 + 1e-6))["measured_eps"] == sampled
+
+
+# -- log-probabilities beyond machine-integer exponents -------------------------------------------
+@pytest.mark.parametrize("eps", [1e19, 1e50, 1e300])
+def test_huge_epsilon_is_refused_before_sampling(eps):
+    # exponents of exp(-eps d) beyond int64 once wrapped around: a bare RuntimeError at 1e19,
+    # an identity sampler (infinitely private) passed off as 5e49-mDP at 1e50
+    sp = mdp.MetricSpace.from_points([[0.0], [2.0], [5.0]])
+    with pytest.raises(mdp.errors.BuildError, match=r"cannot be sampled exactly.*lower epsilon"):
+        mdp.build("exponential", sp, eps)
+
+
+@pytest.mark.parametrize("eps", [1e19, 1e300])
+def test_huge_log_probabilities_are_refused_by_the_sampler(eps):
+    L = np.array([[0.0, -eps], [-eps, 0.0]])
+    with pytest.raises(mdp.errors.BuildError, match="binary orders of magnitude"):
+        ExactSampler(L, log=True)
+
+
+def test_large_epsilon_within_range_samples_the_certified_matrix_exactly():
+    # eps d = 2e5 and 5e5: entries exp(-2e5) are far below float64, yet positive in what is drawn
+    sp = mdp.MetricSpace.from_points([[0.0], [2.0], [5.0]])
+    m = mdp.build("exponential", sp, 1e5)
+    sampling = m.stats["privacy"]["sampling"]
+    assert sampling["measured_eps"] <= 1e5 * (1 + 1e-9)
+    row = m._sampler.row_distribution(0)
+    assert sum(row) == 1 and all(p > 0 for p in row)
+    # ln of the exact ratio of the two smallest outputs of row 0 is -eps (5 - 2) / 2 (the
+    # exponential mechanism's exp(-eps d / 2)) within the bit-length rounding
+    ratio = row[2] / row[1]
+    log_ratio = (ratio.numerator.bit_length() - ratio.denominator.bit_length()) * math.log(2)
+    assert abs(log_ratio - (-1.5e5)) < 2.0

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+import mdp
 from mdp import MetricSpace
 from mdp.space import haversine_km
 
@@ -99,3 +100,73 @@ def test_median_distance_over_distinct_pairs():
     space = MetricSpace.from_points(pts)
     # pairs: 3, 4, 5, 5, 4, 3 -> median 4 (the zero diagonal does not count)
     assert space.median_distance == 4.0
+
+
+# -- the resolution rule -------------------------------------------------------------------------
+def test_points_one_ulp_apart_are_refused_at_construction_with_advice():
+    # built, this space failed every build with a late PrivacyError ("6.95-mDP") and no advice
+    with pytest.raises(mdp.errors.ParameterError, match=r"points 0 and 1 .*Merge them"):
+        mdp.MetricSpace.from_points([[0.3], [0.30000000000000004], [0.7], [0.1]])
+    x = 1e6
+    with pytest.raises(mdp.errors.ParameterError, match="resolution"):
+        mdp.MetricSpace.from_points([[x, 0.0], [np.nextafter(x, 2 * x), 0.0], [x + 5, 0.0]])
+    with pytest.raises(mdp.errors.ParameterError, match="resolution"):
+        mdp.MetricSpace.from_points([[45.0, 10.0], [45.0, np.nextafter(10.0, 11)], [46.0, 10.0]],
+                                    metric="haversine")
+
+
+def test_close_but_resolved_points_build_a_mechanism():
+    sp = mdp.MetricSpace.from_points([[0.3], [0.3 + 1e-9], [0.7], [0.1]])
+    m = mdp.build("exponential", sp, 5.0)
+    assert m.stats["privacy"]["verified"]
+    # the rule's limit sits at 2^-40 of the scale
+    from mdp.resolution import RESOLUTION
+
+    assert 1e-9 / 0.7 > 1000 * RESOLUTION
+
+
+# -- great-circle distances against 60-digit arithmetic --------------------------------------------
+def _reference_km(p, q):
+    import mpmath
+
+    with mpmath.workdps(60):
+        f1, l1, f2, l2 = (mpmath.mpf(float(v)) * mpmath.pi / 180 for v in (*p, *q))
+        h = mpmath.sin((f2 - f1) / 2) ** 2 + mpmath.cos(f1) * mpmath.cos(f2) * mpmath.sin((l2 - l1) / 2) ** 2
+        return 2 * mpmath.mpf("6371.0088") * mpmath.asin(mpmath.sqrt(h))
+
+
+def _pairs():
+    rng = np.random.default_rng(11)
+    out = []
+    for _ in range(150):                                    # anywhere
+        out.append((rng.uniform([-90, -180], [90, 180]), rng.uniform([-90, -180], [90, 180])))
+    for _ in range(100):                                    # near-antipodal
+        p = rng.uniform([-89, -179], [89, 179])
+        q = np.array([-p[0], p[1] - 180 if p[1] > 0 else p[1] + 180]) + rng.normal(0, 1e-6, 2)
+        out.append((p, q))
+    for _ in range(100):                                    # near a pole, tiny and larger gaps
+        lat = 90 - 10.0 ** rng.uniform(-12, -2)
+        p = np.array([lat * rng.choice([-1, 1]), rng.uniform(-180, 180)])
+        out.append((p, p + rng.normal(0, 10.0 ** rng.uniform(-11, -3), 2) * [0, 1]))
+        out.append((p, np.array([p[0], p[1] + 180 if p[1] < 0 else p[1] - 180])))
+    for _ in range(100):                                    # across the antimeridian
+        lat = rng.uniform(-80, 80)
+        gap = 10.0 ** rng.uniform(-10, -1)
+        out.append((np.array([lat, 180 - gap]), np.array([lat + rng.normal(0, gap), -180 + gap])))
+    return out
+
+
+def test_haversine_matches_60_digit_arithmetic():
+    from mdp.space import haversine_km
+
+    worst = 0.0
+    for p, q in _pairs():
+        p = np.array([np.clip(p[0], -90, 90), p[1]])
+        q = np.array([np.clip(q[0], -90, 90), q[1]])
+        got = float(haversine_km(p[None, :], q[None, :])[0, 0])
+        ref = float(_reference_km(p, q))
+        if ref == 0:
+            assert got == 0
+            continue
+        worst = max(worst, abs(got - ref) / ref)
+    assert worst < 1e-12, worst

@@ -226,12 +226,13 @@ def test_privatize_at_huge_epsilon_returns_the_text(space):
     mech = mdp.build("exponential", space, 100.0)
     words = list(space.labels[:6])
     text = f"{words[0].capitalize()} {words[1]}, {words[2]}!\n  {words[3]} ({words[4]}) xylophonezz."
+    plain = f"{words[0]} {words[1]} {words[2]} {words[3]} {words[4]} xylophonezz"
     with pytest.warns(UserWarning, match="released unchanged"):
-        assert privatize(text, mech, rng=0, oov="keep") == text
+        assert privatize(text, mech, rng=0, oov="keep") == plain
     assert privatize(words, mech, rng=0) == words
     madlib = mdp.build("madlib", space, 1e4, rng=0, n_samples=20)
     with pytest.warns(UserWarning, match="without privacy protection"):
-        assert privatize(text, madlib, rng=1, oov="keep") == text
+        assert privatize(text, madlib, rng=1, oov="keep") == plain
 
 
 def test_privatize_replaces_only_vocabulary_words(space):
@@ -239,7 +240,7 @@ def test_privatize_replaces_only_vocabulary_words(space):
     w = list(space.labels)
     tokens = [w[0], "zzzunknown", ",", w[1], w[2]] * 40
     with pytest.warns(UserWarning, match="40 token"):
-        out = privatize(tokens, mech, rng=3, oov="keep")
+        out = privatize(tokens, mech, rng=3, oov="keep", punctuation="keep")
     assert isinstance(out, list) and len(out) == len(tokens)
     assert out[1::5] == ["zzzunknown"] * 40 and out[2::5] == [","] * 40
     replaced = out[0::5] + out[3::5] + out[4::5]
@@ -251,9 +252,11 @@ def test_privatize_policies(space):
     mech = mdp.build("exponential", space, 100.0)
     w0, w1 = space.labels[0], space.labels[1]
     text = f"{w0} qqq, {w1}."
-    assert privatize(text, mech, oov="drop") == f"{w0}, {w1}."
-    assert privatize(text, mech, oov="mask") == f"{w0} <unk>, {w1}."
-    assert privatize(text, mech, oov="mask", mask_token="#") == f"{w0} #, {w1}."
+    assert privatize(text, mech, oov="drop") == f"{w0} {w1}"
+    assert privatize(text, mech, oov="mask") == f"{w0} <unk> {w1}"
+    assert privatize(text, mech, oov="mask", mask_token="#") == f"{w0} # {w1}"
+    with pytest.warns(UserWarning, match="punctuation='keep': 2 non-word"):
+        assert privatize(text, mech, oov="mask", punctuation="keep") == f"{w0} <unk> , {w1} ."
     with pytest.warns(UserWarning):
         assert privatize(text, mech, punctuation="drop", oov="keep") == f"{w0} qqq {w1}"
     assert privatize(text, mech, punctuation="drop", oov="drop") == f"{w0} {w1}"
@@ -261,7 +264,10 @@ def test_privatize_policies(space):
         privatize(text, mech, oov="error")
     with pytest.raises(ParameterError, match="'qqq'"):
         privatize(text, mech)                                   # "error" is the default
-    assert privatize(f"{w0.upper()} {w1.capitalize()}", mech) == f"{w0.upper()} {w1.capitalize()}"
+    assert privatize(f"{w0.upper()} {w1.capitalize()}", mech) == f"{w0} {w1}"
+    with pytest.warns(UserWarning, match="case pattern"):
+        assert privatize(f"{w0.upper()} {w1.capitalize()}", mech,
+                         preserve_case=True) == f"{w0.upper()} {w1.capitalize()}"
     with pytest.warns(UserWarning):                                            # not found, kept
         assert privatize(w0.capitalize(), mech, lowercase=False, oov="keep") == w0.capitalize()
     assert privatize(w0.capitalize(), mech, preserve_case=False) == w0
@@ -334,6 +340,41 @@ def test_mdp_privatize_accepts_text_lines(space):
     w = list(space.labels)
     lines = [f"{w[0]} {w[1]}, unknownzz", w[2]]
     with pytest.warns(UserWarning):
-        assert privatize_inputs(mech, lines, rng=0, oov="keep") == lines
+        assert privatize_inputs(mech, lines, rng=0, oov="keep") == [f"{w[0]} {w[1]} unknownzz",
+                                                                    w[2]]
     with pytest.raises(ParameterError, match="'unknownzz'"):
         privatize_inputs(mech, lines, rng=0)
+
+
+# -- what the default releases: mechanism outputs only ---------------------------------------------
+def test_case_is_not_released_by_default(space):
+    # "said Japan" vs "said japan": with the case pattern copied, a capitalised output told the
+    # inputs apart on every draw (an unbounded ratio between two words of the space)
+    mech = mdp.build("exponential", space, 0.5)
+    w = str(space.labels[0])
+    outs = [privatize(f"{w.capitalize()} {w}", mech, rng=k) for k in range(200)]
+    assert all(o == o.lower() for o in outs)
+    rng = np.random.default_rng(7)
+    a = [privatize(w.capitalize(), mech, rng=rng) for _ in range(300)]
+    b = [privatize(w, mech, rng=rng) for _ in range(300)]
+    assert {x == x.lower() for x in a} == {True} == {x == x.lower() for x in b}
+
+
+@pytest.mark.parametrize("extra", ["\u200b", "\U0001F600", "\u0301", "\t", "  ", "\u00a0",
+                                   "\u2028", "!", "\ufeff"])
+def test_non_word_tokens_and_layout_are_not_released(space, extra):
+    mech = mdp.build("exponential", space, 100.0)
+    w0, w1 = str(space.labels[0]), str(space.labels[1])
+    out = privatize(f"{w0}{extra} {extra}{w1}{extra}", mech, rng=0)
+    assert out == f"{w0} {w1}"
+    assert privatize(f"  {w0}\n\n\t{w1}  ", mech, rng=0) == f"{w0} {w1}"
+
+
+def test_invalid_utf8_text_is_refused(space):
+    mech = mdp.build("exponential", space, 100.0)
+    w0 = str(space.labels[0])
+    bad = (w0.encode() + b" \xff\xfe").decode("utf-8", "surrogateescape")
+    with pytest.raises(ParameterError, match="not valid UTF-8"):
+        privatize(bad, mech, rng=0)
+    with pytest.raises(ParameterError, match="not valid UTF-8"):
+        privatize([w0, "\udcff"], mech, rng=0)

@@ -107,7 +107,7 @@ def true_level(M, D, log=False, prec=60):
 
 
 def test_near_duplicates_measured_soundly_and_repaired():
-    s = MetricSpace.from_points(NEAR_DUP)
+    s = MetricSpace.from_points(NEAR_DUP, resolution=0)     # below the resolution rule
     D = s.distances
     M = exponential_matrix(D, 0.468)
     # points 0 and 3 are 1.4e-16 apart, so their rows must agree to ~1e-16 relative; float64

@@ -2,17 +2,28 @@
 
 Each in-vocabulary token ``w`` is replaced by an independent draw of ``M(w)`` from the mechanism
 (any registered family built on a word space, or Madlib). Tokens that are not words of the space
-follow the ``oov`` policy; punctuation follows the ``punctuation`` policy.
+follow the ``oov`` policy; tokens without letters or digits (punctuation, symbols, emoji,
+zero-width characters, lone combining marks) follow the ``punctuation`` policy.
 
-Safe default: ``oov="error"`` refuses a text with words outside the space (the error lists them
-and the options), so nothing leaves unprotected unless asked for by name. ``oov="mask"`` and
-``oov="drop"`` release nothing about such words but their position (mask) or nothing at all
-(drop); ``oov="keep"`` releases them unchanged and warns (:class:`UserWarning`).
+Safe defaults: the output holds nothing but mechanism outputs, joined by single spaces.
+
+- ``oov="error"`` refuses a text with words outside the space (the error lists them and the
+  options). ``oov="mask"`` and ``oov="drop"`` release nothing about such words but their
+  position (mask) or nothing at all (drop); ``oov="keep"`` releases them unchanged and warns.
+- ``punctuation="drop"`` removes every non-word token; ``"keep"`` releases them unchanged and
+  warns; ``"privatize"`` treats them as words.
+- Replacements are the space's labels as they are (lower-case for GloVe): the case of the input
+  is not released. ``preserve_case=True`` gives each replacement its token's case pattern,
+  which is *not* protected (an upper-case input word gives an upper-case output whatever the
+  draw) and warns.
+- The text between tokens (spaces, tabs, line breaks) is never copied: the output's layout says
+  nothing but the number of released tokens.
 
 Privacy: each replaced token is ``epsilon``-mDP with respect to the word metric; a text of ``k``
 replaced tokens is ``k * epsilon``-mDP by composition (in the sense that two texts differing in
-tokens ``w_i -> w_i'`` are indistinguishable up to ``exp(epsilon * sum_i d(w_i, w_i'))``). Tokens
-kept under ``oov="keep"`` and ``punctuation="keep"`` are released *unprotected*.
+tokens ``w_i -> w_i'`` are indistinguishable up to ``exp(epsilon * sum_i d(w_i, w_i'))``). What
+is not protected: the number of tokens and their positions (mask), and whatever is released
+by name (``oov="keep"``, ``punctuation="keep"``, ``preserve_case=True``).
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ import numpy as np
 from mdp.errors import ParameterError, ParameterTypeError
 from mdp.mechanism import Mechanism
 from mdp.plugins import InputFormat
+from mdp.release import check_utf8, csv_cell
 from mdp.validation import check_rng
 from mdp.vocabulary_mode import VocabularyMechanism
 
@@ -37,7 +49,7 @@ TOKEN_PATTERN = re.compile(r"\w+(?:['\u2019]\w+)*|[^\w\s]")
 OOV_POLICIES = ("error", "mask", "drop", "keep")
 # Unknown words named in the error message (the rest are counted).
 _MAX_LISTED = 20
-PUNCTUATION_POLICIES = ("keep", "drop", "privatize")
+PUNCTUATION_POLICIES = ("drop", "keep", "privatize")
 
 
 def tokenize(text: str) -> list[str]:
@@ -88,7 +100,7 @@ def _unknown_words_error(unknown: list[str], n_vocab: int) -> ParameterError:
 
 def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=None,
               tokenizer: Callable[[str], list[str]] | None = None, oov: str = "error",
-              punctuation: str = "keep", lowercase: bool = True, preserve_case: bool = True,
+              punctuation: str = "drop", lowercase: bool = True, preserve_case: bool = False,
               mask_token: str = "<unk>") -> str | list[str]:
     """Replace every in-vocabulary token by the mechanism's output (one fresh draw per token).
 
@@ -102,22 +114,25 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
         text.sample_vocabulary(...), eps)``).
     rng : None, int or numpy.random.Generator
     tokenizer : callable ``str -> list[str]``, optional
-        Only for string input. ``None`` (default) uses :data:`TOKEN_PATTERN` and keeps the text
-        between tokens (spaces, line breaks) verbatim. With a custom tokenizer the output tokens
-        are joined with single spaces.
+        Only for string input. ``None`` (default) uses :data:`TOKEN_PATTERN`. The output tokens
+        are joined with single spaces either way (the input's spacing and line breaks are not
+        released).
     oov : {"error", "mask", "drop", "keep"}, default "error"
         Tokens that are not words of the space: refused with a
         :class:`~mdp.errors.ParameterError` that lists them (default: nothing is released),
         replaced by ``mask_token``, removed, or left unchanged. ``"keep"`` releases those tokens
         *unprotected* and warns (:class:`UserWarning`).
-    punctuation : {"keep", "drop", "privatize"}, default "keep"
-        Tokens without letters or digits: left unchanged, removed, or treated like any other
-        token (privatized when they are words of the space, as in the full GloVe, else ``oov``).
+    punctuation : {"drop", "keep", "privatize"}, default "drop"
+        Tokens without letters or digits (punctuation, symbols, emoji, zero-width characters,
+        combining marks): removed, left unchanged (*unprotected*, warns), or treated like any
+        other token (privatized when they are words of the space, as in the full GloVe, else
+        ``oov``).
     lowercase : bool, default True
         A token not in the vocabulary is looked up lower-cased as well (GloVe is lower-case).
-    preserve_case : bool, default True
+    preserve_case : bool, default False
         Give the replacement the case pattern of the token (``"Paris"`` -> ``"London"``,
-        ``"NASA"`` -> ``"ESA"``-style upper case).
+        ``"NASA"`` -> ``"ESA"``-style upper case). The case pattern is released *unprotected*
+        (a capitalised input gives a capitalised output on every draw): warns.
     mask_token : str, default "<unk>"
 
     Returns
@@ -136,7 +151,9 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
     Warns
     -----
     UserWarning
-        ``oov="keep"`` and tokens outside the vocabulary were released unchanged.
+        ``oov="keep"`` and tokens outside the vocabulary were released unchanged;
+        ``punctuation="keep"`` and non-word tokens were released unchanged; ``preserve_case``
+        and a replaced token's case pattern was released.
 
     Examples
     --------
@@ -163,12 +180,10 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
     if isinstance(text_or_tokens, str):
         text = text_or_tokens
         if tokenizer is None:
-            matches = list(TOKEN_PATTERN.finditer(text))
-            tokens = [m.group() for m in matches]
+            tokens = TOKEN_PATTERN.findall(text)
         else:
             if not callable(tokenizer):
                 raise ParameterTypeError(f"tokenizer must be callable, got {type(tokenizer).__name__}")
-            matches = None
             tokens = list(tokenizer(text))
     else:
         if tokenizer is not None:
@@ -177,12 +192,16 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
             raise ParameterTypeError("text_or_tokens must be a string or a sequence of strings, got "
                             f"{type(text_or_tokens).__name__}")
         tokens = list(text_or_tokens)
-        matches = None
     for k, tok in enumerate(tokens):
         if not isinstance(tok, str):
-            raise ParameterTypeError(f"token {k} must be a string, got {tok!r} ({type(tok).__name__})")
+            raise ParameterTypeError(f"token {k} must be a string, got {type(tok).__name__}")
         if not tok:
             raise ParameterError(f"token {k} is empty")
+    if isinstance(text_or_tokens, str):
+        check_utf8(text_or_tokens, "text")
+    else:
+        for k, tok in enumerate(tokens):
+            check_utf8(tok, f"token {k}")
 
     actions = [plan(tok) for tok in tokens]
     unknown = [tok for tok, a in zip(tokens, actions, strict=True) if a[0] == "oov"]
@@ -190,6 +209,15 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
         raise _unknown_words_error(unknown, len(vocab))
     if unknown and oov == "keep":
         warnings.warn(f"oov='keep': {len(unknown)} token(s) not in the mechanism's space were "
+                      "released unchanged, without privacy protection", UserWarning, stacklevel=2)
+    kept = sum(1 for a in actions if a[0] == "keep")
+    if kept:
+        warnings.warn(f"punctuation='keep': {kept} non-word token(s) (punctuation, symbols, "
+                      "invisible characters) were released unchanged, without privacy "
+                      "protection", UserWarning, stacklevel=2)
+    if preserve_case and any(a[0] == "word" and tok != tok.lower()
+                             for tok, a in zip(tokens, actions, strict=True)):
+        warnings.warn("preserve_case=True: the case pattern of the input words (capitals) is "
                       "released unchanged, without privacy protection", UserWarning, stacklevel=2)
     actions = [(oov,) if a[0] == "oov" else a for a in actions]
     to_sample = [a[1] for a in actions if a[0] == "word"]
@@ -207,21 +235,10 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
         else:
             out.append(None)
 
+    released = [t for t in out if t is not None]
     if not isinstance(text_or_tokens, str):
-        return [t for t in out if t is not None]
-    if matches is None:
-        return " ".join(t for t in out if t is not None)
-    # Rebuild the text: replacements in place, the text between tokens (always white space: the
-    # pattern matches every other character) untouched, except that a dropped token takes the
-    # white space before it with it ("a , b" with "," dropped gives "a b").
-    pieces, pos = [], 0
-    for m, t in zip(matches, out, strict=True):
-        if t is not None:
-            pieces += [text[pos:m.start()], t]
-        pos = m.end()
-    pieces.append(text[pos:])
-    result = "".join(pieces)
-    return result if text[:1].isspace() else result.lstrip()
+        return released
+    return " ".join(released)
 
 
 def _accepts_text(mech: Mechanism, lines: list[str]) -> bool:
@@ -242,4 +259,7 @@ def privatize_lines(mech, lines: list[str], *, rng=None, **options) -> list[str]
 
 
 #: ``mdp privatize`` input format: free text on a word space (one privatized line per line).
-TEXT_INPUT = InputFormat(accepts=_accepts_text, privatize=privatize_lines, options=("oov",))
+TEXT_INPUT = InputFormat(accepts=_accepts_text,
+                         privatize=lambda mech, lines, *, rng=None, **kw:
+                         [csv_cell(out) for out in privatize_lines(mech, lines, rng=rng, **kw)],
+                         options=("oov",))

@@ -60,15 +60,17 @@ from scipy.spatial.distance import cdist
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.neighbors import NearestNeighbors
 
+from ..accounting import eps_tight, row_losses
 from ..candidate import Candidate
-from ..errors import ParameterError
+from ..errors import ParameterError, PrivacyError
 from ..mechanism import Mechanism
 from ..params import Param
 from ..registry import register
 from ..space import MetricSpace
 from ..validation import check_epsilon, check_int, check_rng
 
-__all__ = ["MadlibMechanism", "madlib_noise", "estimate_madlib_matrix", "DEFAULT_N_SAMPLES"]
+__all__ = ["MadlibMechanism", "madlib_noise", "estimate_madlib_matrix", "check_madlib_estimate",
+           "DEFAULT_N_SAMPLES"]
 
 #: Default Monte Carlo draws per input when estimating the matrix (every draw serves every row,
 #: see :func:`estimate_madlib_matrix`).
@@ -230,6 +232,21 @@ class MadlibMechanism(Mechanism):
                         "snapping to the nearest point is post-processing"}
         return np.array(M, dtype=float)
 
+    @classmethod
+    def _from_saved(cls, values, space, meta: dict, *, log: bool = False) -> Mechanism:
+        """A Madlib file's mechanism, its stored estimate checked against a fresh one.
+
+        The sampler's guarantee is re-derived from ``epsilon``, but the stored matrix feeds every
+        measurement (``loss``, ``eps_tight``), so it must be an estimate this family produces
+        on the stored points: :func:`check_madlib_estimate` (a theorem about the estimator and a
+        comparison with a fresh estimate). A forged estimate (an identity matrix reporting loss
+        0, another family's file renamed ``"madlib"``) raises :class:`~mdp.errors.PrivacyError`.
+        """
+        mech = super()._from_saved(values, space, meta, log=log)
+        check_madlib_estimate(mech.matrix, space, mech.epsilon,
+                              mech.params.get("n_samples", DEFAULT_N_SAMPLES))
+        return mech
+
     def noise(self, m: int, rng) -> np.ndarray:
         """``m`` fresh noise vectors at this mechanism's epsilon (:func:`madlib_noise`)."""
         return madlib_noise(m, self.space.points.shape[1], self.epsilon, rng=rng)
@@ -246,6 +263,61 @@ class MadlibMechanism(Mechanism):
         idx = np.asarray(idx, dtype=np.int64)
         z = self.space.points[idx] + self.noise(len(idx), rng)
         return self.snap(z)
+
+
+#: Draws per input of the fresh estimate a loaded file's estimate is compared with, at most.
+CHECK_N_SAMPLES = 200
+#: Standard errors by which a stored row loss may differ from the fresh estimate's.
+CHECK_SIGMAS = 8.0
+
+
+def check_madlib_estimate(matrix, space: MetricSpace, epsilon: float, n_samples: int) -> None:
+    r"""Check that ``matrix`` is a Madlib estimate on ``space`` at ``epsilon`` (for loaded files).
+
+    Two checks, both on what the estimator of :func:`estimate_madlib_matrix` provably or
+    statistically produces:
+
+    1. *Privacy shape (a theorem).* Before its rows are normalised the estimate is exactly
+       ``eps``-mDP term by term, and so are its row sums; dividing by them at most doubles the
+       level, so the stored matrix must be ``2 eps``-mDP (pure): its rigorous ``eps_tight``
+       at delta 0 at most ``2 eps (1 + 1e-6)``. An identity matrix (infinitely private) fails.
+    2. *Accuracy (statistical).* A fresh estimate with ``min(n_samples, CHECK_N_SAMPLES)`` draws
+       per input (seeded: the check is reproducible) gives every row loss to within
+       :data:`CHECK_SIGMAS` combined standard errors of the stored one, and every entry too
+       (with the largest entry's standard error).
+
+    Raises
+    ------
+    PrivacyError
+        Either check fails (the message says which, with the figures).
+    """
+    D = space.distances
+    level = eps_tight(matrix, D, 0.0)
+    if not level <= 2.0 * epsilon * (1.0 + 1e-6):
+        raise PrivacyError(f"the stored Madlib estimate is {level:.6g}-mDP; an estimate at "
+                           f"epsilon = {epsilon:.6g} is at most {2 * epsilon:.6g}-mDP: it is not "
+                           "this family's matrix")
+    stored_n = max(1, int(n_samples))
+    fresh_n = min(stored_n, CHECK_N_SAMPLES)
+    fresh, est = estimate_madlib_matrix(space.points, epsilon, fresh_n, rng=0)
+    se_fresh = est["max_row_loss_std_error"]
+    se = se_fresh * float(np.sqrt(1.0 + fresh_n / stored_n))  # stored: at most fresh's error
+    tol = CHECK_SIGMAS * se + 1e-9 * float(D.max())
+    scale = float(np.sqrt(1.0 + fresh_n / stored_n))
+    entry_tol = CHECK_SIGMAS * est["max_entry_std_error"] * scale + 1e-12
+    diff = np.abs(np.asarray(matrix) - fresh)
+    if diff.max() > entry_tol:
+        u, w = (int(i) for i in np.unravel_index(np.argmax(diff), diff.shape))
+        raise PrivacyError(f"the stored Madlib estimate gives M[{u}, {w}] = {matrix[u, w]:.6g}, a "
+                           f"fresh estimate {fresh[u, w]:.6g} (tolerance {entry_tol:.3g}): it is "
+                           "not this family's matrix on these points")
+    gap = np.abs(row_losses(matrix, D) - row_losses(fresh, D))
+    worst = int(np.argmax(gap))
+    if gap[worst] > tol:
+        raise PrivacyError(f"the stored Madlib estimate's expected loss of input {worst} is "
+                           f"{row_losses(matrix, D)[worst]:.6g}, a fresh estimate gives "
+                           f"{row_losses(fresh, D)[worst]:.6g} (standard error {se:.3g}): it "
+                           "is not this family's matrix on these points")
 
 
 def _applies(space: MetricSpace) -> str | None:

@@ -1,0 +1,77 @@
+"""Memory checked before work: estimates from sizes, refused above a limit before allocating.
+
+An ``n``-point space holds an ``n x n`` float64 distance matrix, and its construction briefly
+needs a few more (the pairwise distances, their transpose, the symmetrised copy): 20,000 points
+ask for about 13 GB before any mechanism is built. A mechanism file declares its arrays' sizes
+in its headers. Both are checked here against a limit, so that a too-large request is refused
+with :class:`~mdp.errors.ResourceLimitError` stating the estimate and the limit, instead of
+numpy's ``MemoryError`` traceback (or the machine swapping) halfway through.
+
+The default limit is half the machine's physical memory (:func:`default_max_memory`); every
+function that checks takes ``max_memory=`` (bytes) to change it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import ParameterError, ResourceLimitError
+
+__all__ = ["default_max_memory", "check_memory", "distance_matrix_bytes", "format_bytes",
+           "SPACE_COPIES"]
+
+#: ``n x n`` float64 arrays alive at once while a space is built from points (pairwise distances,
+#: transpose, symmetrised copy, the space's own copy).
+SPACE_COPIES = 4
+
+
+def default_max_memory() -> int:
+    """Half the physical memory of this machine, in bytes (8 GiB where it cannot be read)."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 8 << 30
+    return int(total) // 2 if total > 0 else 8 << 30
+
+
+def format_bytes(b: float) -> str:
+    """``b`` bytes in binary units (``"3.4 GiB"``)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(b) < 1024 or unit == "PiB":
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.3g} {unit}"
+        b /= 1024
+    return f"{b:.3g} PiB"
+
+
+def distance_matrix_bytes(n: int, copies: int = SPACE_COPIES) -> int:
+    """Bytes of ``copies`` float64 ``n x n`` matrices."""
+    return int(copies) * int(n) * int(n) * 8
+
+
+def check_memory(estimate: int, what: str, max_memory: int | None = None) -> None:
+    """Refuse work whose memory ``estimate`` (bytes) is above ``max_memory``.
+
+    Parameters
+    ----------
+    estimate : int
+        Bytes the work would allocate.
+    what : str
+        The work, for the message (``"a space of 20,000 points"``).
+    max_memory : int or None
+        The limit in bytes; None uses :func:`default_max_memory`.
+
+    Raises
+    ------
+    ResourceLimitError
+        With the estimate, the limit and how to raise it.
+    ParameterError
+        ``max_memory`` is not a positive integer.
+    """
+    limit = default_max_memory() if max_memory is None else max_memory
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+        raise ParameterError(f"max_memory must be a positive number of bytes, got {max_memory!r}")
+    if estimate > limit:
+        raise ResourceLimitError(
+            f"{what} needs about {format_bytes(estimate)} of memory, above the limit of "
+            f"{format_bytes(limit)} (max_memory={limit}); nothing was allocated. Use fewer "
+            "points, or pass a larger max_memory= if this machine has the memory")

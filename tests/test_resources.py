@@ -1,0 +1,109 @@
+"""Memory checked before work: refused with the estimate and the limit, nothing allocated."""
+
+from __future__ import annotations
+
+import os
+import threading
+import zipfile
+
+import numpy as np
+import pytest
+
+import mdp
+from mdp.cli import main
+from mdp.errors import FileFormatError, ResourceLimitError
+from mdp.io import load_points_csv
+from mdp.resources import check_memory, distance_matrix_bytes, format_bytes
+
+
+def test_check_memory_states_estimate_and_limit():
+    check_memory(10, "x", 10)
+    with pytest.raises(ResourceLimitError, match=r"needs about 1 GiB.*limit of 1 MiB.*max_memory="):
+        check_memory(1 << 30, "a thing", 1 << 20)
+    with pytest.raises(mdp.errors.ParameterError, match="max_memory"):
+        check_memory(1, "x", 0)
+    assert isinstance(ResourceLimitError("m"), MemoryError)
+    assert distance_matrix_bytes(20_000) == 4 * 20_000 ** 2 * 8 and format_bytes(2048) == "2 KiB"
+
+
+def _big_csv(path, n):
+    x = np.arange(n, dtype=float)
+    np.savetxt(path, np.c_[x, x % 7], delimiter=",", fmt="%.1f")
+    return path
+
+
+def test_a_large_points_file_is_refused_before_its_distances(tmp_path):
+    # 20,000 points: 12.8 GB of n x n arrays; numpy's MemoryError traceback came halfway through
+    path = _big_csv(tmp_path / "big.csv", 20_000)
+    with pytest.raises(ResourceLimitError, match="20,000 points needs about 11.9 GiB"):
+        load_points_csv(path, max_memory=1 << 30)
+    assert load_points_csv(_big_csv(tmp_path / "s.csv", 50), max_memory=1 << 30).n == 50
+
+
+def test_mdp_build_on_a_huge_space_is_refused_with_a_message(tmp_path, capsys):
+    path = _big_csv(tmp_path / "huge.csv", 300_000)          # 2.6 TiB of distances
+    code = main(["build", "--space", str(path), "--mechanism", "optimal", "--epsilon", "1",
+                 "-o", str(tmp_path / "m.npz")])
+    err = capsys.readouterr().err
+    assert code == 2 and "300,000 points needs about" in err and "Traceback" not in err
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_load_refuses_declared_sizes_above_the_limit_before_reading(tmp_path, monkeypatch):
+    sp = mdp.MetricSpace.from_points(np.random.default_rng(0).uniform(size=(40, 2)))
+    path = mdp.build("exponential", sp, 1.0).save(tmp_path / "m.npz")
+    assert mdp.load(path, max_memory=1 << 30).space.n == 40
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("an array was read")
+
+    monkeypatch.setattr(zipfile.ZipFile, "read", no_read)
+    with pytest.raises(ResourceLimitError, match=r"m\.npz: the mechanism file .*declare"):
+        mdp.load(path, max_memory=50_000)
+
+
+def test_load_refuses_a_small_file_declaring_a_huge_array(tmp_path):
+    # a few kB of deflated zeros declaring a 4000 x 4000 distances array (128 MB)
+    path = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        with zf.open("distances.npy", "w", force_zip64=True) as fh:
+            np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False,
+                                                      "shape": (4000, 4000)})
+            zero = bytes(1 << 20)
+            for _ in range(122):
+                fh.write(zero)
+    assert path.stat().st_size < 1 << 20
+    with pytest.raises(ResourceLimitError, match="bomb.npz"):
+        mdp.load(path, max_memory=100 << 20)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_load_refuses_a_fifo_without_blocking(tmp_path):
+    fifo = tmp_path / "pipe.npz"
+    os.mkfifo(fifo)
+    result = {}
+
+    def target():
+        try:
+            mdp.load(fifo)
+        except Exception as exc:  # noqa: BLE001 - recorded for the assertion
+            result["exc"] = exc
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(10)
+    if t.is_alive():                      # unblock the reader so the test process can exit
+        with open(fifo, "wb"):
+            pass
+        pytest.fail("mdp.load blocked on a FIFO")
+    assert isinstance(result.get("exc"), FileFormatError)
+    assert "not a regular file" in str(result["exc"])
+
+
+def test_from_points_checks_memory_from_n_before_computing_distances():
+    # 1M points asked numpy for 7.28 TiB; now the space is refused from n alone
+    pts = np.zeros((1_000_000, 2))
+    with pytest.raises(ResourceLimitError, match="1,000,000 points needs about 29.1 TiB"):
+        mdp.MetricSpace.from_points(pts)
+    with pytest.raises(ResourceLimitError, match="limit of 1 KiB"):
+        mdp.MetricSpace.from_points(np.arange(40.0)[:, None], max_memory=1024)
