@@ -233,7 +233,7 @@ def test_text_privatize_with_a_vocabulary_mechanism():
     assert isinstance(space, VectorSpace) and space.n == 2000
     mech = mdp.build("exponential", space, 30.0, mode="vocabulary")
     out = text.privatize("The man said it was good.", mech, rng=1)
-    assert out.endswith(".") and len(out.split()) == 6
+    assert out == out.lower() and "." not in out and len(out.split()) == 6   # words only
     assert text.privatize("the man", mech, rng=3) == text.privatize("the man", mech, rng=3)
     lines = ["the man said", "it was good"]
     from text.privatize import privatize_lines
