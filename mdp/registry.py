@@ -25,6 +25,7 @@ from .mechanism import Mechanism
 from .params import Param
 from .plugins import Registry, load_family_plugins
 from .space import MetricSpace
+from .threads import use_threads
 from .validation import check_epsilon, check_rng
 
 __all__ = ["register", "build", "mechanisms", "get", "MechanismEntry", "applicable"]
@@ -181,7 +182,8 @@ def applicable(space: MetricSpace) -> dict[str, str | None]:
     return {k: e.applies(space) for k, e in FAMILIES.items()}
 
 
-def build(name: str, space: MetricSpace, epsilon: float, *, rng=None, **params) -> Mechanism:
+def build(name: str, space: MetricSpace, epsilon: float, *, rng=None, threads=None,
+          **params) -> Mechanism:
     """Build the mechanism ``name`` on ``space`` at privacy level ``epsilon``.
 
     The result has passed the shared privacy check of its final matrix
@@ -196,6 +198,11 @@ def build(name: str, space: MetricSpace, epsilon: float, *, rng=None, **params) 
         Requested pure mDP level, > 0.
     rng : None, int or numpy.random.Generator
         For randomised builders (keyword-only).
+    threads : None, "auto" or int >= 1
+        Threads of the build's pools (HiGHS, BLAS, numba; :mod:`mdp.threads`): ``None`` /
+        ``"auto"`` sizes them from the CPUs free and the work's grain (inside another plan's
+        block, e.g. :func:`mdp.calibrate`'s, that plan holds); an int fixes every pool. The plan
+        is recorded in ``stats["threads"]``.
     **params
         Family parameters (see ``mdp list`` or ``mdp.get(name).params``).
 
@@ -217,12 +224,13 @@ def build(name: str, space: MetricSpace, epsilon: float, *, rng=None, **params) 
     if reason:
         raise ParameterError(f"mechanism {name!r} does not apply to this space: {reason}")
     rng = check_rng(rng)
-    t0 = time.perf_counter()
-    out = entry.builder(space, epsilon, rng=rng, **resolved)
-    build_seconds = time.perf_counter() - t0
+    with use_threads(threads) as plan:
+        t0 = time.perf_counter()
+        out = entry.builder(space, epsilon, rng=rng, **resolved)
+        build_seconds = time.perf_counter() - t0
     if not isinstance(out, Candidate):
         raise TypeError(f"builder of {name!r} returned {type(out).__name__}, not a Candidate")
-    stats = {**out.stats, "build_seconds": build_seconds}
+    stats = {**out.stats, "build_seconds": build_seconds, "threads": plan.record()}
     return entry.mechanism_class(out.matrix, space, epsilon,
                                  name=name, params=resolved, stats=stats,
                                  log_matrix=out.log_matrix)
