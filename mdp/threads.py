@@ -230,12 +230,14 @@ _ACTIVE: ContextVar[ThreadPlan | None] = ContextVar("mdp_thread_plan", default=N
 _DEFAULT: list[int | None] = [None]
 
 
-def set_default_threads(threads: int | None) -> None:
-    """Fix the count of every later build of this process that names none (``None``: ``"auto"``).
+def set_default_threads(threads: int | str | None) -> None:
+    """Fix the count of every later build of this process that names none (``None`` or
+    ``"auto"``: size the pools, :func:`plan_threads`).
 
     :func:`mdp.lp.set_threads` is this function.
     """
-    _DEFAULT[0] = None if threads is None else check_threads(threads)
+    value = check_threads(threads)
+    _DEFAULT[0] = None if value == AUTO else value
 
 
 def active_plan() -> ThreadPlan | None:
