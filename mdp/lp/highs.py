@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ParameterError, SolverError, SolverTimeout
-from ..threads import fixed_threads, highs_threads, set_default_threads
+from ..threads import AUTO, check_threads, fixed_threads, highs_threads, set_default_threads
 from ..validation import check_positive
 from .reporting import LPProgress, report, reporting
 
@@ -103,13 +103,9 @@ _SCHEDULER_THREADS: int | None = None
 
 
 def _check_threads(threads) -> int | None:
-    if threads is None:
-        return None
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
-        raise ParameterError(f"threads must be a positive integer or None, got {threads!r}")
-    if threads < 1:
-        raise ParameterError(f"threads must be >= 1, got {threads!r}")
-    return int(threads)
+    """A solve's own count (None or ``"auto"``: the plan in force, :func:`highs_threads`)."""
+    value = check_threads(threads)
+    return None if value == AUTO else value
 
 
 def set_threads(threads: int | None) -> None:
@@ -291,9 +287,10 @@ class SparseLP:
     time_limit : float or None
         Wall-clock limit in seconds for all :meth:`solve` calls together; exceeding it raises
         :class:`LPTimeout`.
-    threads : int >= 1 or None
-        HiGHS thread count (``None``: the count of :func:`set_threads`, else HiGHS's default,
-        half the cores). HiGHS has one thread pool per process; a solve with another count than
+    threads : int >= 1, "auto" or None
+        HiGHS thread count (``None`` / ``"auto"``: the count of the thread plan in force,
+        :func:`mdp.threads.highs_threads`; outside any, that of :func:`set_threads`, else
+        HiGHS's default, half the cores). HiGHS has one thread pool per process; a solve with another count than
         the previous one re-creates it.
     simplex_pricing : {"choose", "dantzig", "devex", "steepest"}, default "choose"
         Pricing rule of the dual simplex (:data:`SIMPLEX_PRICING`); ``"choose"`` is HiGHS's
