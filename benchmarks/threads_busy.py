@@ -108,6 +108,7 @@ def main() -> None:
                 r = one_build(space, setting, a.time_limit, a.legacy_root)
                 times.setdefault((space, setting, "quiet"), []).append(r["seconds"])
                 recorded[(space, setting, "quiet")] = r["threads"]
+                print(f"  {space} threads {setting} quiet: {r['seconds']:.1f} s", flush=True)
             job = subprocess.Popen([sys.executable, "-c", JOB])
             try:
                 time.sleep(1.0)
@@ -115,6 +116,8 @@ def main() -> None:
                     r = one_build(space, setting, a.time_limit, a.legacy_root)
                     times.setdefault((space, setting, "busy"), []).append(r["seconds"])
                     recorded[(space, setting, "busy")] = r["threads"]
+                    print(f"  {space} threads {setting} beside the job: {r['seconds']:.1f} s",
+                          flush=True)
             finally:
                 job.kill()
                 job.wait()

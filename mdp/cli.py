@@ -37,7 +37,8 @@ def _threads(text: str) -> int | str:
     try:
         return check_threads(text if text == "auto" else int(text))
     except (ValueError, MDPError):
-        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected 'auto' or a positive integer, got {text!r}") from None
 
 
 THREADS_HELP = ("threads of the numeric pools (HiGHS, BLAS, numba): 'auto' (default) sizes each "

@@ -1,4 +1,4 @@
-"""Thread pools of a build: one ``threads`` knob, pools sized from the CPUs free and the work's grain.
+"""Thread pools of a build: one ``threads`` knob; pools sized from the free CPUs and the grain.
 
 A build runs numeric code on three kinds of thread pool: HiGHS's task scheduler (its parallel
 presolve and HiPO's factorisations), the BLAS and OpenMP runtimes of NumPy and SciPy (OpenBLAS),

@@ -290,8 +290,8 @@ class SparseLP:
     threads : int >= 1, "auto" or None
         HiGHS thread count (``None`` / ``"auto"``: the count of the thread plan in force,
         :func:`mdp.threads.highs_threads`; outside any, that of :func:`set_threads`, else
-        HiGHS's default, half the cores). HiGHS has one thread pool per process; a solve with another count than
-        the previous one re-creates it.
+        HiGHS's default, half the cores). HiGHS has one thread pool per process; a solve with
+        another count than the previous one re-creates it.
     simplex_pricing : {"choose", "dantzig", "devex", "steepest"}, default "choose"
         Pricing rule of the dual simplex (:data:`SIMPLEX_PRICING`); ``"choose"`` is HiGHS's
         default.
