@@ -6,7 +6,7 @@ and numba's. A pool of ``k`` threads meets at a barrier after every parallel ste
 threads spin while they wait, so beside another busy process the whole step waits for whichever
 thread the kernel has descheduled. On a 2-core machine beside one process doing 300 x 300 matrix
 products, an exact OPTMech build of 60 points took over 60 s with two BLAS threads in its interior
-point iterations and 7-18 s with one (2.0-2.5 s quiet either way; ``benchmarks/threads_busy.py``).
+point iterations and 7-22 s with one (about 2 s quiet either way; ``benchmarks/threads_busy.py``).
 
 The knob is ``threads``:
 

@@ -774,7 +774,7 @@ def _solve(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: f
     deadline = None if time_limit is None else t0 + time_limit
     # BLAS threads by the dense step's side (the Schur complement is 2n square): below the
     # rule's size a step is too short for threads that wait on a busy core (n = 60 beside one
-    # other job: over 60 s on two threads, 7-18 s on one; 2.0-2.5 s quiet either way)
+    # other job: over 60 s on two threads, 7-22 s on one; about 2 s quiet either way)
     with blas_threads(2 * n):
         best, it, stalled, bound, seen, kept = _mehrotra(lp, fac, tol=tol, max_iter=max_iter,
                                                          deadline=deadline, round_no=round_no,
