@@ -20,6 +20,7 @@ import numpy as np
 from .errors import MDPError
 from .plugins import COMMANDS
 from .release import SEED_WARNING, output_line
+from .threads import check_threads, use_threads
 
 
 def _parse_param(text: str):
@@ -33,14 +34,16 @@ def _parse_param(text: str):
     return key.strip(), parsed
 
 
-def _positive_int(text: str) -> int:
+def _threads(text: str) -> int | str:
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+        return check_threads(text if text == "auto" else int(text))
+    except (ValueError, MDPError):
+        raise argparse.ArgumentTypeError(
+            f"expected 'auto' or a positive integer, got {text!r}") from None
+
+
+THREADS_HELP = ("threads of the numeric pools (HiGHS, BLAS, numba): 'auto' (default) sizes each "
+                "from the CPUs other processes leave free and its step's size; N fixes every pool")
 
 
 def _float_list(text: str) -> list[float]:
@@ -101,10 +104,6 @@ def cmd_build(args) -> int:
 
     space = load_space(args.space, metric=args.metric)
     params = dict(args.param or [])
-    if args.threads is not None:
-        from .lp import set_threads
-
-        set_threads(args.threads)
     with _lp_progress(not args.no_progress and sys.stderr.isatty()):
         mech = build(args.mechanism, space, _build_epsilon(args, space), rng=args.seed,
                      mode=args.mode, **params)
@@ -265,10 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print the build's plan (method, solver, device, fallbacks, each with "
                         "its reason) and every attempt")
-    p.add_argument("--threads", type=_positive_int, default=None,
-                   help="threads of the LP solver HiGHS and of the row-block method's BLAS "
-                        "(default: HiGHS's, half the cores; BLAS by the physical cores and the dense "
-                        "step's size)")
+    p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("privatize", help="privatize inputs (labels, indices, text or lat,lon lines)")
@@ -295,6 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eps", help="exact eps_tight of a saved mechanism")
     p.add_argument("file", help="mechanism file written by mdp build")
     p.add_argument("--delta", type=float, default=0.0, help="delta of eps_tight (default 0: pure)")
+    p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
     p.set_defaults(func=cmd_eps)
 
     p = sub.add_parser("lower-bound", help="packing lower bound on the loss of any eps-mDP mechanism")
@@ -303,6 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epsilon", required=True, type=float, help="mDP level (> 0)")
     p.add_argument("--delta", type=float, default=0.0, help="delta of (eps, delta)-mDP (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON record")
+    p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
     p.set_defaults(func=cmd_lower_bound)
 
     p = sub.add_parser("curves", help="loss versus eps_tight of every applicable mechanism "
@@ -319,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="random seed of randomised builds (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("-o", "--output", default="results/curves", help="output directory")
+    p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
     p.set_defaults(func=cmd_curves)
 
     for name in COMMANDS.names():
@@ -350,9 +349,10 @@ def main(argv: list[str] | None = None) -> int:
             warnings.showwarning = show
             if getattr(args, "unavailable", None):
                 raise ValueError(args.unavailable)
-            if getattr(args, "plugin", None) is not None:
-                return int(args.plugin.run(args) or 0)
-            return int(args.func(args) or 0)
+            with use_threads(getattr(args, "threads", None)):
+                if getattr(args, "plugin", None) is not None:
+                    return int(args.plugin.run(args) or 0)
+                return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("mdp: interrupted; nothing was written", file=sys.stderr)
         return 130

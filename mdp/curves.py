@@ -31,6 +31,7 @@ from .registry import get
 from .registry import mechanisms as registered
 from .space import MetricSpace
 from .spaces import DEFAULT_SPACE, load_space
+from .threads import check_threads
 from .validation import check_positive, check_probability
 from .vector_space import VectorSpace
 
@@ -128,14 +129,17 @@ def baseline_curves(space: MetricSpace, targets, *, q: float, delta: float) -> p
 
 
 def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets=None, *,
-                delta: float = 1e-3, q: float = 0.95, seed: int = 0, progress: bool = True) -> pd.DataFrame:
+                delta: float = 1e-3, q: float = 0.95, seed: int = 0, progress: bool = True,
+                threads=None) -> pd.DataFrame:
     """Tidy table of L_q versus eps_tight (one row per family and target).
 
     Columns: ``mechanism, target_eps_tight, eps_tight, epsilon, loss_q, loss_max, builds,
-    seconds, guarantee`` plus rows ``uniform`` and ``lower_bound``.
+    seconds, guarantee`` plus rows ``uniform`` and ``lower_bound``. ``threads`` (None, "auto" or
+    an int >= 1) is every build's (:func:`mdp.build`, :mod:`mdp.threads`).
     """
     delta = check_probability(delta, "delta", inclusive_high=False)
     q = check_probability(q, "q")
+    check_threads(threads)                # before the builds, whose failures are recorded per point
     names, _ = plan_families(space, mechanisms)
     targets = default_targets(space) if targets is None else np.array(
         [check_positive(t, "eps_tight target") for t in targets])
@@ -144,7 +148,7 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
     for name, t in tqdm(tasks, desc="calibrating", disable=not progress, unit="point"):
         t0 = time.perf_counter()
         try:
-            mech = calibrate(name, space, t, delta=delta, rng=seed)
+            mech = calibrate(name, space, t, delta=delta, rng=seed, threads=threads)
         except (RuntimeError, ValueError) as exc:
             # One failed point (an LP the solver could not finish, a refused matrix) must not
             # discard the rest of the curve: it is recorded with its reason and reported.
@@ -202,8 +206,10 @@ def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float
 
 def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = None, eps_tight=None, *,
                metric: str | None = None, delta: float = 1e-3, q: float = 0.95, out_dir: str | Path = "results/curves",
-               seed: int = 0, progress: bool = True) -> pd.DataFrame:
+               seed: int = 0, progress: bool = True, threads=None) -> pd.DataFrame:
     """``mdp curves``: compute, write ``curves.csv`` / ``curves.md`` / ``curves.png``, print a table.
+
+    ``threads``: every build's thread knob (:func:`loss_curves`).
 
     The printed summary and ``curves.md`` list the families that ran, those left out (with the
     reason: not applicable, or too costly for the space's size by default) and every failed
@@ -221,7 +227,8 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
         return run_scale_curves(space, spec, mechanisms, eps_tight, q=q, out_dir=out_dir,
                                 seed=seed)
     ran, left_out = plan_families(space, mechanisms)
-    df = loss_curves(space, ran, eps_tight, delta=delta, q=q, seed=seed, progress=progress)
+    df = loss_curves(space, ran, eps_tight, delta=delta, q=q, seed=seed, progress=progress,
+                     threads=threads)
     out = Path(out_dir)
     atomic_write_text(out / "curves.csv", df.to_csv(index=False))
     names = {name: get(name).display_name for name in ran}

@@ -25,6 +25,7 @@ from .mechanism import Mechanism
 from .params import Param
 from .plugins import Registry, load_family_plugins
 from .space import MetricSpace
+from .threads import use_threads
 from .validation import check_epsilon, check_rng
 from .vector_space import VectorSpace
 from .vocabulary_mode import ModeRule, plan_mode
@@ -202,7 +203,8 @@ def applicable(space: MetricSpace) -> dict[str, str | None]:
 
 
 def build(name: str, space: MetricSpace | VectorSpace, epsilon: float, *, rng=None,
-          mode: str = "auto", mode_rule: ModeRule | None = None, **params) -> Mechanism:
+          mode: str = "auto", mode_rule: ModeRule | None = None, threads=None,
+          **params) -> Mechanism:
     """Build the mechanism ``name`` on ``space`` at privacy level ``epsilon``.
 
     The result has passed the shared privacy check of its final matrix
@@ -226,6 +228,11 @@ def build(name: str, space: MetricSpace | VectorSpace, epsilon: float, *, rng=No
         reason are in ``stats["mode"]``.
     mode_rule : ModeRule, optional
         The size up to which ``"auto"`` keeps matrix mode.
+    threads : None, "auto" or int >= 1
+        Threads of the build's pools (HiGHS, BLAS, numba; :mod:`mdp.threads`): ``None`` /
+        ``"auto"`` sizes them from the CPUs free and the work's grain (inside another plan's
+        block, e.g. :func:`mdp.calibrate`'s, that plan holds); an int fixes every pool. The plan
+        is recorded in ``stats["threads"]``.
     **params
         Family parameters (see ``mdp list`` or ``mdp.get(name).params``).
 
@@ -248,20 +255,24 @@ def build(name: str, space: MetricSpace | VectorSpace, epsilon: float, *, rng=No
         raise ParameterError(f"mechanism {name!r} does not apply to this space: {reason}")
     rng = check_rng(rng)
     plan = plan_mode(space, mode, family=name, has_vocabulary=name in _VOCABULARY, rule=mode_rule)
-    if plan.mode == "vocabulary":
+    with use_threads(threads) as thread_plan:
+        if plan.mode == "vocabulary":
+            t0 = time.perf_counter()
+            vspace = (space if isinstance(space, VectorSpace)
+                      else VectorSpace.from_metric_space(space))
+            mech = _VOCABULARY[name](vspace, epsilon, name, resolved, {"mode": plan.as_dict()})
+            mech.stats["build_seconds"] = time.perf_counter() - t0
+            mech.stats["threads"] = thread_plan.record()
+            return mech
+        if isinstance(space, VectorSpace):
+            space = MetricSpace.from_points(space.points, labels=space.labels)
         t0 = time.perf_counter()
-        vspace = space if isinstance(space, VectorSpace) else VectorSpace.from_metric_space(space)
-        mech = _VOCABULARY[name](vspace, epsilon, name, resolved, {"mode": plan.as_dict()})
-        mech.stats["build_seconds"] = time.perf_counter() - t0
-        return mech
-    if isinstance(space, VectorSpace):
-        space = MetricSpace.from_points(space.points, labels=space.labels)
-    t0 = time.perf_counter()
-    out = entry.builder(space, epsilon, rng=rng, **resolved)
-    build_seconds = time.perf_counter() - t0
+        out = entry.builder(space, epsilon, rng=rng, **resolved)
+        build_seconds = time.perf_counter() - t0
     if not isinstance(out, Candidate):
         raise TypeError(f"builder of {name!r} returned {type(out).__name__}, not a Candidate")
-    stats = {**out.stats, "build_seconds": build_seconds, "mode": plan.as_dict()}
+    stats = {**out.stats, "build_seconds": build_seconds, "mode": plan.as_dict(),
+             "threads": thread_plan.record()}
     mech = entry.mechanism_class(out.matrix, space, epsilon,
                                  name=name, params=resolved, stats=stats,
                                  log_matrix=out.log_matrix)

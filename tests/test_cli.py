@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import mdp
-from mdp.cli import main
+from mdp.cli import build_parser, main
 
 
 def run(args, capsys):
@@ -189,15 +189,28 @@ def test_build_threads(tmp_path, capsys):
     pd.DataFrame({"x": [0, 1, 2, 3, 0.5, 2.5], "y": [0, 1, 0, 1, 2, 2.0]}).to_csv(pts, index=False)
     args = ["build", "--space", str(pts), "--mechanism", "constopt", "--epsilon", "1", "--param", "r=2",
             "-o", str(tmp_path / "a.npz")]
-    try:
-        code, o, e = run(args + ["--threads", "2"], capsys)
-        assert code == 0 and mdp.lp.get_threads() == 2
-        assert mdp.load(tmp_path / "a.npz").stats["privacy"]["verified"]
-    finally:
-        mdp.lp.set_threads(None)
-    with pytest.raises(SystemExit):
-        run(args + ["--threads", "0"], capsys)
-    assert "expected a positive integer, got '0'" in capsys.readouterr().err
+    for flag, highs in (("2", 2), ("1", 1)):
+        code, o, e = run(args + ["--threads", flag], capsys)
+        assert code == 0
+        mech = mdp.load(tmp_path / "a.npz")
+        assert mech.stats["privacy"]["verified"]
+        assert mech.stats["threads"]["requested"] == highs and mech.stats["threads"]["highs"] == highs
+        assert mdp.lp.get_threads() is None           # the command's plan ends with it
+    code, o, e = run(args + ["--threads", "auto"], capsys)
+    assert code == 0 and mdp.load(tmp_path / "a.npz").stats["threads"]["requested"] == "auto"
+    for bad in ("0", "-1", "x", "1.5"):
+        with pytest.raises(SystemExit):
+            run(args + ["--threads", bad], capsys)
+        assert f"expected 'auto' or a positive integer, got '{bad}'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["curves"], ["eps", "m.npz"], ["lower-bound", "--space", "s.csv",
+                                                                      "--epsilon", "1"]])
+def test_numeric_commands_take_threads(command):
+    parser = build_parser()
+    assert parser.parse_args(command + ["--threads", "3"]).threads == 3
+    assert parser.parse_args(command + ["--threads", "auto"]).threads == "auto"
+    assert parser.parse_args(command).threads is None
 
 
 def test_build_progress_from_inside_one_highs_solve(tmp_path, capsys, monkeypatch):

@@ -175,7 +175,7 @@ def test_blas_threads_follow_the_size_rule_and_set_threads(monkeypatch):
                 if lib["user_api"] == "blas"}
 
     outside = counts()
-    monkeypatch.setattr(highs, "_DEFAULT_THREADS", None)
+    highs.set_threads(None)
     monkeypatch.setattr(dense, "_physical_cores", lambda: 2)
     with dense.blas_threads(dense.SERIAL_BLAS_BELOW - 1):
         assert set(counts().values()) == {1}
@@ -183,9 +183,12 @@ def test_blas_threads_follow_the_size_rule_and_set_threads(monkeypatch):
         # a library built for fewer threads (another package's single-threaded BLAS) stays there
         assert counts() == {lib: min(2, k) for lib, k in outside.items()}
     assert counts() == outside                        # restored on exit
-    monkeypatch.setattr(highs, "_DEFAULT_THREADS", 1)   # mdp.lp.set_threads(1) wins at every size
-    with dense.blas_threads(10 ** 6):
-        assert set(counts().values()) == {1}
+    highs.set_threads(1)                              # mdp.lp.set_threads(1) wins at every size
+    try:
+        with dense.blas_threads(10 ** 6):
+            assert set(counts().values()) == {1}
+    finally:
+        highs.set_threads(None)
     assert counts() == outside
 
 

@@ -635,7 +635,10 @@ def _solve(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: f
     matrix (in ``lp``'s order; the monitor's iterate where it stopped them) and the statistics."""
     n = lp.n
     deadline = None if time_limit is None else t0 + time_limit
-    with blas_threads(SERIAL_BLAS_BELOW):
+    # BLAS threads by the dense step's side (the Schur complement is 2n square): below the
+    # rule's size a step is too short for threads that wait on a busy core (n = 60 beside one
+    # other job: over 60 s on two threads, 7-22 s on one; about 2 s quiet either way)
+    with blas_threads(2 * n):
         best, it, stalled, bound, seen, kept = _mehrotra(lp, fac, tol=tol, max_iter=max_iter,
                                                          deadline=deadline, round_no=round_no,
                                                          monitor=monitor, start=start,

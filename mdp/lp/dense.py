@@ -62,6 +62,7 @@ from scipy.sparse.csgraph import connected_components
 from threadpoolctl import threadpool_limits
 
 from ..errors import ParameterError, SolverError
+from ..threads import pool_threads
 from .highs import get_threads
 
 __all__ = ["DEVICE_ENV", "GPU_MIN_SIZE", "SERIAL_BLAS_BELOW", "MAX_BLAS_THREADS",
@@ -107,10 +108,11 @@ def default_blas_threads(dense_side: int) -> int:
 
     ``min(MAX_BLAS_THREADS, c)`` with ``c`` the physical cores, less one below a dense side of
     ``SERIAL_BLAS_BELOW`` (and at least one): a 2-core machine runs small steps on one thread and
-    large ones on two, a 16-core machine every step on 8.
+    large ones on two, a 16-core machine every step on 8. Under ``threads="auto"`` no more than
+    the CPUs other processes leave free now (:func:`mdp.threads.pool_threads`).
     """
     cores = _physical_cores() - (1 if dense_side < SERIAL_BLAS_BELOW else 0)
-    return max(1, min(MAX_BLAS_THREADS, cores))
+    return pool_threads(max(1, min(MAX_BLAS_THREADS, cores)))
 
 
 def max_step(v: np.ndarray, dv: np.ndarray) -> float:

@@ -42,6 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ParameterError, SolverError, SolverTimeout
+from ..threads import AUTO, check_threads, fixed_threads, highs_threads, set_default_threads
 from ..validation import check_positive
 from .reporting import LPProgress, report, reporting
 
@@ -96,46 +97,37 @@ IPM_CODE = "ipx"
 SIMPLEX_PRICING = {"choose": -1, "dantzig": 0, "devex": 1, "steepest": 2}
 
 
-#: Thread count of every solve that names none (:func:`set_threads`; ``None``: HiGHS's default).
-_DEFAULT_THREADS: int | None = None
 #: Thread count HiGHS's process-wide scheduler was last re-created with here (``None``: as HiGHS
 #: created it, with its default count).
 _SCHEDULER_THREADS: int | None = None
 
 
 def _check_threads(threads) -> int | None:
-    if threads is None:
-        return None
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
-        raise ParameterError(f"threads must be a positive integer or None, got {threads!r}")
-    if threads < 1:
-        raise ParameterError(f"threads must be >= 1, got {threads!r}")
-    return int(threads)
+    """A solve's own count (None or ``"auto"``: the plan in force, :func:`highs_threads`)."""
+    value = check_threads(threads)
+    return None if value == AUTO else value
 
 
 def set_threads(threads: int | None) -> None:
-    """Threads of every later HiGHS solve in this process that does not name its own count, and
-    of the BLAS of the row-block interior point method (:func:`mdp.lp.dense.blas_threads`).
+    """Fix the thread count of every later build of this process that names none: HiGHS's
+    pool, the BLAS of the interior point methods and the rest (:mod:`mdp.threads`).
 
     HiGHS runs its parallel code (HiPO's factorisations, parallel presolve) on one thread pool per
-    process, created at the first solve with HiGHS's default count, half the cores (one thread on
-    a 2-core machine). A solve that asks for another count re-creates that pool first, so call
-    this between builds, not while another thread of the process is solving. Without a count the
-    row-block method picks its BLAS threads from the physical cores and the size of its dense step
-    (:func:`mdp.lp.dense.default_blas_threads`).
+    process; a solve that asks for another count re-creates that pool first, so call this between
+    builds, not while another thread of the process is solving. ``None`` restores ``"auto"``:
+    pools sized from the CPUs free and the work's grain (:func:`mdp.threads.plan_threads`).
 
     Parameters
     ----------
     threads : int >= 1 or None
-        ``None`` restores HiGHS's default.
     """
-    global _DEFAULT_THREADS
-    _DEFAULT_THREADS = _check_threads(threads)
+    set_default_threads(threads)
 
 
 def get_threads() -> int | None:
-    """The count set by :func:`set_threads` (``None``: HiGHS's default)."""
-    return _DEFAULT_THREADS
+    """The count every pool must use here (:func:`mdp.threads.fixed_threads`; ``None``: sized
+    by the plan in force)."""
+    return fixed_threads()
 
 
 def _use_scheduler(threads: int | None) -> None:
@@ -295,10 +287,11 @@ class SparseLP:
     time_limit : float or None
         Wall-clock limit in seconds for all :meth:`solve` calls together; exceeding it raises
         :class:`LPTimeout`.
-    threads : int >= 1 or None
-        HiGHS thread count (``None``: the count of :func:`set_threads`, else HiGHS's default,
-        half the cores). HiGHS has one thread pool per process; a solve with another count than
-        the previous one re-creates it.
+    threads : int >= 1, "auto" or None
+        HiGHS thread count (``None`` / ``"auto"``: the count of the thread plan in force,
+        :func:`mdp.threads.highs_threads`; outside any, that of :func:`set_threads`, else
+        HiGHS's default, half the cores). HiGHS has one thread pool per process; a solve with
+        another count than the previous one re-creates it.
     simplex_pricing : {"choose", "dantzig", "devex", "steepest"}, default "choose"
         Pricing rule of the dual simplex (:data:`SIMPLEX_PRICING`); ``"choose"`` is HiGHS's
         default.
@@ -511,7 +504,7 @@ class SparseLP:
                 raise LPTimeout(f"LP time limit of {self._time_limit:g} s reached")
             # HiGHS compares time_limit with its run clock, which accumulates over run() calls
             h.setOptionValue("time_limit", float(h.getRunTime() + left))
-        threads = self._threads if self._threads is not None else _DEFAULT_THREADS
+        threads = self._threads if self._threads is not None else highs_threads()
         _use_scheduler(threads)
         h.setOptionValue("threads", 0 if threads is None else threads)
         t0 = time.perf_counter()
