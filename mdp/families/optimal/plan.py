@@ -35,7 +35,7 @@ from .tuning import OptimalTuning
 
 __all__ = ["plan", "default_knn", "default_solver", "default_method", "METHODS"]
 
-#: Values of the ``method`` parameter: ``"blocks"`` is the earlier spelling of
+#: Values of the ``method`` parameter: ``"blocks"`` is another spelling of
 #: ``method="lazy", solver="blocks"`` (with ``solver`` then naming the HiGHS finish).
 METHODS = (AUTO, "lazy", "full", BLOCKS)
 
@@ -98,7 +98,7 @@ def plan(space: MetricSpace, epsilon: float, *, method: str | None = AUTO,
     solver = AUTO if solver is None else solver
     finish = None
     if method == BLOCKS:
-        # the earlier spelling: solver then names the HiGHS finish
+        # method="blocks": solver then names the HiGHS finish
         if solver not in (AUTO, *LAZY_SOLVERS):
             raise ParameterError(f"solver must be 'simplex' or 'ipm' (the HiGHS finish) with "
                                  f"method='blocks', got {solver!r}")
