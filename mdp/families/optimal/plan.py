@@ -84,7 +84,8 @@ def plan(space: MetricSpace, epsilon: float, *, method: str | None = AUTO,
     """The path of an OPTMech build (module docstring); parameters as
     :func:`mdp.families.optimal.build.build_optimal` (``None`` is ``"auto"``).
 
-    The plan's options hold ``knn=`` (the lazy starting rows' near-neighbour pairs) and, for
+    The plan's options hold ``knn=`` (the starting rows' near-neighbour pairs of row
+    generation) and, for
     ``solver="blocks"``, ``finish=`` (HiGHS's method of the lazy finish).
 
     Raises
@@ -150,12 +151,14 @@ def plan(space: MetricSpace, epsilon: float, *, method: str | None = AUTO,
             if n >= tuning.blocks_min_n:
                 solver_reason += "; the block inverses do not fit in memory"
     options = []
-    if knn is None:
+    if knn is not None:
+        options.append(Choice(f"knn={knn}", "asked for"))
+    elif method == "lazy":
         knn = default_knn(space)
         options.append(Choice(f"knn={knn}", "near-neighbour starting rows on map spaces"
                               if knn else "no near-neighbour starting rows off map spaces"))
     else:
-        options.append(Choice(f"knn={knn}", "asked for"))
+        options.append(Choice("knn=0", "the full LP has no starting rows"))
     limits = tuning.max_coefficients
     fallbacks = []
     if solver == BLOCKS:
