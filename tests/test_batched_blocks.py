@@ -123,6 +123,7 @@ def _fake_gpu(monkeypatch, free_bytes=None):
     if free_bytes is not None:
         backend = dataclasses.replace(backend, free_bytes=lambda: free_bytes)
     monkeypatch.setattr(bb, "cupy_backend", lambda: backend)
+    monkeypatch.setattr(cb, "cupy_backend", lambda: backend)          # as column_blocks calls it
     monkeypatch.setattr(dense, "cupy_module", lambda: object())       # gpu_available() -> True
 
 

@@ -513,7 +513,7 @@ def test_default_method_and_the_limits_of_highs(monkeypatch):
     assert opt.default_method(small) == "lazy"
     assert opt.default_method(big) == "blocks"
     assert opt.plan(big, 1.0).solver.value == "blocks"
-    assert opt.plan(small, 1.0).solver.value == "simplex"
+    assert opt.plan(small, 1.0).solver.value == "ipm"       # 49 >= ipm_min_n points in the plane
 
     monkeypatch.setenv("MDP_DEVICE", "cpu")
     no_memory = cb.BlockResources(max_block_bytes=0)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 
 from .plan import Attempt, Plan
 
@@ -66,8 +65,10 @@ class BuildReport(Mapping):
         view["seconds_by_phase"] = dict(self.seconds)
         if self.threads is not None:
             view.setdefault("threads", self.threads)
-        object.__setattr__(self, "_view", MappingProxyType(view))
-        object.__setattr__(self, "seconds", MappingProxyType(dict(self.seconds)))
+        # plain dicts, so that a report pickles with its mechanism (the Mapping interface has no
+        # setters: the view is read-only)
+        object.__setattr__(self, "_view", view)
+        object.__setattr__(self, "seconds", dict(self.seconds))
 
     def __getitem__(self, key: str):
         return self._view[key]

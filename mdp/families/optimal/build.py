@@ -369,7 +369,7 @@ PARAMS = {
                              help="relative tolerance of the exact redundancy test"),
     "method": Param("choice", AUTO, choices=METHODS, allow_none=True,
                     help="'lazy' (row generation) or the 'full' LP (dualised); 'auto': by the "
-                         "space ('blocks': the earlier spelling of solver='blocks')"),
+                         "space ('blocks': the same as solver='blocks')"),
     "solver": Param("choice", AUTO, choices=(AUTO, BLOCKS, *SOLVERS), allow_none=True,
                     help="'blocks' (rounds over column blocks, method 'lazy'), or a HiGHS method "
                          "(lazy: 'simplex' or 'ipm'); 'auto': by the space and eps"),
@@ -404,7 +404,7 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     method : {"auto", "lazy", "full", "blocks"}, default "auto"
         ``"lazy"``: row generation; ``"full"``: every non-redundant row at once, dualised
         (:func:`mdp.lp.worst_case.solve_worst_case_lp`). ``"auto"``: ``"lazy"``. ``"blocks"`` is
-        the earlier spelling of ``method="lazy", solver="blocks"`` (then ``solver`` names the
+        another spelling of ``method="lazy", solver="blocks"`` (then ``solver`` names the
         HiGHS method of the finish). ``None`` is ``"auto"``.
     solver : {"auto", "blocks", "simplex", "ipm", ...}, default "auto"
         ``"blocks"``: the rounds are solved by the interior point method over column blocks

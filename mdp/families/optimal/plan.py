@@ -35,7 +35,7 @@ from .tuning import OptimalTuning
 
 __all__ = ["plan", "default_knn", "default_solver", "default_method", "METHODS"]
 
-#: Values of the ``method`` parameter: ``"blocks"`` is the earlier spelling of
+#: Values of the ``method`` parameter: ``"blocks"`` is another spelling of
 #: ``method="lazy", solver="blocks"`` (with ``solver`` then naming the HiGHS finish).
 METHODS = (AUTO, "lazy", "full", BLOCKS)
 
@@ -84,7 +84,8 @@ def plan(space: MetricSpace, epsilon: float, *, method: str | None = AUTO,
     """The path of an OPTMech build (module docstring); parameters as
     :func:`mdp.families.optimal.build.build_optimal` (``None`` is ``"auto"``).
 
-    The plan's options hold ``knn=`` (the lazy starting rows' near-neighbour pairs) and, for
+    The plan's options hold ``knn=`` (the starting rows' near-neighbour pairs of row
+    generation) and, for
     ``solver="blocks"``, ``finish=`` (HiGHS's method of the lazy finish).
 
     Raises
@@ -98,7 +99,7 @@ def plan(space: MetricSpace, epsilon: float, *, method: str | None = AUTO,
     solver = AUTO if solver is None else solver
     finish = None
     if method == BLOCKS:
-        # the earlier spelling: solver then names the HiGHS finish
+        # method="blocks": solver then names the HiGHS finish
         if solver not in (AUTO, *LAZY_SOLVERS):
             raise ParameterError(f"solver must be 'simplex' or 'ipm' (the HiGHS finish) with "
                                  f"method='blocks', got {solver!r}")
@@ -150,12 +151,14 @@ def plan(space: MetricSpace, epsilon: float, *, method: str | None = AUTO,
             if n >= tuning.blocks_min_n:
                 solver_reason += "; the block inverses do not fit in memory"
     options = []
-    if knn is None:
+    if knn is not None:
+        options.append(Choice(f"knn={knn}", "asked for"))
+    elif method == "lazy":
         knn = default_knn(space)
         options.append(Choice(f"knn={knn}", "near-neighbour starting rows on map spaces"
                               if knn else "no near-neighbour starting rows off map spaces"))
     else:
-        options.append(Choice(f"knn={knn}", "asked for"))
+        options.append(Choice("knn=0", "the full LP has no starting rows"))
     limits = tuning.max_coefficients
     fallbacks = []
     if solver == BLOCKS:
