@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mdp.errors import FileFormatError, ParameterError
+from mdp.errors import FileFormatError, MissingFileError, ParameterError
 from mdp.io import open_binary, open_text
 
 __all__ = ["read_checkins", "CHECKIN_COLUMNS", "CHECKIN_FORMATS"]
@@ -153,7 +153,7 @@ def read_checkins(path: str | os.PathLike, format: str = "snap") -> pd.DataFrame
         raise ParameterError(f"format must be one of {CHECKIN_FORMATS}, got {format!r}")
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no check-in file at {path}")
+        raise MissingFileError(f"no check-in file at {path}")
     fmt = _detect(path) if format == "auto" else format
     layout = _LAYOUTS[fmt]
     try:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mdp.errors import FileFormatError
+from mdp.errors import FileFormatError, MissingFileError
 from mdp.io import atomic_write, open_binary
 from mdp.plugins import Command
 
@@ -63,7 +63,7 @@ def read_points(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"input file not found: {path}")
+        raise MissingFileError(f"input file not found: {path}")
     if fmt != "csv":
         from .checkins import read_checkins
 

@@ -2,7 +2,8 @@
 
 Every reader here maps every way a file can be broken (truncated, bit-flipped, not the format
 its name says, wrong types inside) to :class:`mdp.errors.FileFormatError`, whose message names
-the file and, for text, the line. A missing file is a :class:`FileNotFoundError` naming the path.
+the file and, for text, the line. A missing file is a :class:`~mdp.errors.MissingFileError` (a
+``FileNotFoundError``) naming the path.
 
 =============================  ===============================================================
 function                       reads
@@ -40,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import FileFormatError
+from .errors import DataNotFoundError, FileFormatError, MissingFileError
 
 __all__ = ["atomic_write", "atomic_write_text", "shared_data_dir", "read_npz", "read_npy",
            "npz_json", "open_text", "open_binary", "read_points_csv", "load_points_csv",
@@ -134,12 +135,14 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 def shared_data_dir() -> Path:
     """Directory of the real data sets (never shipped in the package).
 
-    ``$MDP_DATA_DIR`` when set, else ``../shared/data`` beside the project checkout.
+    ``$MDP_DATA_DIR`` when set, else ``../shared/data`` beside the project checkout (or beside
+    the working directory).
 
     Raises
     ------
-    FileNotFoundError
-        When neither exists (the message says how to point at the data).
+    mdp.errors.DataNotFoundError
+        When none exists (also a ``FileNotFoundError``); the message lists each folder looked in
+        once and says where to get the data.
     """
     env = os.environ.get("MDP_DATA_DIR")
     candidates = [Path(env)] if env else []
@@ -148,17 +151,23 @@ def shared_data_dir() -> Path:
     for c in candidates:
         if c.is_dir():
             return c
-    raise FileNotFoundError(
-        "shared data directory not found: set MDP_DATA_DIR to the folder holding "
-        "geolife_beijing_cells_0p005.npz and gowalla_nyc_checkins.txt.gz "
-        f"(looked in {', '.join(str(c) for c in candidates)})")
+    looked = list(dict.fromkeys(str(c) for c in candidates))
+    raise DataNotFoundError(
+        f"real data sets not found (looked in {', '.join(looked)}). {DATA_HOWTO}")
+
+
+#: Where the real data sets come from and how to point the toolkit at them (for messages).
+DATA_HOWTO = ("The Geolife and Gowalla data are not shipped with the toolkit: download Geolife "
+              "Trajectories 1.3 (Microsoft Research) and SNAP's loc-gowalla check-ins, put "
+              "geolife_beijing_cells_0p005.npz and gowalla_nyc_checkins.txt.gz in a folder and "
+              "set MDP_DATA_DIR to it (see docs/guide/data.md)")
 
 
 # -- common checks ------------------------------------------------------------------------------
 def _existing_file(path: str | os.PathLike, what: str = "file") -> Path:
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"no {what} at {path}")
+        raise MissingFileError(f"no {what} at {path}")
     if path.is_dir():
         raise FileFormatError(path, f"is a directory, expected a {what}")
     return path

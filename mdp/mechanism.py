@@ -191,8 +191,8 @@ class Mechanism:
 
         Raises
         ------
-        KeyError
-            For a label that is not in the space.
+        mdp.errors.UnknownInputError
+            For a label that is not in the space or an index out of range (also a ``KeyError``).
         """
         rng = check_rng(rng)
         idx = self.space.index_of(x)
@@ -289,8 +289,8 @@ def load(path: str | os.PathLike) -> Mechanism:
 
     Raises
     ------
-    FileNotFoundError
-        No file at ``path``.
+    mdp.errors.MissingFileError
+        No file at ``path`` (also a ``FileNotFoundError``).
     mdp.errors.FileFormatError
         The file is missing pieces, corrupt, of an unknown family, or its distances disagree
         with its points (the message names the file).

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.sparse.csgraph import shortest_path
 from scipy.spatial.distance import cdist
 
-from .errors import ParameterError
+from .errors import ParameterError, ParameterTypeError, UnknownInputError
 
 __all__ = ["MetricSpace", "EARTH_RADIUS_KM", "haversine_km", "normalize_latlon"]
 
@@ -68,12 +68,12 @@ def _check_labels(labels, n: int) -> np.ndarray | None:
         return None
     labels = np.asarray(list(labels) if not isinstance(labels, np.ndarray) else labels)
     if labels.ndim != 1 or labels.shape[0] != n:
-        raise ValueError(f"labels must have length n={n}, got shape {labels.shape}")
+        raise ParameterError(f"labels must have length n={n}, got shape {labels.shape}")
     if labels.dtype == object:
         labels = labels.astype(str)
     if len(np.unique(labels)) != n:
         values, counts = np.unique(labels, return_counts=True)
-        raise ValueError(f"labels must be unique, got duplicates {values[counts > 1][:5].tolist()}")
+        raise ParameterError(f"labels must be unique, got duplicates {values[counts > 1][:5].tolist()}")
     return labels
 
 
@@ -126,22 +126,34 @@ class MetricSpace:
             (great-circle km), or a callable ``f(a, b) -> float``.
         labels : sequence, optional
             Unique labels of length n.
+
+        Raises
+        ------
+        mdp.errors.ParameterError
+            Fewer than 2 points, NaN or infinite coordinates, latitudes outside [-90, 90] or
+            longitudes outside [-180, 180] for haversine, an unknown metric name, duplicate
+            points or labels (also a ``ValueError``).
+        mdp.errors.ParameterTypeError
+            A metric that is neither a string nor a callable.
         """
-        P = np.asarray(points, dtype=float)
+        try:
+            P = np.asarray(points, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ParameterError(f"points must be numbers in an (n, d) array: {exc}") from None
         if P.ndim != 2:
-            raise ValueError(f"points must be a 2-D array (n, d), got shape {P.shape}")
+            raise ParameterError(f"points must be a 2-D array (n, d), got shape {P.shape}")
         if P.shape[0] < 2:
-            raise ValueError(f"a metric space needs at least 2 points, got {P.shape[0]}")
+            raise ParameterError(f"a metric space needs at least 2 points, got {P.shape[0]}")
         if not np.all(np.isfinite(P)):
-            raise ValueError("points must be finite (found NaN or inf)")
+            raise ParameterError("points must be finite (found NaN or inf)")
         if callable(metric):
             D = cdist(P, P, metric=metric)
             name = getattr(metric, "__name__", "callable")
         elif metric == "haversine":
             if P.shape[1] != 2:
-                raise ValueError(f"haversine needs (lat, lon) columns, got {P.shape[1]} columns")
+                raise ParameterError(f"haversine needs (lat, lon) columns, got {P.shape[1]} columns")
             if np.any(np.abs(P[:, 0]) > 90) or np.any(np.abs(P[:, 1]) > 180):
-                raise ValueError("haversine points must be (lat, lon) in degrees: |lat| <= 90, |lon| <= 180")
+                raise ParameterError("haversine points must be (lat, lon) in degrees: |lat| <= 90, |lon| <= 180")
             P = normalize_latlon(P)
             D = haversine_km(P, P)
             name = "haversine"
@@ -149,10 +161,10 @@ class MetricSpace:
             try:
                 D = cdist(P, P, metric=metric)
             except ValueError as exc:
-                raise ValueError(f"unknown metric {metric!r}: {exc}") from None
+                raise ParameterError(f"unknown metric {metric!r}: {exc}") from None
             name = metric
         else:
-            raise TypeError(f"metric must be a string or a callable, got {type(metric).__name__}")
+            raise ParameterTypeError(f"metric must be a string or a callable, got {type(metric).__name__}")
         D = 0.5 * (D + D.T)
         np.fill_diagonal(D, 0.0)
         return cls(D, labels=labels, points=P, metric=name)
@@ -166,24 +178,24 @@ class MetricSpace:
     @staticmethod
     def _check_distances(D: np.ndarray, triangle: bool = True) -> None:
         if D.ndim != 2 or D.shape[0] != D.shape[1]:
-            raise ValueError(f"distances must be a square matrix, got shape {D.shape}")
+            raise ParameterError(f"distances must be a square matrix, got shape {D.shape}")
         n = D.shape[0]
         if n < 2:
-            raise ValueError(f"a metric space needs at least 2 points, got {n}")
+            raise ParameterError(f"a metric space needs at least 2 points, got {n}")
         if not np.all(np.isfinite(D)):
             bad = np.argwhere(~np.isfinite(D))[0]
-            raise ValueError(f"distances must be finite, got {D[tuple(bad)]} at {tuple(int(i) for i in bad)}")
+            raise ParameterError(f"distances must be finite, got {D[tuple(bad)]} at {tuple(int(i) for i in bad)}")
         if np.any(D < 0):
             bad = np.argwhere(D < 0)[0]
-            raise ValueError(f"distances must be non-negative, got {D[tuple(bad)]} at {tuple(int(i) for i in bad)}")
+            raise ParameterError(f"distances must be non-negative, got {D[tuple(bad)]} at {tuple(int(i) for i in bad)}")
         if np.any(np.diag(D) != 0):
             i = int(np.flatnonzero(np.diag(D) != 0)[0])
-            raise ValueError(f"distances must have a zero diagonal, got D[{i},{i}] = {D[i, i]}")
+            raise ParameterError(f"distances must have a zero diagonal, got D[{i},{i}] = {D[i, i]}")
         scale = max(float(D.max()), 1e-300)
         asym = np.abs(D - D.T)
         if asym.max() > METRIC_RTOL * scale:
             i, j = np.unravel_index(np.argmax(asym), D.shape)
-            raise ValueError(
+            raise ParameterError(
                 f"distances must be symmetric, got D[{i},{j}] = {D[i, j]} != D[{j},{i}] = {D[j, i]}")
         off = D + np.eye(n) * scale
         if np.any(off[np.triu_indices(n, 1)] == 0):
@@ -200,7 +212,7 @@ class MetricSpace:
         if viol.max() > METRIC_RTOL * scale:
             u, w = np.unravel_index(np.argmax(viol), viol.shape)
             v = int(np.argmin(D[u, :] + D[:, w]))
-            raise ValueError(
+            raise ParameterError(
                 f"distances violate the triangle inequality: D[{u},{w}] = {D[u, w]:.6g} > "
                 f"D[{u},{v}] + D[{v},{w}] = {D[u, v] + D[v, w]:.6g}")
 
@@ -210,8 +222,9 @@ class MetricSpace:
 
         Raises
         ------
-        KeyError
-            For an unknown label (the message names it).
+        mdp.errors.UnknownInputError
+            For an unknown label or an index out of range (the message names it; also a
+            ``KeyError``).
         """
         scalar = np.ndim(x) == 0
         xs = np.atleast_1d(np.asarray(x, dtype=object if self.labels is not None else None))
@@ -219,9 +232,9 @@ class MetricSpace:
             try:
                 idx = xs.astype(np.int64)
             except (TypeError, ValueError):
-                raise KeyError(f"this space has no labels; inputs must be indices 0..{self.n - 1}, got {x!r}") from None
+                raise UnknownInputError(f"this space has no labels; inputs must be indices 0..{self.n - 1}, got {x!r}") from None
             if np.any(idx != xs.astype(float)) if xs.dtype.kind == "f" else False:
-                raise KeyError(f"indices must be integers, got {x!r}")
+                raise UnknownInputError(f"indices must be integers, got {x!r}")
         else:
             if self._index is None:
                 self._index = {str(lab): i for i, lab in enumerate(self.labels.tolist())}
@@ -233,10 +246,10 @@ class MetricSpace:
                 try:
                     idx[k] = self._index[str(item)]
                 except KeyError:
-                    raise KeyError(f"unknown label {item!r}: not in this space of {self.n} points") from None
+                    raise UnknownInputError(f"unknown label {item!r}: not in this space of {self.n} points") from None
         if np.any((idx < 0) | (idx >= self.n)):
             bad = idx[(idx < 0) | (idx >= self.n)][0]
-            raise KeyError(f"index {int(bad)} out of range for a space of {self.n} points")
+            raise UnknownInputError(f"index {int(bad)} out of range for a space of {self.n} points")
         return int(idx[0]) if scalar else idx
 
     def label_of(self, idx):
