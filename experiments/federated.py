@@ -95,7 +95,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard-size", type=int, default=10_000)
     parser.add_argument("--modulus-bits", type=int, default=32)
     parser.add_argument("--c", type=float, default=0.3, help="calibration c of eq. (7)")
-    parser.add_argument("--c-sweep", default="0.1,0.3,1", help="values of c for the sensitivity table")
+    parser.add_argument("--c-sweep", type=float, nargs="+", default=[0.1, 0.3, 1.0],
+                        help="values of c for the sensitivity table (spaces or commas)")
     parser.add_argument("--repeats", type=int, default=None, help="runs per setting (default 3, quick 1)")
     parser.add_argument("--emd-side", type=int, default=None, help="EMD grid side (default 128, quick 64)")
     parser.add_argument("--design", action="store_true",
@@ -222,7 +223,7 @@ def main(args) -> None:
     out = Path(args.out or "results/federated")
     repeats = args.repeats or (1 if quick else 3)
     emd_side = args.emd_side or (64 if quick else 128)
-    c_sweep = [float(x) for x in str(args.c_sweep).split(",") if x.strip()]
+    c_sweep = list(args.c_sweep)
     data = real_data_file("federated", GOWALLA_FILE, "the Gowalla check-ins", args.data)
     t0 = time.perf_counter()
     df = read_checkins(data)

@@ -31,14 +31,14 @@ from .heatsource import (
 __all__ = ["configure_parser", "run_cli"]
 
 
-def _positions(text: str) -> list[float]:
+def _position(text: str) -> float:
     try:
-        vals = [float(t) for t in text.split(",") if t.strip()]
+        value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--sources must be comma-separated numbers in (0, 1], got {text!r}") from None
-    if not vals or any(not 0 < v <= 1 for v in vals):
-        raise argparse.ArgumentTypeError(f"--sources must be comma-separated numbers in (0, 1], got {text!r}")
-    return vals
+        raise argparse.ArgumentTypeError(f"--sources must be numbers in (0, 1], got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"--sources must be numbers in (0, 1], got {text!r}")
+    return value
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -55,8 +55,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sigma", type=float, default=None,
                         help="use this noise instead of a private calibration (non-private run)")
     parser.add_argument("--k", type=int, default=1, help="number of unit sources (1: at 0.5; else random)")
-    parser.add_argument("--sources", type=_positions, default=None,
-                        help="fixed source positions in (0,1], comma-separated (overrides --k)")
+    parser.add_argument("--sources", type=_position, nargs="+", default=None,
+                        help="fixed source positions in (0,1], separated by spaces or commas (overrides --k)")
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--plot", default=None, help="PNG file: f0 and f_hat of the first trial")

@@ -34,7 +34,20 @@ __all__ = ["MDPError", "ParameterError", "ParameterTypeError", "UnknownInputErro
 
 
 class MDPError(Exception):
-    """Base class of every error the toolkit raises on purpose."""
+    """Base class of every error the toolkit raises on purpose.
+
+    Parameters
+    ----------
+    *args
+        The message (as for ``Exception``).
+    cli_message : str, optional
+        The same message in command-line terms (``--oov mask`` rather than ``oov='mask'``),
+        which the ``mdp`` command prints instead of the message.
+    """
+
+    def __init__(self, *args, cli_message: str | None = None):
+        super().__init__(*args)
+        self.cli_message = cli_message
 
 
 class ParameterError(MDPError, ValueError):

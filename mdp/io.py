@@ -43,7 +43,7 @@ import numpy as np
 
 from .errors import DataNotFoundError, FileFormatError, MissingFileError
 
-__all__ = ["atomic_write", "atomic_write_text", "shared_data_dir", "read_npz", "read_npy",
+__all__ = ["atomic_write", "atomic_write_text", "shared_data_dir", "latlon_columns", "read_npz", "read_npy",
            "npz_json", "open_text", "open_binary", "read_points_csv", "load_points_csv",
            "file_errors", "current_umask"]
 
@@ -558,7 +558,9 @@ _LAT_NAMES = ("lat", "latitude")
 _LON_NAMES = ("lon", "lng", "long", "longitude")
 
 
-def _latlon_columns(header) -> list[int] | None:
+def latlon_columns(header) -> list[int] | None:
+    """Positions ``[lat, lon]`` of the latitude and longitude columns named in ``header``
+    (``lat``/``latitude`` and ``lon``/``lng``/``long``/``longitude``, any case), or None."""
     low = [str(h).strip().lower() for h in header]
     lat = [i for i, h in enumerate(low) if h in _LAT_NAMES]
     lon = [i for i, h in enumerate(low) if h in _LON_NAMES]
@@ -595,7 +597,7 @@ def _read_points(path, latlon: bool):
         raise FileFormatError(path, "no points (no non-blank line)")
     has_header = bool(np.all(np.isnan(_numbers(cells[0]))))
     if has_header:
-        order = _latlon_columns(cells[0]) if latlon else None
+        order = latlon_columns(cells[0]) if latlon else None
         if order is not None:
             rest = [c for c in range(cells.shape[1]) if c not in order]
             cells = cells[:, rest[:1] + order]

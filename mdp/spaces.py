@@ -52,14 +52,17 @@ def load_space(spec: str | None, *, metric: str | None = None) -> MetricSpace:
     metric : str or None
         Metric of the points of a ``FILE.csv`` (default ``"euclidean"``; ``"haversine"`` for
         ``lat,lon`` degrees, distances in km; any :func:`scipy.spatial.distance.cdist` name).
-        Plugin specs and distance matrices carry their own metric: giving one is an error.
+        Plugin specs and distance matrices carry their own metric: giving another one is an
+        error (giving theirs is accepted).
     """
     spec = DEFAULT_SPACE if spec is None else str(spec)
     prefix, _, rest = spec.partition(":")
     if rest and prefix in SPACES:
-        if metric is not None:
-            raise ParameterError(f"--metric applies to FILE.csv spaces, not to {spec!r}")
-        return SPACES.get(prefix)(spec)
+        space = SPACES.get(prefix)(spec)
+        if metric is not None and metric != space.metric:
+            raise ParameterError(f"--metric {metric}: the space {spec!r} has its own metric, "
+                                 f"{space.metric}; --metric applies to FILE.csv spaces")
+        return space
     path = Path(spec)
     if path.suffix.lower() == ".npy":
         if metric is not None:
