@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from .cli_args import ArgumentParser, choose_metric
+from .cli_args import ArgumentParser, choose_metric, weak_privacy_message
 from .errors import MDPError
 from .plugins import COMMANDS
 
@@ -76,6 +76,9 @@ def cmd_build(args) -> int:
     from .registry import build
 
     space, _ = _space(args)
+    weak = weak_privacy_message(space.distances, args.epsilon)
+    if weak:
+        warnings.warn(weak, UserWarning, stacklevel=1)
     params = dict(args.param or [])
     if args.threads is not None:
         from .lp import set_threads

@@ -168,8 +168,11 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
 
 
 def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float = 0.95,
-                delta: float = 1e-3) -> Path:
-    """PNG in the paper's Figure 1 layout: L_q versus eps_tight, one line per mechanism."""
+                delta: float = 1e-3, unit: str | None = None) -> Path:
+    """PNG in the paper's Figure 1 layout: L_q versus eps_tight, one line per mechanism.
+
+    ``unit`` names the unit of distance (``"km"`` for haversine spaces); None: "unit of
+    distance"."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -192,8 +195,8 @@ def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float
     targets = df["target_eps_tight"].to_numpy(dtype=float)
     if targets.size and targets.min() > 0 and targets.max() / targets.min() > 10:
         ax.set_xscale("log")  # the informative part is the low-eps end
-    ax.set_xlabel(rf"$\epsilon_{{tight}}$ ($\delta$ = {delta:g}) (per unit of distance)")
-    ax.set_ylabel(rf"$L_{{{q:g}}}$ (expected distance)")
+    ax.set_xlabel(rf"$\epsilon_{{tight}}$ ($\delta$ = {delta:g}) (per {unit or 'unit of distance'})")
+    ax.set_ylabel(rf"$L_{{{q:g}}}$ (expected distance{', ' + unit if unit else ''})")
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -236,7 +239,8 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
     summary_text = "\n".join(summary)
     atomic_write_text(out / "curves.md", summary_text + "\n\n" + f"L_{q:g} by eps_tight target "
                       f"(delta = {delta:g}):\n\n" + table.to_markdown(floatfmt=".4g") + "\n")
-    plot_curves(df, out / "curves.png", title=f"{spec} (n={space.n})", q=q, delta=delta)
+    plot_curves(df, out / "curves.png", title=f"{spec} (n={space.n})", q=q, delta=delta,
+                unit="km" if space.metric == "haversine" else None)
     print(summary_text)
     print()
     print(table.round(4).to_string())

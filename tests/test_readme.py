@@ -168,3 +168,11 @@ def test_readme_location_and_text_recipes_release_points_of_the_space(workdir):
                              capture_output=True, text=True, timeout=TIMEOUT_S)
     assert refused.returncode != 0 and "'committee'" in refused.stderr
     assert "committee" not in refused.stdout
+
+
+def test_recipes_write_under_an_output_folder():
+    """Outputs of the recipes go under out/ (or results/), never into the repository root."""
+    text = README.read_text(encoding="utf-8")
+    targets = re.findall(r"(?:\s-o|--plot|[^-]>)\s+(\S+)", text) + re.findall(r"save\(\"([^\"]+)\"\)", text)
+    assert len(targets) >= 6
+    assert all(t.startswith(("out/", "results/")) for t in targets), targets
