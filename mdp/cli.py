@@ -19,6 +19,7 @@ import numpy as np
 
 from .cli_args import ArgumentParser, choose_metric, weak_privacy_message
 from .errors import MDPError
+from .estimate import LONG_WORK_SECONDS, build_seconds, describe_seconds
 from .plugins import COMMANDS
 
 
@@ -79,6 +80,10 @@ def cmd_build(args) -> int:
     weak = weak_privacy_message(space.distances, args.epsilon)
     if weak:
         warnings.warn(weak, UserWarning, stacklevel=1)
+    seconds = build_seconds(args.mechanism, space.n)
+    if seconds > LONG_WORK_SECONDS:
+        print(f"mdp build: estimated {describe_seconds(seconds)} for {args.mechanism} on "
+              f"n = {space.n} points", file=sys.stderr, flush=True)
     params = dict(args.param or [])
     if args.threads is not None:
         from .lp import set_threads
