@@ -337,3 +337,16 @@ def test_mdp_privatize_accepts_text_lines(space):
         assert privatize_inputs(mech, lines, rng=0, oov="keep") == lines
     with pytest.raises(ParameterError, match="'unknownzz'"):
         privatize_inputs(mech, lines, rng=0)
+
+
+def test_vocabulary_neighbours_in_one_query_give_the_same_words(monkeypatch):
+    """Large vocabularies query every word's neighbours at once: the same words come out."""
+    import text.vocabulary as vocabulary
+
+    emb = load_glove()
+    monkeypatch.setattr(vocabulary, "BATCH_NEIGHBOURS_MIN_QUERIES", 10**9)
+    one_by_one = sample_vocabulary(emb, 300, rng=4)
+    monkeypatch.setattr(vocabulary, "BATCH_NEIGHBOURS_MIN_QUERIES", 0)
+    batched = sample_vocabulary(emb, 300, rng=4)
+    assert batched.labels.tolist() == one_by_one.labels.tolist()
+    np.testing.assert_array_equal(batched.distances, one_by_one.distances)
