@@ -146,7 +146,7 @@ def read_checkins(path: str | os.PathLike, format: str = "snap") -> pd.DataFrame
         non-integer or out-of-range user id, non-numeric or out-of-range coordinates, bad time),
         or says the file is not readable (truncated or corrupt gzip data, a ``.gz`` name on
         data that is not gzip).
-    FileNotFoundError
+    mdp.errors.MissingFileError
         When ``path`` does not exist.
     """
     if format not in CHECKIN_FORMATS:

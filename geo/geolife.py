@@ -49,7 +49,7 @@ def find_plt_files(path: str | os.PathLike) -> list[tuple[str, str, Path]]:
 
     Raises
     ------
-    FileNotFoundError
+    mdp.errors.MissingFileError
         When ``path`` does not exist or holds no ``.plt`` file.
     """
     path = Path(path)

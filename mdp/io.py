@@ -231,7 +231,7 @@ def open_binary(path: str | os.PathLike, *, what: str = "file") -> io.BufferedRe
 
     Raises
     ------
-    FileNotFoundError
+    mdp.errors.MissingFileError
         No such file.
     FileFormatError
         A directory, a file that cannot be opened, or a ``*.gz`` name on data that is not gzip.
@@ -370,7 +370,7 @@ def read_npy(path: str | os.PathLike) -> np.ndarray:
 
     Raises
     ------
-    FileNotFoundError
+    mdp.errors.MissingFileError
         No such file.
     FileFormatError
         Not a ``.npy`` file, an object (pickled) array, or a size that disagrees with the header.
@@ -412,8 +412,8 @@ def read_npz(path: str | os.PathLike, *, required: Iterable[str] = (),
       silently different array; each array's byte count must match its ``.npy`` header;
     - ``required`` names must be present and, when ``allowed`` is given, no other name may be;
     - every failure is a :class:`~mdp.errors.FileFormatError` naming the file (and the array),
-      except a missing file, which is a :class:`FileNotFoundError`. Values are not checked
-      (shapes, dtypes, ranges are the caller's business).
+      except a missing file, which is a :class:`~mdp.errors.MissingFileError`. Values are not
+      checked (shapes, dtypes, ranges are the caller's business).
 
     Parameters
     ----------
@@ -427,7 +427,7 @@ def read_npz(path: str | os.PathLike, *, required: Iterable[str] = (),
 
     Raises
     ------
-    FileNotFoundError, FileFormatError
+    mdp.errors.MissingFileError, mdp.errors.FileFormatError
     """
     path = _existing_file(path, what)
     required = list(required)
@@ -544,7 +544,7 @@ def read_points_csv(path: str | os.PathLike, *, latlon: bool = False
 
     Raises
     ------
-    FileNotFoundError
+    mdp.errors.MissingFileError
         No such file.
     FileFormatError
         Naming the file and the line: unreadable or non-UTF-8 text, ragged lines, a
@@ -640,7 +640,7 @@ def load_points_csv(path: str | os.PathLike, metric: str = "euclidean"):
 
     Raises
     ------
-    FileNotFoundError, FileFormatError
+    mdp.errors.MissingFileError, mdp.errors.FileFormatError
         As :func:`read_points_csv`; also for points the space refuses (fewer than 2, repeated
         points with both line numbers, repeated labels), with the reason.
     """

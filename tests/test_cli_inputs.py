@@ -115,7 +115,7 @@ def test_privatize_planar_points(tmp_path, capsys, monkeypatch):
                      monkeypatch)
     assert code == 0, e
     space = mdp.load(mech2).space
-    table = {f"{lab},{x:.10g},{y:.10g}" for lab, (x, y) in zip(space.labels, space.points)}
+    table = {f"{lab},{x:.10g},{y:.10g}" for lab, (x, y) in zip(space.labels, space.points, strict=True)}
     assert o.splitlines()[0] == rows[0] and set(o.splitlines()[1:]) <= table
 
 

@@ -53,7 +53,7 @@ def lee_corpus_path() -> Path:
     ------
     ImportError
         gensim is missing (``pip install "mdp-toolkit[text]"``).
-    FileNotFoundError
+    mdp.errors.MissingFileError
         The gensim installation has no test data.
     """
     try:

@@ -332,7 +332,7 @@ def load_vectors(path: str | os.PathLike, *, format: str = "auto", limit: int | 
 
     Raises
     ------
-    FileNotFoundError
+    mdp.errors.MissingFileError
         No such file.
     ParameterError
         Unknown format or bad ``limit``.
