@@ -106,3 +106,24 @@ def test_data_tests_are_marked(request):
              if "shared_data" in getattr(item, "fixturenames", ())]
     assert all(item.get_closest_marker("data") for item in items)
     assert os.environ.get("MDP_REQUIRE_DATA", "") in ("", "0", "1")
+
+
+def test_experiments_say_they_need_the_real_data(monkeypatch, capsys, tmp_path):
+    """A quick experiment on the real data says so before it starts, and stops at once without
+    them, naming the experiment, the data and where to get them."""
+    import experiments.realdata as realdata
+    from mdp.cli import main
+
+    def absent():
+        raise DataNotFoundError("real data sets not found (looked in /nowhere). See "
+                                "docs/guide/data.md")
+
+    monkeypatch.setattr(realdata, "shared_data_dir", absent)
+    code = main(["experiment", "heatmaps", "--quick", "-o", str(tmp_path / "h")])
+    err = capsys.readouterr().err
+    assert code == 2 and "experiment heatmaps needs the Gowalla check-ins" in err
+    assert "docs/guide/data.md" in err and not (tmp_path / "h").exists()
+    path = realdata.real_data_file("federated", "x.txt.gz", "the Gowalla check-ins",
+                                   str(tmp_path / "given.txt"))
+    assert path == tmp_path / "given.txt"
+    assert "federated: reads the Gowalla check-ins from" in capsys.readouterr().err
