@@ -524,7 +524,8 @@ def pairwise_eps(matrix, distances, delta: float = 0.0, *, log: bool = False) ->
     return out
 
 
-def eps_tight(matrix, distances, delta: float = 0.0, *, log: bool = False) -> float:
+def eps_tight(matrix, distances, delta: float = 0.0, *, log: bool = False,
+              pair_log_ratios: np.ndarray | None = None) -> float:
     r"""A guaranteed upper bound of the smallest eps for which ``matrix`` is (eps, delta)-mDP.
 
     .. math:: \epsilon_{tight} = \max_{u \ne v} \min\{\epsilon \ge 0 :
@@ -553,6 +554,12 @@ def eps_tight(matrix, distances, delta: float = 0.0, *, log: bool = False) -> fl
         Symmetric, zero diagonal, positive off the diagonal.
     delta : float in [0, 1], default 0
     log : bool, keyword-only
+    pair_log_ratios : ndarray (n, n), optional, keyword-only
+        With ``delta > 0``: the upper bounds :func:`pair_log_ratios` gives for this very matrix
+        (``bounds="upper"``; the privacy certification computes them for the matrix it
+        returns, :class:`mdp.verification.Certification`), so that the ``n^3`` pass over the
+        triples is not made again. The result is the same float. Ignored for ``delta = 0``,
+        whose refinement needs the lower bounds too.
 
     Raises
     ------
@@ -561,7 +568,13 @@ def eps_tight(matrix, distances, delta: float = 0.0, *, log: bool = False) -> fl
     """
     A, D = _check_pair(matrix, distances, log)
     delta = check_probability(delta, "delta")
-    pure, E = _pure(A, D, log, refine=delta == 0.0)
+    if delta > 0.0 and pair_log_ratios is not None:
+        R_up = np.asarray(pair_log_ratios, dtype=float)
+        if R_up.shape != A.shape:
+            raise ParameterError(f"pair_log_ratios must have shape {A.shape}, got {R_up.shape}")
+        E = _levels(R_up, D, _up)
+    else:
+        pure, E = _pure(A, D, log, refine=delta == 0.0)
     if delta == 0.0:
         return pure
     n = A.shape[0]
