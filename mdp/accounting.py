@@ -580,9 +580,11 @@ def eps_tight(matrix, distances, delta: float = 0.0, *, log: bool = False,
     n = A.shape[0]
     with np.errstate(under="ignore"):
         Pm = np.exp(A) if log else A
-    us, vs = np.nonzero(~np.eye(n, dtype=bool))
-    bound = E[us, vs]
-    order = np.argsort(-bound, kind="stable")
+    # Pairs in decreasing order of their bound, as flat indices u * n + v of E (row-major, the
+    # order of the off-diagonal pairs; the diagonal's bounds are 0 and never visited, since
+    # only bounds above the running maximum >= 0 are): no n^2 index arrays of u and v.
+    bound = E.ravel()
+    order = np.argsort(np.negative(bound), kind="stable")
     best = 0.0
     step = max(256, int(2e6 // n))
     for s in range(0, len(order), step):
@@ -590,7 +592,7 @@ def eps_tight(matrix, distances, delta: float = 0.0, *, log: bool = False,
         if bound[idx[0]] <= best:
             break
         idx = idx[bound[idx] > best]
-        lv = _delta_levels(Pm, D, us[idx], vs[idx], delta, bound[idx], log)
+        lv = _delta_levels(Pm, D, idx // n, idx % n, delta, bound[idx], log)
         best = max(best, float(lv.max()))
     return best
 
