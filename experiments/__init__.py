@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 
+from mdp.cli_args import ArgumentParser
 from mdp.plugins import EXPERIMENTS
 
 __all__ = ["EXPERIMENTS", "load_experiment", "experiment_parser"]
@@ -29,7 +30,7 @@ def experiment_parser(name: str) -> argparse.ArgumentParser:
     """The full option parser of experiment ``name``: the common options ``--quick``,
     ``-o/--out``, ``--seed`` and ``--no-progress``, then the experiment's own."""
     module = load_experiment(name)
-    p = argparse.ArgumentParser(prog=f"mdp experiment {name}", description=module.DESCRIPTION)
+    p = ArgumentParser(prog=f"mdp experiment {name}", description=module.DESCRIPTION)
     p.add_argument("--quick", action="store_true", help="small, fast version")
     p.add_argument("-o", "--out", default=None, help=f"output directory (default results/{name})")
     p.add_argument("--seed", type=int, default=0, help="random seed of the experiment")

@@ -55,7 +55,9 @@ from geo.federated import (
     spatial_decomposition,
 )
 from geo.federated.data import NYC_BOX
-from mdp.io import atomic_write, atomic_write_text, shared_data_dir
+from mdp.io import atomic_write, atomic_write_text
+
+from .realdata import real_data_file
 
 DESCRIPTION = ("federated heatmaps (distributed DP + SecAgg): Bagdasaryan et al. 2022 Table 1 on "
                "Gowalla NYC")
@@ -80,6 +82,9 @@ SEED_TABLE1 = {
     "Adaptive hierarchical (ours)": (7.88, 340, 6.99, 1254, 7.02, 1244),
 }
 
+#: The Gowalla check-in file in the real data folder (docs/guide/data.md).
+GOWALLA_FILE = "gowalla_nyc_checkins.txt.gz"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=None,
@@ -90,7 +95,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard-size", type=int, default=10_000)
     parser.add_argument("--modulus-bits", type=int, default=32)
     parser.add_argument("--c", type=float, default=0.3, help="calibration c of eq. (7)")
-    parser.add_argument("--c-sweep", default="0.1,0.3,1", help="values of c for the sensitivity table")
+    parser.add_argument("--c-sweep", type=float, nargs="+", default=[0.1, 0.3, 1.0],
+                        help="values of c for the sensitivity table (spaces or commas)")
     parser.add_argument("--repeats", type=int, default=None, help="runs per setting (default 3, quick 1)")
     parser.add_argument("--emd-side", type=int, default=None, help="EMD grid side (default 128, quick 64)")
     parser.add_argument("--design", action="store_true",
@@ -217,8 +223,8 @@ def main(args) -> None:
     out = Path(args.out or "results/federated")
     repeats = args.repeats or (1 if quick else 3)
     emd_side = args.emd_side or (64 if quick else 128)
-    c_sweep = [float(x) for x in str(args.c_sweep).split(",") if x.strip()]
-    data = Path(args.data) if args.data else shared_data_dir() / "gowalla_nyc_checkins.txt.gz"
+    c_sweep = list(args.c_sweep)
+    data = real_data_file("federated", GOWALLA_FILE, "the Gowalla check-ins", args.data)
     t0 = time.perf_counter()
     df = read_checkins(data)
     truth = population_map(df["lat"].to_numpy(), df["lon"].to_numpy(), args.depth, smooth=args.smooth)
@@ -526,7 +532,7 @@ def design_study(args) -> None:
     out = Path(args.out or "results/federated")
     reps = args.design_repeats or (2 if quick else 6)
     weights = (1.0, 0.2) if quick else TEXTURE_WEIGHTS
-    data = Path(args.data) if args.data else shared_data_dir() / "gowalla_nyc_checkins.txt.gz"
+    data = real_data_file("federated", GOWALLA_FILE, "the Gowalla check-ins", args.data)
     t0 = time.perf_counter()
     df = read_checkins(data)
     truth = population_map(df["lat"].to_numpy(), df["lon"].to_numpy(), args.depth, smooth=args.smooth)

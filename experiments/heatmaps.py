@@ -40,7 +40,9 @@ from geo.heatmap import (
 )
 from geo.saliency import cc, kl, sim
 from mdp.emd import block_sum, emd_grid
-from mdp.io import atomic_write, atomic_write_text, shared_data_dir
+from mdp.io import atomic_write, atomic_write_text
+
+from .realdata import real_data_file
 
 DESCRIPTION = "DP heatmaps on Gowalla NYC: sparse EMD aggregation vs Laplace (Ghazi et al. 2023, Figs 1-2)"
 
@@ -277,7 +279,7 @@ def _claims(eps_sum: pd.DataFrame, delta_sum: pd.DataFrame) -> str:
 def main(args) -> None:
     out = Path(args.out or "results/heatmaps")
     cfg = _config(args)
-    data = Path(args.data) if args.data else shared_data_dir() / DATA_FILE
+    data = real_data_file("heatmaps", DATA_FILE, "the Gowalla check-ins", args.data)
     cells = load_cells(data, args.min_users)
     if not cells:
         raise ValueError(f"no cell of {data} has >= {args.min_users} users")

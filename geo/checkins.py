@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mdp.errors import FileFormatError, ParameterError
+from mdp.errors import FileFormatError, MissingFileError, ParameterError
 from mdp.io import open_binary, open_text
 
 __all__ = ["read_checkins", "CHECKIN_COLUMNS", "CHECKIN_FORMATS"]
@@ -146,14 +146,14 @@ def read_checkins(path: str | os.PathLike, format: str = "snap") -> pd.DataFrame
         non-integer or out-of-range user id, non-numeric or out-of-range coordinates, bad time),
         or says the file is not readable (truncated or corrupt gzip data, a ``.gz`` name on
         data that is not gzip).
-    FileNotFoundError
+    mdp.errors.MissingFileError
         When ``path`` does not exist.
     """
     if format not in CHECKIN_FORMATS:
         raise ParameterError(f"format must be one of {CHECKIN_FORMATS}, got {format!r}")
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no check-in file at {path}")
+        raise MissingFileError(f"no check-in file at {path}")
     fmt = _detect(path) if format == "auto" else format
     layout = _LAYOUTS[fmt]
     try:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mdp.errors import FileFormatError, ParameterError
+from mdp.errors import FileFormatError, MissingFileError, ParameterError
 from mdp.io import open_binary, open_text
 
 __all__ = ["read_plt", "iter_geolife", "read_geolife", "find_plt_files", "PLT_HEADER_LINES",
@@ -49,15 +49,15 @@ def find_plt_files(path: str | os.PathLike) -> list[tuple[str, str, Path]]:
 
     Raises
     ------
-    FileNotFoundError
+    mdp.errors.MissingFileError
         When ``path`` does not exist or holds no ``.plt`` file.
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"no Geolife data at {path}")
+        raise MissingFileError(f"no Geolife data at {path}")
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.suffix.lower() == ".plt")
     if not files:
-        raise FileNotFoundError(f"no .plt files under {path}")
+        raise MissingFileError(f"no .plt files under {path}")
     out = []
     for f in files:
         user = f.parent.parent.name if f.parent.name.lower() == "trajectory" else ""

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mdp.errors import FileFormatError
+from mdp.errors import FileFormatError, MissingFileError
 from mdp.io import atomic_write, open_binary
 from mdp.plugins import Command
 from mdp.resources import check_memory
@@ -40,19 +40,28 @@ HEATMAP_GRID_COPIES = 8
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``mdp heatmap`` options to ``parser``."""
-    parser.description = __doc__.split("\n\n")[0]
+    parser.description = (
+        "A DP heatmap of your points. Every user's points become one distribution of mass 1 on "
+        "a Delta x Delta grid over --bounds; their aggregate is released epsilon-DP per user "
+        "(Ghazi et al. 2023) and the PNG shows its Gaussian heatmap. Pass --bounds: bounds "
+        "taken from the data themselves are not private.")
     parser.add_argument("input", help="CSV with user,x,y[,weight] (or user,lon,lat) or a check-in log")
     parser.add_argument("--epsilon", type=float, required=True, help="privacy budget (pure DP per user)")
-    parser.add_argument("--delta-grid", type=int, default=256, help="grid side, a power of two (256)")
+    parser.add_argument("--delta-grid", type=int, default=256, metavar="DELTA",
+                        help="grid side Delta in cells, a power of two (default 256); a size, "
+                             "not the delta of (epsilon, delta)-DP")
     parser.add_argument("--bounds", type=float, nargs=4, metavar=("XMIN", "XMAX", "YMIN", "YMAX"),
                         help="grid extent (default: bounding box of the data, NOT private)")
-    parser.add_argument("--format", choices=["csv", "snap", "foursquare"], default="csv")
+    parser.add_argument("--format", choices=["csv", "snap", "foursquare"], default="csv",
+                        help="csv: user,x,y[,weight] or user,lon,lat with a header (default); "
+                             "snap / foursquare: an original check-in log")
     parser.add_argument("--w", type=int, default=20, help="cells kept per level (20)")
     parser.add_argument("--sigma", type=float, default=None,
                         help="Gaussian filter s.d. in unit-square units (default 2/Delta)")
     parser.add_argument("--origin", choices=["lower", "upper"], default="lower",
                         help="'upper' for image coordinates (y grows downwards)")
-    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=None,
+                        help="random seed of the DP noise (default: fresh OS entropy)")
     parser.add_argument("--save-npy", default=None, help="also save the DP distribution (.npy)")
     parser.add_argument("-o", "--output", required=True,
                         help="output PNG, or .html for an interactive map (lon/lat input)")
@@ -69,7 +78,7 @@ def read_points(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"input file not found: {path}")
+        raise MissingFileError(f"input file not found: {path}")
     if fmt != "csv":
         from .checkins import read_checkins
 

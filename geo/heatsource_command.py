@@ -31,14 +31,14 @@ from .heatsource import (
 __all__ = ["configure_parser", "run_cli"]
 
 
-def _positions(text: str) -> list[float]:
+def _position(text: str) -> float:
     try:
-        vals = [float(t) for t in text.split(",") if t.strip()]
+        value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--sources must be comma-separated numbers in (0, 1], got {text!r}") from None
-    if not vals or any(not 0 < v <= 1 for v in vals):
-        raise argparse.ArgumentTypeError(f"--sources must be comma-separated numbers in (0, 1], got {text!r}")
-    return vals
+        raise argparse.ArgumentTypeError(f"--sources must be numbers in (0, 1], got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"--sources must be numbers in (0, 1], got {text!r}")
+    return value
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -48,17 +48,21 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, default=100, help="source grid size (locations i/n)")
     parser.add_argument("--m", type=int, default=50, help="number of sensors (at j/m)")
     parser.add_argument("--T", type=float, default=0.05, help="mu * t (Gilbert & McMillan use mu = 1/2)")
-    parser.add_argument("--epsilon", type=float, default=1.0)
-    parser.add_argument("--delta", type=float, default=1e-3)
+    parser.add_argument("--epsilon", type=float, default=1.0,
+                        help="epsilon of each sensor's (epsilon, delta) local DP (default 1)")
+    parser.add_argument("--delta", type=float, default=1e-3,
+                        help="delta of each sensor's (epsilon, delta) local DP (default 1e-3)")
     parser.add_argument("--rule", choices=GAUSSIAN_RULES, default="analytic",
                         help="calibration used for the trials (default: analytic)")
     parser.add_argument("--sigma", type=float, default=None,
                         help="use this noise instead of a private calibration (non-private run)")
     parser.add_argument("--k", type=int, default=1, help="number of unit sources (1: at 0.5; else random)")
-    parser.add_argument("--sources", type=_positions, default=None,
-                        help="fixed source positions in (0,1], comma-separated (overrides --k)")
-    parser.add_argument("--trials", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sources", type=_position, nargs="+", default=None,
+                        help="fixed source positions in (0,1], separated by spaces or commas (overrides --k)")
+    parser.add_argument("--trials", type=int, default=10,
+                        help="independent noisy recoveries averaged in the report (default 10)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="random seed of the sources and the noise (default 0)")
     parser.add_argument("--plot", default=None, help="PNG file: f0 and f_hat of the first trial")
 
 

@@ -148,7 +148,7 @@ def snap_threshold_km(space: MetricSpace) -> float:
 
 
 def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap: bool = False,
-           max_snap_km: float | None = None) -> np.ndarray:
+           max_snap_km: float | None = None, names: list[str] | None = None) -> np.ndarray:
     """Indices of the space cells locations map to (step 1 of the module docstring).
 
     Parameters
@@ -165,13 +165,16 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
     max_snap_km : float > 0 or None
         Largest distance (km) to the nearest point of the space at which a location outside the
         space's cells is snapped; ``None``: :func:`snap_threshold_km`. Ignored with ``snap``.
+    names : list of str, optional
+        How messages name each location (default ``"location K"``, K counted from 1); the
+        ``mdp`` command passes ``"line K"``. Messages never repeat a location's coordinates.
 
     Raises
     ------
     mdp.errors.ParameterError
         For malformed coordinates, a non-geographic space, a location farther than
-        ``max_snap_km`` from every point (without ``snap``; the message names the location, its
-        distance and the options), or (``strict``) a location outside every cell of the space.
+        ``max_snap_km`` from every point (without ``snap``; the message names the location by
+        its position, its distance and the options), or (``strict``) a location outside every cell of the space.
     """
     pts = _check_geo_space(space)
     P = _check_latlon(latlon)
@@ -185,8 +188,8 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
     missing = np.flatnonzero(idx < 0)
     if missing.size and strict:
         k = int(missing[0])
-        raise ValueError(f"{missing.size} location(s) in no cell of the space (strict=True); "
-                         f"first: location {k} = {tuple(P[k].tolist())}")
+        raise ParameterError(f"{missing.size} location(s) in no cell of the space (strict=True); "
+                             f"first: {_name(names, k)}")
     if missing.size and not snap:
         limit = snap_threshold_km(space) if max_snap_km is None else check_positive(
             max_snap_km, "max_snap_km")
@@ -206,13 +209,20 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
             far = np.flatnonzero(near > limit)
             if far.size:
                 k = int(chunk[far[0]])
+                head = (f"{_name(names, k)} is {near[far[0]]:.3f} km from the nearest point of "
+                        "the mechanism's space, farther than ")
+                body = (f" = {limit:.3f} km; it is outside the area this mechanism covers. Build "
+                        "a mechanism on a space that covers it, raise ")
                 raise ParameterError(
-                    f"location {k} = {tuple(P[k].tolist())} is {near[far[0]]:.3f} km from the "
-                    f"nearest point of the mechanism's space, farther than max_snap_km = "
-                    f"{limit:.3f} km; it is outside the area this mechanism covers. Build a "
-                    "mechanism on a space that covers it, raise max_snap_km (--max-snap-km), or "
-                    "snap to the nearest point anyway with snap=True (--snap)")
+                    head + "max_snap_km" + body + "max_snap_km, or snap to the nearest point "
+                    "anyway with snap=True",
+                    cli_message=head + "--max-snap-km" + body + "--max-snap-km, or snap to the "
+                    "nearest point anyway with --snap")
     return idx
+
+
+def _name(names: list[str] | None, k: int) -> str:
+    return f"the location on {names[k]}" if names is not None else f"location {k + 1}"
 
 
 def privatize_locations(mech: Mechanism, latlon: ArrayLike, *, rng=None, strict: bool = False,
@@ -264,21 +274,28 @@ def parse_latlon_lines(lines: list[str]) -> np.ndarray:
                 raise ValueError
             lat, lon = float(parts[0]), float(parts[1])
         except ValueError:
-            raise ValueError(f"line {i + 1}: expected 'lat,lon' in degrees, got {line!r}") from None
+            raise ParameterError(f"line {i + 1}: expected 'lat,lon' in degrees") from None
         if not (math.isfinite(lat) and math.isfinite(lon) and abs(lat) <= 90 and abs(lon) <= 180):
-            raise ValueError(f"line {i + 1}: (lat, lon) out of range (|lat| <= 90, |lon| <= 180): {line!r}")
+            raise ParameterError(f"line {i + 1}: (lat, lon) out of range (|lat| <= 90, "
+                                 "|lon| <= 180)")
         out[i] = lat, lon
     return out
 
 
 def privatize_latlon_lines(mech: Mechanism, lines: list[str], *, rng=None, snap: bool = False,
-                           max_snap_km: float | None = None) -> list[str]:
+                           max_snap_km: float | None = None,
+                           line_numbers: list[int] | None = None) -> list[str]:
     """``mdp privatize`` on a geographic space: one ``"lat,lon"`` output line per input line.
 
     Each output is the centre of the sampled cell, printed with 6 decimals (0.1 m).
+    ``line_numbers`` (1-based, one per line) name the lines in messages (default: 1, 2, ...).
     """
     P = parse_latlon_lines(lines)
-    out = privatize_locations(mech, P, rng=rng, snap=snap, max_snap_km=max_snap_km)
+    rng = check_rng(rng)
+    numbers = line_numbers if line_numbers is not None else range(1, len(lines) + 1)
+    idx = locate(mech.space, P, snap=snap, max_snap_km=max_snap_km,
+                 names=[f"line {k}" for k in numbers])
+    out = np.asarray(mech.space.points)[mech.sample_indices(idx, rng)]
     return [f"{lat:.6f},{lon:.6f}" for lat, lon in out]
 
 
@@ -290,4 +307,5 @@ _LATLON_LINE = re.compile(r"^\s*[-+]?\d+(\.\d*)?\s*,\s*[-+]?\d+(\.\d*)?\s*$")
 
 #: ``mdp privatize`` input format: ``lat,lon`` lines on a geographic (haversine) space.
 LATLON_INPUT = InputFormat(accepts=_accepts_latlon,
-                           privatize=privatize_latlon_lines, options=("snap", "max_snap_km"))
+                           privatize=privatize_latlon_lines,
+                           options=("snap", "max_snap_km", "line_numbers"))

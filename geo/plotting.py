@@ -52,7 +52,7 @@ def draw_heatmap(ax, heat: np.ndarray, *, extent: tuple[float, float, float, flo
     nticks : int
         At most this many ticks per axis (keeps tick labels from overlapping).
     colorbar : bool
-        Draw the colour bar (scientific notation for small values).
+        Draw the colour bar (for small or large values, the power of ten is in its label).
     vmax : float, optional
         Upper end of the colour scale (default: the maximum of ``heat``).
 
@@ -60,7 +60,7 @@ def draw_heatmap(ax, heat: np.ndarray, *, extent: tuple[float, float, float, flo
     -------
     matplotlib.image.AxesImage
     """
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     xmin, xmax, ymin, ymax = extent
     shown = (xmin, xmax, ymin, ymax) if origin == "lower" else (xmin, xmax, ymax, ymin)
@@ -72,7 +72,11 @@ def draw_heatmap(ax, heat: np.ndarray, *, extent: tuple[float, float, float, flo
     ax.yaxis.set_major_locator(MaxNLocator(nticks))
     if colorbar:
         cb = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-        cb.set_label(colorbar_label)
-        cb.formatter.set_powerlimits((-2, 3))
+        # The power of ten goes into the label, not into matplotlib's offset text above the
+        # bar, where it collides with the axes' title.
+        top = float(vmax if vmax is not None else np.nanmax(heat)) if heat.size else 0.0
+        power = int(np.floor(np.log10(top))) if top > 0 and not 1e-2 <= top < 1e4 else 0
+        cb.formatter = FuncFormatter(lambda v, _: f"{v / 10.0 ** power:g}")
+        cb.set_label(colorbar_label + (f" (x 1e{power})" if power else ""))
         cb.update_ticks()
     return im

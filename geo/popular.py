@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from mdp.errors import FileFormatError
+from mdp.errors import FileFormatError, MissingFileError
 from mdp.io import read_npz
 from mdp.space import MetricSpace
 from mdp.validation import check_int, check_positive
@@ -68,7 +68,7 @@ def load_cell_counts(path: str | os.PathLike) -> tuple[pd.DataFrame, Grid]:
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no cell-count file at {path}")
+        raise MissingFileError(f"no cell-count file at {path}")
     data = read_npz(path, required=_NPZ_KEYS, what="cell-count file")
     for k in _NPZ_KEYS:
         if data[k].ndim != 1:
@@ -323,7 +323,7 @@ def space_from_spec(spec: str) -> MetricSpace:
     except ValueError:
         raise ValueError(f"space spec {spec!r}: N must be an integer, got {n_text!r}") from None
     if not Path(path).exists():
-        raise FileNotFoundError(f"space spec {spec!r}: no file or folder at {path}")
+        raise MissingFileError(f"space spec {spec!r}: no file or folder at {path}")
     if prefix == "geolife":
         return popular_cells(path, n=n)
     from .checkins import read_checkins

@@ -16,12 +16,15 @@ from .emd import emd, emd_1d, emd_downsampled, emd_grid
 from .errors import (
     AccuracyWarning,
     BuildError,
+    DataNotFoundError,
     FileFormatError,
     MDPError,
+    MissingFileError,
     ParameterError,
     ParameterTypeError,
     SolverError,
     SolverTimeout,
+    UnknownInputError,
 )
 from .lower_bound import LowerBound, lower_bound, lower_bounds
 from .mechanism import Mechanism, load
@@ -36,5 +39,6 @@ __all__ = [
     "calibrate", "eps_tight", "loss", "row_losses", "lower_bound", "lower_bounds", "LowerBound",
     "certify", "PrivacyError", "emd", "emd_1d", "emd_grid", "emd_downsampled", "__version__",
     "MDPError", "ParameterError", "ParameterTypeError", "FileFormatError", "SolverError",
-    "SolverTimeout", "BuildError", "AccuracyWarning",
+    "SolverTimeout", "BuildError", "AccuracyWarning", "UnknownInputError", "MissingFileError",
+    "DataNotFoundError",
 ]

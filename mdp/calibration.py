@@ -14,6 +14,7 @@ families get slower as epsilon grows).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -158,7 +159,9 @@ class CalibrationSearch:
 
 
 def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: float = 0.0,
-              rtol: float = 1e-3, max_builds: int = 40, rng=None, **params) -> Mechanism:
+              rtol: float = 1e-3, max_builds: int = 40, rng=None,
+              on_build: Callable[[int, float, float], None] | None = None,
+              **params) -> Mechanism:
     """The mechanism ``name`` at the largest epsilon with ``eps_tight(delta) <= target``.
 
     Parameters
@@ -175,6 +178,8 @@ def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: 
     max_builds : int, default 40
     rng, **params
         Passed to :func:`mdp.build`.
+    on_build : callable, optional
+        Called after each build as ``on_build(builds, epsilon, eps_tight)`` (progress).
 
     Returns
     -------
@@ -195,21 +200,26 @@ def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: 
     rtol = check_positive(rtol, "rtol")
     max_builds = check_int(max_builds, "max_builds", low=1)
     search = CalibrationSearch(target, rtol, max_builds)
-    built: dict[float, Mechanism] = {}
+    # Only the build that would be returned so far is kept (the largest eps_tight within the
+    # target; ties: the larger epsilon): one n x n matrix in memory, not one per build.
+    best_key, best = None, None
     while search.phase is not Phase.DONE:
         eps = search.next_epsilon()
         mech = build(name, space, eps, rng=rng, **params)
-        built[eps] = mech
-        search.record(eps, mech.eps_tight(delta))
-    if search.lo is None:
+        level = mech.eps_tight(delta)
+        search.record(eps, level)
+        if level <= target and (best_key is None or (level, eps) > best_key):
+            best_key, best = (level, eps), mech
+        del mech
+        if on_build is not None:
+            on_build(len(search.trials), eps, level)
+    if search.lo is None or best is None:
         raise BuildError(f"calibrate({name!r}, n={space.n}): no epsilon reached eps_tight <= "
                          f"{target:g} (delta={delta:g}) in {max_builds} builds; smallest "
                          f"eps_tight seen {min(et for _, et in search.trials):.6g}")
     # For a family whose eps_tight is monotone in epsilon this is the bracket's end ``lo``; for
     # one that is not (ConstOPTMech keeps the best of its lambdas), an earlier build is closer.
-    _, eps_best = max((et, eps) for eps, et in search.trials if et <= target)
-    best = built[eps_best]
     best.stats["calibration"] = {"target_eps_tight": target, "delta": delta,
                                  "builds": len(search.trials), "epsilon": best.epsilon,
-                                 "eps_tight": best.eps_tight(delta), "trials": search.trials}
+                                 "eps_tight": best_key[0], "trials": search.trials}
     return best

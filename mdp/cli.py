@@ -17,7 +17,9 @@ import warnings
 
 import numpy as np
 
-from .errors import MDPError
+from .cli_args import ArgumentParser, choose_metric, weak_privacy_message
+from .errors import MDPError, ParameterError
+from .estimate import LONG_WORK_SECONDS, build_seconds, describe_seconds
 from .plugins import COMMANDS
 from .release import SEED_WARNING, output_line
 from .threads import check_threads, use_threads
@@ -46,13 +48,6 @@ THREADS_HELP = ("threads of the numeric pools (HiGHS, BLAS, numba): 'auto' (defa
                 "from the CPUs other processes leave free and its step's size; N fixes every pool")
 
 
-def _float_list(text: str) -> list[float]:
-    try:
-        return [float(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
-
-
 def _length_km(text: str) -> float:
     """``500m``, ``0.5km``, ``2 km`` -> km (a unit is required: metres or kilometres)."""
     t = text.strip().lower().replace(" ", "")
@@ -72,16 +67,16 @@ def _build_epsilon(args, space) -> float:
     """``--epsilon``, or ``--level L --radius R`` on a km space: ``L / R`` (Location Guard)."""
     if args.radius is None and args.level is None:
         if args.epsilon is None:
-            raise ValueError("give --epsilon, or --radius and --level for a location space")
+            raise ParameterError("give --epsilon, or --radius and --level for a location space")
         return args.epsilon
     if args.epsilon is not None or args.radius is None or args.level is None:
-        raise ValueError("give either --epsilon or both --radius and --level "
+        raise ParameterError("give either --epsilon or both --radius and --level "
                          f"(got --epsilon {args.epsilon}, --radius {args.radius}, --level {args.level})")
     if space.metric != "haversine":
-        raise ValueError(f"--radius/--level need a location space (--metric haversine, km), got "
+        raise ParameterError(f"--radius/--level need a location space (--metric haversine, km), got "
                          f"metric {space.metric!r}; use --epsilon")
     if not (np.isfinite(args.level) and args.level > 0):
-        raise ValueError(f"--level must be a positive number, got {args.level}")
+        raise ParameterError(f"--level must be a positive number, got {args.level}")
     return args.level / args.radius
 
 
@@ -98,11 +93,33 @@ def cmd_list(args) -> int:
     return 0
 
 
-def cmd_build(args) -> int:
-    from .registry import build
+def _metric(args) -> str | None:
+    """The metric of ``--space`` as the user wrote the file (a ``lat,lon`` header means
+    haversine unless ``--metric`` says otherwise); an inferred choice is said on stderr."""
+    choice = choose_metric(args.space, args.metric)
+    if choice.message():
+        print(f"mdp: {choice.message()}", file=sys.stderr)
+    return choice.metric
+
+
+def _space(args):
     from .spaces import load_space
 
-    space = load_space(args.space, metric=args.metric)
+    metric = _metric(args)
+    return load_space(args.space, metric=metric), metric
+
+
+def cmd_build(args) -> int:
+    from .registry import build
+
+    space, _ = _space(args)
+    weak = weak_privacy_message(space.distances, args.epsilon)
+    if weak:
+        warnings.warn(weak, UserWarning, stacklevel=1)
+    seconds = build_seconds(args.mechanism, space.n)
+    if seconds > LONG_WORK_SECONDS:
+        print(f"mdp build: estimated {describe_seconds(seconds)} for {args.mechanism} on "
+              f"n = {space.n} points", file=sys.stderr, flush=True)
     params = dict(args.param or [])
     with _lp_progress(not args.no_progress and sys.stderr.isatty()):
         mech = build(args.mechanism, space, _build_epsilon(args, space), rng=args.seed,
@@ -159,14 +176,15 @@ def _lp_progress(show: bool):
 
 
 def _read_inputs(args) -> list[str]:
+    """Input lines: each positional input is a line, else every line of stdin (blank ones too)."""
     if args.inputs == ["-"] or not args.inputs:
-        return [line.rstrip("\n") for line in sys.stdin if line.strip()]
+        return [line.rstrip("\r\n") for line in sys.stdin]
     return list(args.inputs)
 
 
 def cmd_privatize(args) -> int:
+    from .input_lines import privatize_lines
     from .mechanism import load
-    from .privatize import privatize_inputs
 
     if args.users is not None:
         # a whole user,lat,lon file: the location package's per-user release (a plugin command)
@@ -177,8 +195,8 @@ def cmd_privatize(args) -> int:
     if args.budget is not None or args.output is not None:
         raise ValueError("--budget and --output go with --users FILE.csv")
     mech = load(args.file)
-    lines = privatize_inputs(mech, _read_inputs(args), rng=args.seed, snap=args.snap,
-                             max_snap_km=args.max_snap_km, oov=args.oov)
+    lines = privatize_lines(mech, _read_inputs(args), rng=args.seed, snap=args.snap,
+                            max_snap_km=args.max_snap_km, oov=args.oov)
     if mech.space.metric == "haversine" and not args.snap and sys.stderr.isatty():
         print("mdp: lat,lon inputs farther than --max-snap-km from every point of the space "
               "are refused (--snap accepts them)", file=sys.stderr)
@@ -200,9 +218,8 @@ def cmd_eps(args) -> int:
 
 def cmd_lower_bound(args) -> int:
     from .lower_bound import lower_bound
-    from .spaces import load_space
 
-    space = load_space(args.space, metric=args.metric)
+    space, _ = _space(args)
     lb = lower_bound(space, args.epsilon, delta=args.delta)
     record = {"space": args.space, "n": space.n, "metric": space.metric, "epsilon": lb.epsilon,
               "delta": lb.delta, "lower_bound": lb.value, "packing_size": lb.c,
@@ -221,7 +238,7 @@ def cmd_lower_bound(args) -> int:
 def cmd_curves(args) -> int:
     from .curves import run_curves
 
-    run_curves(space_spec=args.space, metric=args.metric, mechanisms=args.mechanisms, eps_tight=args.eps_tight,
+    run_curves(space_spec=args.space, metric=_metric(args), mechanisms=args.mechanisms, eps_tight=args.eps_tight,
                delta=args.delta, q=args.q, out_dir=args.output, seed=args.seed,
                progress=not args.no_progress)
     return 0
@@ -229,7 +246,10 @@ def cmd_curves(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``mdp`` parser: built-in subcommands, then the plugin commands."""
-    parser = argparse.ArgumentParser(prog="mdp", description="Metric differential privacy toolkit")
+    from . import __version__
+
+    parser = ArgumentParser(prog="mdp", description="Metric differential privacy toolkit")
+    parser.add_argument("--version", action="version", version=f"mdp-toolkit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("list", help="list registered mechanisms with their parameters")
@@ -307,11 +327,13 @@ def build_parser() -> argparse.ArgumentParser:
                        "(Imola et al. 2022, Figure 1)")
     p.add_argument("--space", default=None, help=space_help + " (default: the embedded glove:50:0)")
     p.add_argument("--metric", default=None, help=metric_help)
-    p.add_argument("--mechanisms", nargs="+", default=None,
-                   help="families to compare (default: every applicable family cheap enough "
-                        "for the space's size; the output lists those left out)")
-    p.add_argument("--eps-tight", type=_float_list, default=None,
-                   help="comma-separated eps_tight targets (default: 10 spanning the space's scale)")
+    p.add_argument("--mechanisms", nargs="+", default=None, metavar="NAME",
+                   help="families to compare, separated by spaces or commas (default: every "
+                        "applicable family cheap enough for the space's size; the output lists "
+                        "those left out)")
+    p.add_argument("--eps-tight", type=float, nargs="+", default=None, metavar="EPS",
+                   help="eps_tight targets, separated by spaces or commas (default: 10 spanning "
+                        "the space's scale)")
     p.add_argument("--delta", type=float, default=1e-3, help="delta of eps_tight (default 1e-3)")
     p.add_argument("--q", type=float, default=0.95, help="loss quantile L_q (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="random seed of randomised builds (default 0)")
@@ -358,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except (MDPError, ValueError, TypeError, KeyError, OSError, RuntimeError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        msg = getattr(exc, "cli_message", None) or msg
         print(f"mdp: error: {msg}", file=sys.stderr)
         return 2
 

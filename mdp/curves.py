@@ -12,6 +12,9 @@ beside the ``L_q`` curves, and so does the plot (a quantile loss may dip below i
 
 from __future__ import annotations
 
+import contextlib
+import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -24,6 +27,13 @@ from .accounting import loss
 from .calibration import calibrate
 from .curves_scale import run_scale_curves
 from .errors import ParameterError
+from .estimate import (
+    DEFAULT_COSTS,
+    LONG_WORK_SECONDS,
+    CostModel,
+    curves_seconds,
+    describe_seconds,
+)
 from .io import atomic_write_text
 from .lower_bound import lower_bounds
 from .plotting import finish_and_save
@@ -143,26 +153,10 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
     names, _ = plan_families(space, mechanisms)
     targets = default_targets(space) if targets is None else np.array(
         [check_positive(t, "eps_tight target") for t in targets])
-    rows = []
     tasks = [(name, float(t)) for name in names for t in targets]
-    for name, t in tqdm(tasks, desc="calibrating", disable=not progress, unit="point"):
-        t0 = time.perf_counter()
-        try:
-            mech = calibrate(name, space, t, delta=delta, rng=seed, threads=threads)
-        except (RuntimeError, ValueError) as exc:
-            # One failed point (an LP the solver could not finish, a refused matrix) must not
-            # discard the rest of the curve: it is recorded with its reason and reported.
-            warnings.warn(f"{name} at eps_tight {t:g} failed: {exc}", stacklevel=2)
-            rows.append({"mechanism": name, "target_eps_tight": t, "eps_tight": np.nan,
-                         "epsilon": np.nan, "loss_q": np.nan, "loss_max": np.nan, "builds": 0,
-                         "seconds": time.perf_counter() - t0, "guarantee": "failed",
-                         "error": str(exc)})
-            continue
-        cal = mech.stats["calibration"]
-        rows.append({"mechanism": name, "target_eps_tight": t, "eps_tight": cal["eps_tight"],
-                     "epsilon": mech.epsilon, "loss_q": mech.loss(q), "loss_max": mech.loss(),
-                     "builds": cal["builds"], "seconds": time.perf_counter() - t0,
-                     "guarantee": mech.stats["privacy"].get("guarantee", "matrix"), "error": ""})
+    bar = tqdm(tasks, desc="calibrating", disable=not progress, unit="point")
+    with _heartbeat(bar, HEARTBEAT_SECONDS if progress else None):
+        rows = _calibrated_rows(space, bar, delta=delta, q=q, seed=seed, threads=threads)
     base = baseline_curves(space, targets, q=q, delta=delta)
     for r in base.itertuples(index=False):
         bound = r.mechanism == "lower_bound"
@@ -174,9 +168,73 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
     return pd.DataFrame(rows)
 
 
+#: Seconds between refreshes of the progress bar while one point is being calibrated (its
+#: elapsed time and the build it is on keep moving even when one point takes minutes).
+HEARTBEAT_SECONDS = 2.0
+
+
+@contextlib.contextmanager
+def _heartbeat(bar, seconds: float | None):
+    """Refresh ``bar`` every ``seconds`` from a background thread (None: not at all)."""
+    if seconds is None or bar.disable:
+        try:
+            yield
+        finally:
+            bar.close()
+        return
+    stop = threading.Event()
+
+    def beat():
+        while not stop.wait(seconds):
+            bar.refresh()
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        bar.close()
+
+
+def _calibrated_rows(space: MetricSpace, bar, *, delta: float, q: float, seed: int,
+                     threads=None) -> list[dict]:
+    """One row per (family, target) of ``bar``'s tasks; the bar says which build is running."""
+    rows = []
+    for name, t in bar:
+        bar.set_postfix_str(f"{name} at {t:g}", refresh=False)
+
+        def on_build(builds: int, eps: float, level: float, name=name, t=t) -> None:
+            bar.set_postfix_str(f"{name} at {t:g}: build {builds}, eps_tight {level:.4g}")
+
+        t0 = time.perf_counter()
+        try:
+            mech = calibrate(name, space, t, delta=delta, rng=seed, on_build=on_build,
+                             threads=threads)
+        except (RuntimeError, ValueError) as exc:
+            # One failed point (an LP the solver could not finish, a refused matrix) must not
+            # discard the rest of the curve: it is recorded with its reason and reported.
+            warnings.warn(f"{name} at eps_tight {t:g} failed: {exc}", stacklevel=3)
+            rows.append({"mechanism": name, "target_eps_tight": t, "eps_tight": np.nan,
+                         "epsilon": np.nan, "loss_q": np.nan, "loss_max": np.nan, "builds": 0,
+                         "seconds": time.perf_counter() - t0, "guarantee": "failed",
+                         "error": str(exc)})
+            continue
+        cal = mech.stats["calibration"]
+        rows.append({"mechanism": name, "target_eps_tight": t, "eps_tight": cal["eps_tight"],
+                     "epsilon": mech.epsilon, "loss_q": mech.loss(q), "loss_max": mech.loss(),
+                     "builds": cal["builds"], "seconds": time.perf_counter() - t0,
+                     "guarantee": mech.stats["privacy"].get("guarantee", "matrix"), "error": ""})
+    return rows
+
+
 def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float = 0.95,
-                delta: float = 1e-3) -> Path:
-    """PNG in the paper's Figure 1 layout: L_q versus eps_tight, one line per mechanism."""
+                delta: float = 1e-3, unit: str | None = None) -> Path:
+    """PNG in the paper's Figure 1 layout: L_q versus eps_tight, one line per mechanism.
+
+    ``unit`` names the unit of distance (``"km"`` for haversine spaces); None: "unit of
+    distance"."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -199,17 +257,20 @@ def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float
     targets = df["target_eps_tight"].to_numpy(dtype=float)
     if targets.size and targets.min() > 0 and targets.max() / targets.min() > 10:
         ax.set_xscale("log")  # the informative part is the low-eps end
-    ax.set_xlabel(rf"$\epsilon_{{tight}}$ ($\delta$ = {delta:g}) (per unit of distance)")
-    ax.set_ylabel(rf"$L_{{{q:g}}}$ (expected distance)")
+    ax.set_xlabel(rf"$\epsilon_{{tight}}$ ($\delta$ = {delta:g}) (per {unit or 'unit of distance'})")
+    ax.set_ylabel(rf"$L_{{{q:g}}}$ (expected distance{', ' + unit if unit else ''})")
     return finish_and_save(fig, ax, title, path)
 
 
 def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = None, eps_tight=None, *,
                metric: str | None = None, delta: float = 1e-3, q: float = 0.95, out_dir: str | Path = "results/curves",
-               seed: int = 0, progress: bool = True, threads=None) -> pd.DataFrame:
+               seed: int = 0, progress: bool = True, threads=None,
+               costs: CostModel = DEFAULT_COSTS) -> pd.DataFrame:
     """``mdp curves``: compute, write ``curves.csv`` / ``curves.md`` / ``curves.png``, print a table.
 
-    ``threads``: every build's thread knob (:func:`loss_curves`).
+    ``threads``: every build's thread knob (:func:`loss_curves`). A run that ``costs``
+    (:mod:`mdp.estimate`) puts above ``LONG_WORK_SECONDS`` is announced on stderr with its
+    estimate before it starts.
 
     The printed summary and ``curves.md`` list the families that ran, those left out (with the
     reason: not applicable, or too costly for the space's size by default) and every failed
@@ -227,6 +288,13 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
         return run_scale_curves(space, spec, mechanisms, eps_tight, q=q, out_dir=out_dir,
                                 seed=seed)
     ran, left_out = plan_families(space, mechanisms)
+    n_targets = len(default_targets(space)) if eps_tight is None else len(eps_tight)
+    estimate = curves_seconds(ran, space.n, n_targets, costs)
+    if sum(estimate.values()) > LONG_WORK_SECONDS:
+        parts = ", ".join(f"{name} {describe_seconds(s)}" for name, s in estimate.items())
+        print(f"mdp curves: estimated {describe_seconds(sum(estimate.values()))} for n = "
+              f"{space.n} points and {n_targets} target(s) ({parts}); progress follows",
+              file=sys.stderr, flush=True)
     df = loss_curves(space, ran, eps_tight, delta=delta, q=q, seed=seed, progress=progress,
                      threads=threads)
     out = Path(out_dir)
@@ -246,7 +314,8 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
     summary_text = "\n".join(summary)
     atomic_write_text(out / "curves.md", summary_text + "\n\n" + f"L_{q:g} by eps_tight target "
                       f"(delta = {delta:g}):\n\n" + table.to_markdown(floatfmt=".4g") + "\n")
-    plot_curves(df, out / "curves.png", title=f"{spec} (n={space.n})", q=q, delta=delta)
+    plot_curves(df, out / "curves.png", title=f"{spec} (n={space.n})", q=q, delta=delta,
+                unit="km" if space.metric == "haversine" else None)
     print(summary_text)
     print()
     print(table.round(4).to_string())

@@ -3,13 +3,16 @@
 Every error the toolkit raises for a user's input, a file, a solver or a privacy check is one of
 these, so callers can catch a kind of failure without parsing messages. Each also derives from
 the built-in exception a Python user would expect (``ValueError``, ``TypeError``,
-``RuntimeError``), so ``except ValueError`` keeps working.
+``RuntimeError``, ``KeyError``, ``FileNotFoundError``), so ``except ValueError`` keeps working.
 
 ==========================  =================================================================
 type                        raised when
 ==========================  =================================================================
 :class:`ParameterError`     a parameter has a bad value (the message names it and the value)
 :class:`ParameterTypeError` a parameter has the wrong type
+:class:`UnknownInputError`  an input, label, name or index the space / registry does not hold
+:class:`MissingFileError`   a file or folder the user named does not exist
+:class:`DataNotFoundError`  the real data sets (Geolife, Gowalla) are not on this machine
 :class:`FileFormatError`    a file cannot be read or is not what it claims (names file, line)
 :class:`PrivacyError`       a matrix violates the guarantee it claims and cannot be repaired
 :class:`SolverError`        an LP or cone solver returned no usable optimum
@@ -26,12 +29,26 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["MDPError", "ParameterError", "ParameterTypeError", "FileFormatError", "PrivacyError",
+__all__ = ["MDPError", "ParameterError", "ParameterTypeError", "UnknownInputError",
+           "MissingFileError", "DataNotFoundError", "FileFormatError", "PrivacyError",
            "SolverError", "SolverTimeout", "BuildError", "ResourceLimitError", "AccuracyWarning"]
 
 
 class MDPError(Exception):
-    """Base class of every error the toolkit raises on purpose."""
+    """Base class of every error the toolkit raises on purpose.
+
+    Parameters
+    ----------
+    *args
+        The message (as for ``Exception``).
+    cli_message : str, optional
+        The same message in command-line terms (``--oov mask`` rather than ``oov='mask'``),
+        which the ``mdp`` command prints instead of the message.
+    """
+
+    def __init__(self, *args, cli_message: str | None = None):
+        super().__init__(*args)
+        self.cli_message = cli_message
 
 
 class ParameterError(MDPError, ValueError):
@@ -40,6 +57,27 @@ class ParameterError(MDPError, ValueError):
 
 class ParameterTypeError(ParameterError, TypeError):
     """A parameter has the wrong type; the message names the parameter and the type."""
+
+
+class UnknownInputError(ParameterError, KeyError):
+    """An input the space or registry does not hold: an unknown label, name or mechanism family,
+    or an index out of range. Also a ``KeyError`` (a lookup that failed) and a ``ValueError``."""
+
+    def __str__(self) -> str:
+        # KeyError's str() quotes its argument; the message is for people, so print it plainly.
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
+
+class MissingFileError(MDPError, FileNotFoundError):
+    """A file or folder the user named does not exist (the message names the path)."""
+
+
+class DataNotFoundError(MissingFileError):
+    """The real data sets (Geolife, Gowalla check-ins) are not on this machine.
+
+    The message lists each folder looked in once and says where to get the data
+    (``$MDP_DATA_DIR``, docs/guide/data.md).
+    """
 
 
 class FileFormatError(MDPError, ValueError):

@@ -2,7 +2,8 @@
 
 Every reader here maps every way a file can be broken (truncated, bit-flipped, not the format
 its name says, wrong types inside) to :class:`mdp.errors.FileFormatError`, whose message names
-the file and, for text, the line. A missing file is a :class:`FileNotFoundError` naming the path.
+the file and, for text, the line. A missing file is a :class:`~mdp.errors.MissingFileError` (a
+``FileNotFoundError``) naming the path.
 
 =============================  ===============================================================
 function                       reads
@@ -40,10 +41,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import FileFormatError, ResourceLimitError
+from .errors import (
+    DataNotFoundError,
+    FileFormatError,
+    MissingFileError,
+    ResourceLimitError,
+)
 from .resources import check_memory, distance_matrix_bytes, format_bytes
 
-__all__ = ["atomic_write", "atomic_write_text", "shared_data_dir", "read_npz", "read_npy",
+__all__ = ["atomic_write", "atomic_write_text", "shared_data_dir", "latlon_columns", "read_npz", "read_npy",
            "npz_json", "open_text", "open_binary", "read_points_csv", "load_points_csv",
            "file_errors", "current_umask"]
 
@@ -135,12 +141,14 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 def shared_data_dir() -> Path:
     """Directory of the real data sets (never shipped in the package).
 
-    ``$MDP_DATA_DIR`` when set, else ``../shared/data`` beside the project checkout.
+    ``$MDP_DATA_DIR`` when set, else ``../shared/data`` beside the project checkout (or beside
+    the working directory).
 
     Raises
     ------
-    FileNotFoundError
-        When neither exists (the message says how to point at the data).
+    mdp.errors.DataNotFoundError
+        When none exists (also a ``FileNotFoundError``); the message lists each folder looked in
+        once and says where to get the data.
     """
     env = os.environ.get("MDP_DATA_DIR")
     candidates = [Path(env)] if env else []
@@ -149,17 +157,23 @@ def shared_data_dir() -> Path:
     for c in candidates:
         if c.is_dir():
             return c
-    raise FileNotFoundError(
-        "shared data directory not found: set MDP_DATA_DIR to the folder holding "
-        "geolife_beijing_cells_0p005.npz and gowalla_nyc_checkins.txt.gz "
-        f"(looked in {', '.join(str(c) for c in candidates)})")
+    looked = list(dict.fromkeys(str(c) for c in candidates))
+    raise DataNotFoundError(
+        f"real data sets not found (looked in {', '.join(looked)}). {DATA_HOWTO}")
+
+
+#: Where the real data sets come from and how to point the toolkit at them (for messages).
+DATA_HOWTO = ("The Geolife and Gowalla data are not shipped with the toolkit: download Geolife "
+              "Trajectories 1.3 (Microsoft Research) and SNAP's loc-gowalla check-ins, put "
+              "geolife_beijing_cells_0p005.npz and gowalla_nyc_checkins.txt.gz in a folder and "
+              "set MDP_DATA_DIR to it (see docs/guide/data.md)")
 
 
 # -- common checks ------------------------------------------------------------------------------
 def _existing_file(path: str | os.PathLike, what: str = "file") -> Path:
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"no {what} at {path}")
+        raise MissingFileError(f"no {what} at {path}")
     if path.is_dir():
         raise FileFormatError(path, f"is a directory, expected a {what}")
     if not path.is_file():      # a FIFO would block the reader forever, a device never ends
@@ -226,7 +240,7 @@ def open_binary(path: str | os.PathLike, *, what: str = "file") -> io.BufferedRe
 
     Raises
     ------
-    FileNotFoundError
+    mdp.errors.MissingFileError
         No such file.
     FileFormatError
         A directory, a file that cannot be opened, or a ``*.gz`` name on data that is not gzip.
@@ -365,7 +379,7 @@ def read_npy(path: str | os.PathLike) -> np.ndarray:
 
     Raises
     ------
-    FileNotFoundError
+    mdp.errors.MissingFileError
         No such file.
     FileFormatError
         Not a ``.npy`` file, an object (pickled) array, or a size that disagrees with the header.
@@ -408,8 +422,8 @@ def read_npz(path: str | os.PathLike, *, required: Iterable[str] = (),
       silently different array; each array's byte count must match its ``.npy`` header;
     - ``required`` names must be present and, when ``allowed`` is given, no other name may be;
     - every failure is a :class:`~mdp.errors.FileFormatError` naming the file (and the array),
-      except a missing file, which is a :class:`FileNotFoundError`. Values are not checked
-      (shapes, dtypes, ranges are the caller's business).
+      except a missing file, which is a :class:`~mdp.errors.MissingFileError`. Values are not
+      checked (shapes, dtypes, ranges are the caller's business).
 
     Parameters
     ----------
@@ -429,7 +443,7 @@ def read_npz(path: str | os.PathLike, *, required: Iterable[str] = (),
 
     Raises
     ------
-    FileNotFoundError, FileFormatError
+    mdp.errors.MissingFileError, mdp.errors.FileFormatError
     mdp.errors.ResourceLimitError
         The declared sizes are above ``max_memory`` (nothing was read).
     """
@@ -551,7 +565,7 @@ def read_points_csv(path: str | os.PathLike, *, latlon: bool = False
 
     Raises
     ------
-    FileNotFoundError
+    mdp.errors.MissingFileError
         No such file.
     FileFormatError
         Naming the file and the line: unreadable or non-UTF-8 text, ragged lines, a
@@ -565,7 +579,9 @@ _LAT_NAMES = ("lat", "latitude")
 _LON_NAMES = ("lon", "lng", "long", "longitude")
 
 
-def _latlon_columns(header) -> list[int] | None:
+def latlon_columns(header) -> list[int] | None:
+    """Positions ``[lat, lon]`` of the latitude and longitude columns named in ``header``
+    (``lat``/``latitude`` and ``lon``/``lng``/``long``/``longitude``, any case), or None."""
     low = [str(h).strip().lower() for h in header]
     lat = [i for i, h in enumerate(low) if h in _LAT_NAMES]
     lon = [i for i, h in enumerate(low) if h in _LON_NAMES]
@@ -602,7 +618,7 @@ def _read_points(path, latlon: bool):
         raise FileFormatError(path, "no points (no non-blank line)")
     has_header = bool(np.all(np.isnan(_numbers(cells[0]))))
     if has_header:
-        order = _latlon_columns(cells[0]) if latlon else None
+        order = latlon_columns(cells[0]) if latlon else None
         if order is not None:
             rest = [c for c in range(cells.shape[1]) if c not in order]
             cells = cells[:, rest[:1] + order]
@@ -649,7 +665,7 @@ def load_points_csv(path: str | os.PathLike, metric: str = "euclidean", *,
 
     Raises
     ------
-    FileNotFoundError, FileFormatError
+    mdp.errors.MissingFileError, mdp.errors.FileFormatError
         As :func:`read_points_csv`; also for points the space refuses (fewer than 2, repeated
         points with both line numbers, repeated labels), with the reason.
     mdp.errors.ResourceLimitError

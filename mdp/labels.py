@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import UnknownInputError
+
 __all__ = ["LabelIndex"]
 
 
@@ -24,8 +26,9 @@ class LabelIndex:
 
         Raises
         ------
-        KeyError
-            For an unknown label (the message names it).
+        mdp.errors.UnknownInputError
+            For an unknown label or an index out of range (the message names it; also a
+            ``KeyError``).
         """
         scalar = np.ndim(x) == 0
         xs = np.atleast_1d(np.asarray(x, dtype=object if self.labels is not None else None))
@@ -33,9 +36,9 @@ class LabelIndex:
             try:
                 idx = xs.astype(np.int64)
             except (TypeError, ValueError):
-                raise KeyError(f"this space has no labels; inputs must be indices 0..{self.n - 1}, got {x!r}") from None
+                raise UnknownInputError(f"this space has no labels; inputs must be indices 0..{self.n - 1}, got {x!r}") from None
             if np.any(idx != xs.astype(float)) if xs.dtype.kind == "f" else False:
-                raise KeyError(f"indices must be integers, got {x!r}")
+                raise UnknownInputError(f"indices must be integers, got {x!r}")
         else:
             if self._index is None:
                 self._index = {str(lab): i for i, lab in enumerate(self.labels.tolist())}
@@ -47,10 +50,10 @@ class LabelIndex:
                 try:
                     idx[k] = self._index[str(item)]
                 except KeyError:
-                    raise KeyError(f"unknown label {item!r}: not in this space of {self.n} points") from None
+                    raise UnknownInputError(f"unknown label {item!r}: not in this space of {self.n} points") from None
         if np.any((idx < 0) | (idx >= self.n)):
             bad = idx[(idx < 0) | (idx >= self.n)][0]
-            raise KeyError(f"index {int(bad)} out of range for a space of {self.n} points")
+            raise UnknownInputError(f"index {int(bad)} out of range for a space of {self.n} points")
         return int(idx[0]) if scalar else idx
 
     def label_of(self, idx):

@@ -108,6 +108,7 @@ class Mechanism:
         self.params = dict(params or {})
         self.stats = dict(stats or {})
         self._sampler = None
+        self._pair_log_ratios = None
         self._probabilities = None
         self._log = log_matrix is not None
         values = np.asarray(log_matrix if self._log else matrix, dtype=float)
@@ -142,6 +143,9 @@ class Mechanism:
                              f"{self.epsilon:.17g}): {exc}") from None
         cert.report["seconds"] = time.perf_counter() - t0
         self.stats["privacy"] = cert.report
+        # the certification's per-pair bounds of exactly this matrix: eps_tight(delta > 0)
+        # reuses them instead of another pass over the n^3 triples
+        self._pair_log_ratios = cert.pair_log_ratios
         return cert.matrix
 
     @property
@@ -199,8 +203,8 @@ class Mechanism:
 
         Raises
         ------
-        KeyError
-            For a label that is not in the space.
+        mdp.errors.UnknownInputError
+            For a label that is not in the space or an index out of range (also a ``KeyError``).
         """
         return self.space.sample_with(x, self.sample_indices, check_rng(rng))
 
@@ -216,7 +220,8 @@ class Mechanism:
     def eps_tight(self, delta: float = 0.0) -> float:
         """``eps_tight`` of the matrix at ``delta`` (Imola et al. 2022, eq. 9-10): a rigorous
         upper bound of the exact level (see :mod:`mdp.accounting`)."""
-        return accounting.eps_tight(self._values, self.space.distances, delta, log=self._log)
+        return accounting.eps_tight(self._values, self.space.distances, delta, log=self._log,
+                                    pair_log_ratios=self._pair_log_ratios)
 
     # -- persistence ----------------------------------------------------------------------------
     def _metadata(self) -> dict:
@@ -305,8 +310,8 @@ def load(path: str | os.PathLike, *, max_memory: int | None = None) -> Mechanism
 
     Raises
     ------
-    FileNotFoundError
-        No file at ``path``.
+    mdp.errors.MissingFileError
+        No file at ``path`` (also a ``FileNotFoundError``).
     mdp.errors.ResourceLimitError
         The file's arrays are declared larger than ``max_memory`` allows.
     mdp.errors.FileFormatError

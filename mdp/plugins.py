@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
+from .errors import ParameterError, UnknownInputError
+
 __all__ = ["Registry", "Command", "InputFormat", "SPACES", "COMMANDS", "EXPERIMENTS", "INPUTS",
            "load_family_plugins"]
 
@@ -90,8 +92,11 @@ class Registry(Generic[T]):
 
         Raises
         ------
-        ValueError
-            Unknown name, or a plugin that cannot be imported (the message says which).
+        mdp.errors.UnknownInputError
+            Unknown name (also a ``ValueError`` and a ``KeyError``; the message lists the valid
+            names).
+        mdp.errors.ParameterError
+            A plugin that cannot be imported (the message says which).
         """
         self._discover()
         if name in self._objects:
@@ -101,12 +106,12 @@ class Registry(Generic[T]):
             try:
                 obj = ep.load()
             except ImportError as exc:
-                raise ValueError(f"{self.kind} {name!r} is not available: its plugin "
-                                 f"{ep.value!r} cannot be imported ({exc})") from None
+                raise ParameterError(f"{self.kind} {name!r} is not available: its plugin "
+                                     f"{ep.value!r} cannot be imported ({exc})") from None
             self._objects[name] = obj
             return obj
-        raise ValueError(f"unknown {self.kind} {name!r}; valid names: "
-                         f"{', '.join(self.names()) or 'none'}")
+        raise UnknownInputError(f"unknown {self.kind} {name!r}; valid names: "
+                                f"{', '.join(self.names()) or 'none'}")
 
     def items(self) -> Iterator[tuple[str, T]]:
         """``(name, object)`` pairs, importing pending plugins."""

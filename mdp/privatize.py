@@ -71,13 +71,18 @@ def privatize_inputs(mech: Mechanism, inputs: list[str], *, rng=None, **options)
     rng : None, int or numpy.random.Generator
     **options
         Options of the input formats (e.g. ``max_snap_km`` and ``snap`` for locations, ``oov``
-        for text); each format receives those it declares, ``None`` values are left out.
+        for text); each format receives those it declares, ``None`` values are left out. A
+        format that declares an option given here (not None) takes labelled inputs even when
+        they are single labels (``--oov mask`` applies to one word as to a sentence).
     """
     for k, line in enumerate(inputs):
         check_utf8(line, f"input line {k + 1}")
     rng = check_rng(rng)
+    given = {k for k, v in options.items() if v is not None}
     for _, fmt in INPUTS.items():
-        if inputs and fmt.accepts(mech, inputs):
+        # an option only this format takes (``oov`` for text), given by name, selects it too
+        asked = mech.space.labels is not None and bool(given & set(fmt.options))
+        if inputs and (asked or fmt.accepts(mech, inputs)):
             mine = {k: v for k, v in options.items() if k in fmt.options and v is not None}
             return fmt.privatize(mech, inputs, rng=rng, **mine)
     out = mech.sample_indices(np.asarray(parse_items(mech, inputs), dtype=np.int64), rng)

@@ -189,7 +189,15 @@ def mechanisms() -> dict[str, str]:
 
 
 def get(name: str) -> MechanismEntry:
-    """The registry entry of ``name``; unknown names raise with the list of valid names."""
+    """The registry entry of ``name``.
+
+    Raises
+    ------
+    mdp.errors.UnknownInputError
+        Unknown name (the message lists the valid names).
+    mdp.errors.ParameterTypeError
+        A name that is not a string.
+    """
     _ensure_loaded()
     if not isinstance(name, str):
         raise ParameterTypeError(f"mechanism name must be a string, got {type(name).__name__}")
@@ -238,12 +246,19 @@ def build(name: str, space: MetricSpace | VectorSpace, epsilon: float, *, rng=No
 
     Raises
     ------
-    ValueError
-        Unknown name, invalid epsilon, a family that does not apply to the space.
-    TypeError
-        Unknown parameters (the message lists the accepted ones).
-    mdp.verification.PrivacyError
+    mdp.errors.UnknownInputError
+        Unknown name (the message lists the registered ones; also a ``ValueError`` and a
+        ``KeyError``).
+    mdp.errors.ParameterError
+        Invalid epsilon or parameter value, a family that does not apply to the space (also a
+        ``ValueError``).
+    mdp.errors.ParameterTypeError
+        Unknown parameters (the message lists the accepted ones), a space that is not a
+        :class:`MetricSpace` (also a ``TypeError``).
+    mdp.errors.PrivacyError
         The final matrix violates the claimed guarantee beyond the tolerance repair.
+    mdp.errors.BuildError, mdp.errors.SolverError
+        The family's builder cannot produce a mechanism (LP families: no usable optimum).
     """
     entry = get(name)
     if not isinstance(space, (MetricSpace, VectorSpace)):

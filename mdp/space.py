@@ -14,7 +14,7 @@ import numpy as np
 from scipy.sparse.csgraph import shortest_path
 from scipy.spatial.distance import cdist
 
-from .errors import ParameterError
+from .errors import ParameterError, ParameterTypeError
 from .labels import LabelIndex
 from .resolution import RESOLUTION, check_resolution
 from .resources import check_memory, distance_matrix_bytes
@@ -118,12 +118,12 @@ def _check_labels(labels, n: int) -> np.ndarray | None:
         return None
     labels = np.asarray(list(labels) if not isinstance(labels, np.ndarray) else labels)
     if labels.ndim != 1 or labels.shape[0] != n:
-        raise ValueError(f"labels must have length n={n}, got shape {labels.shape}")
+        raise ParameterError(f"labels must have length n={n}, got shape {labels.shape}")
     if labels.dtype == object:
         labels = labels.astype(str)
     if len(np.unique(labels)) != n:
         values, counts = np.unique(labels, return_counts=True)
-        raise ValueError(f"labels must be unique, got duplicates {values[counts > 1][:5].tolist()}")
+        raise ParameterError(f"labels must be unique, got duplicates {values[counts > 1][:5].tolist()}")
     return labels
 
 
@@ -187,18 +187,25 @@ class MetricSpace(LabelIndex):
 
         Raises
         ------
-        ParameterError
-            Among others, for two points closer than the resolution.
+        mdp.errors.ParameterError
+            Fewer than 2 points, NaN or infinite coordinates, latitudes outside [-90, 90] or
+            longitudes outside [-180, 180] for haversine, an unknown metric name, duplicate
+            points or labels, two points closer than the resolution (also a ``ValueError``).
+        mdp.errors.ParameterTypeError
+            A metric that is neither a string nor a callable.
         mdp.errors.ResourceLimitError
             The distance matrices would exceed ``max_memory``.
         """
-        P = np.asarray(points, dtype=float)
+        try:
+            P = np.asarray(points, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ParameterError(f"points must be numbers in an (n, d) array: {exc}") from None
         if P.ndim != 2:
-            raise ValueError(f"points must be a 2-D array (n, d), got shape {P.shape}")
+            raise ParameterError(f"points must be a 2-D array (n, d), got shape {P.shape}")
         if P.shape[0] < 2:
-            raise ValueError(f"a metric space needs at least 2 points, got {P.shape[0]}")
+            raise ParameterError(f"a metric space needs at least 2 points, got {P.shape[0]}")
         if not np.all(np.isfinite(P)):
-            raise ValueError("points must be finite (found NaN or inf)")
+            raise ParameterError("points must be finite (found NaN or inf)")
         check_memory(distance_matrix_bytes(P.shape[0]),
                      f"a metric space of {P.shape[0]:,} points", max_memory)
         if callable(metric):
@@ -206,9 +213,9 @@ class MetricSpace(LabelIndex):
             name = getattr(metric, "__name__", "callable")
         elif metric == "haversine":
             if P.shape[1] != 2:
-                raise ValueError(f"haversine needs (lat, lon) columns, got {P.shape[1]} columns")
+                raise ParameterError(f"haversine needs (lat, lon) columns, got {P.shape[1]} columns")
             if np.any(np.abs(P[:, 0]) > 90) or np.any(np.abs(P[:, 1]) > 180):
-                raise ValueError("haversine points must be (lat, lon) in degrees: |lat| <= 90, |lon| <= 180")
+                raise ParameterError("haversine points must be (lat, lon) in degrees: |lat| <= 90, |lon| <= 180")
             P = normalize_latlon(P)
             D = haversine_km(P, P)
             name = "haversine"
@@ -216,10 +223,10 @@ class MetricSpace(LabelIndex):
             try:
                 D = cdist(P, P, metric=metric)
             except ValueError as exc:
-                raise ValueError(f"unknown metric {metric!r}: {exc}") from None
+                raise ParameterError(f"unknown metric {metric!r}: {exc}") from None
             name = metric
         else:
-            raise TypeError(f"metric must be a string or a callable, got {type(metric).__name__}")
+            raise ParameterTypeError(f"metric must be a string or a callable, got {type(metric).__name__}")
         D = 0.5 * (D + D.T)
         np.fill_diagonal(D, 0.0)
         check_resolution(P, D, name, resolution)
@@ -234,24 +241,24 @@ class MetricSpace(LabelIndex):
     @staticmethod
     def _check_distances(D: np.ndarray, triangle: bool = True) -> None:
         if D.ndim != 2 or D.shape[0] != D.shape[1]:
-            raise ValueError(f"distances must be a square matrix, got shape {D.shape}")
+            raise ParameterError(f"distances must be a square matrix, got shape {D.shape}")
         n = D.shape[0]
         if n < 2:
-            raise ValueError(f"a metric space needs at least 2 points, got {n}")
+            raise ParameterError(f"a metric space needs at least 2 points, got {n}")
         if not np.all(np.isfinite(D)):
             bad = np.argwhere(~np.isfinite(D))[0]
-            raise ValueError(f"distances must be finite, got {D[tuple(bad)]} at {tuple(int(i) for i in bad)}")
+            raise ParameterError(f"distances must be finite, got {D[tuple(bad)]} at {tuple(int(i) for i in bad)}")
         if np.any(D < 0):
             bad = np.argwhere(D < 0)[0]
-            raise ValueError(f"distances must be non-negative, got {D[tuple(bad)]} at {tuple(int(i) for i in bad)}")
+            raise ParameterError(f"distances must be non-negative, got {D[tuple(bad)]} at {tuple(int(i) for i in bad)}")
         if np.any(np.diag(D) != 0):
             i = int(np.flatnonzero(np.diag(D) != 0)[0])
-            raise ValueError(f"distances must have a zero diagonal, got D[{i},{i}] = {D[i, i]}")
+            raise ParameterError(f"distances must have a zero diagonal, got D[{i},{i}] = {D[i, i]}")
         scale = max(float(D.max()), 1e-300)
         asym = np.abs(D - D.T)
         if asym.max() > METRIC_RTOL * scale:
             i, j = np.unravel_index(np.argmax(asym), D.shape)
-            raise ValueError(
+            raise ParameterError(
                 f"distances must be symmetric, got D[{i},{j}] = {D[i, j]} != D[{j},{i}] = {D[j, i]}")
         off = D + np.eye(n) * scale
         if np.any(off[np.triu_indices(n, 1)] == 0):
@@ -268,7 +275,7 @@ class MetricSpace(LabelIndex):
         if viol.max() > METRIC_RTOL * scale:
             u, w = np.unravel_index(np.argmax(viol), viol.shape)
             v = int(np.argmin(D[u, :] + D[:, w]))
-            raise ValueError(
+            raise ParameterError(
                 f"distances violate the triangle inequality: D[{u},{w}] = {D[u, w]:.6g} > "
                 f"D[{u},{v}] + D[{v},{w}] = {D[u, v] + D[v, w]:.6g}")
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import FileFormatError, ParameterError
+from .errors import FileFormatError, MissingFileError, ParameterError
 from .io import load_points_csv, read_npy
 from .plugins import SPACES
 from .space import MetricSpace
@@ -52,20 +52,23 @@ def load_space(spec: str | None, *, metric: str | None = None) -> MetricSpace:
     metric : str or None
         Metric of the points of a ``FILE.csv`` (default ``"euclidean"``; ``"haversine"`` for
         ``lat,lon`` degrees, distances in km; any :func:`scipy.spatial.distance.cdist` name).
-        Plugin specs and distance matrices carry their own metric: giving one is an error.
+        Plugin specs and distance matrices carry their own metric: giving another one is an
+        error (giving theirs is accepted).
     """
     spec = DEFAULT_SPACE if spec is None else str(spec)
     prefix, _, rest = spec.partition(":")
     if rest and prefix in SPACES:
-        if metric is not None:
-            raise ParameterError(f"--metric applies to FILE.csv spaces, not to {spec!r}")
-        return SPACES.get(prefix)(spec)
+        space = SPACES.get(prefix)(spec)
+        if metric is not None and metric != space.metric:
+            raise ParameterError(f"--metric {metric}: the space {spec!r} has its own metric, "
+                                 f"{space.metric}; --metric applies to FILE.csv spaces")
+        return space
     path = Path(spec)
     if path.suffix.lower() == ".npy":
         if metric is not None:
             raise ParameterError(f"--metric applies to FILE.csv spaces; {path} holds distances")
         if not path.exists():
-            raise FileNotFoundError(f"no distance matrix at {path}")
+            raise MissingFileError(f"no distance matrix at {path}")
         D = read_npy(path)
         if D.dtype.kind not in "biuf":
             raise FileFormatError(path, f"a distance matrix must hold real numbers, got dtype {D.dtype}")
@@ -75,7 +78,7 @@ def load_space(spec: str | None, *, metric: str | None = None) -> MetricSpace:
             raise FileFormatError(path, f"not a distance matrix: {exc}") from None
     if path.suffix.lower() in (".csv", ".txt"):
         if not path.exists():
-            raise FileNotFoundError(f"no points file at {path}")
+            raise MissingFileError(f"no points file at {path}")
         return _points_csv(path, metric or "euclidean")
     prefixes = ", ".join(f"{p}:..." for p in SPACES.names())
     raise ParameterError(f"unknown space spec {spec!r}; use FILE.csv, FILE.npy or one of "

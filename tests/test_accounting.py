@@ -301,3 +301,28 @@ def test_pruned_probability_kernel_equals_numpy_on_adversarial_rows(seed):
     A = np.array(rows)
     ref, fast = _pair_max_both(A, _op_prob)
     assert np.array_equal(ref, fast)
+
+
+@pytest.mark.parametrize("family", ["exponential", "weighted_exponential", "optimal"])
+def test_eps_tight_reuses_the_certification_bounds(family, monkeypatch):
+    """A mechanism's eps_tight (delta > 0) takes the certification's pair bounds: the same
+    float as the full computation, with no second pass over the triples."""
+    import mdp
+    from mdp import accounting
+
+    rng = np.random.default_rng(3)
+    space = mdp.MetricSpace.from_points(rng.uniform(size=(25, 2)))
+    mech = mdp.build(family, space, epsilon=1.5)
+    D = space.distances
+    values = mech.log_matrix if mech.representation == "log" else mech.matrix
+    full = {d: accounting.eps_tight(values, D, d, log=mech.representation == "log")
+            for d in (1e-6, 1e-3, 0.1)}
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("a second pass over the triples")
+
+    monkeypatch.setattr(accounting, "_pair_log_ratio_bounds", no_pass)
+    for d, value in full.items():
+        assert mech.eps_tight(d) == value
+    with pytest.raises(AssertionError, match="second pass"):
+        mech.eps_tight(0.0)          # the pure level refines with the lower bounds: full pass

@@ -390,6 +390,7 @@ def test_merge_results_replaces_point_by_point():
 
 
 # -- reporting an interrupted size sweep from its store (--report-only) -----------------------
+@pytest.mark.data   # the report lists a Geolife space, read from the real data
 def test_scalability_report_only_reads_the_store_and_computes_nothing(tmp_path, capsys):
     import sqlite3
 

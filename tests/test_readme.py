@@ -129,9 +129,16 @@ def test_readme_commands_run_as_printed(workdir):
         assert "Traceback" not in proc.stderr, f"{step}\n{proc.stderr}"
 
     # What the recipes promise, checked on their outputs.
-    for name in ("results/curves/curves.png", "sites-curves/curves.csv", "heat.png",
-                 "sources.png", "places.npz", "words.npz", "mech.npz"):
+    for name in ("results/curves/curves.png", "out/sites-curves/curves.csv", "out/heat.png",
+                 "out/sources.png", "out/places.npz", "out/words.npz", "out/mech.npz",
+                 "out/mine-private.csv"):
         assert (workdir / name).stat().st_size > 0, name
+    # privatizing the whole mine.csv: one line per line, the header passed through
+    private = (workdir / "out/mine-private.csv").read_text().splitlines()
+    original = (workdir / "out/mine.csv").read_text().splitlines()
+    assert len(private) == len(original) and private[0] == original[0]
+    # nothing but out/, results/ and the copied examples in the directory the recipes ran in
+    assert {p.name for p in workdir.iterdir()} <= {"out", "results", "docs", ".bin"}
 
 
 @pytest.mark.slow
@@ -140,12 +147,12 @@ def test_readme_location_and_text_recipes_release_points_of_the_space(workdir):
     import mdp
 
     env = _env(workdir)
-    for npz in ("places.npz", "words.npz"):
+    for npz in ("out/places.npz", "out/words.npz"):
         if not (workdir / npz).exists():
             pytest.skip("runs after test_readme_commands_run_as_printed")
-    places = mdp.load(workdir / "places.npz").space
+    places = mdp.load(workdir / "out/places.npz").space
     out = subprocess.run(["bash", "-c", "printf '48.2082,16.3738\\n48.2100,16.3600\\n' | "
-                          "mdp privatize places.npz --seed 1"], cwd=workdir, env=env,
+                          "mdp privatize out/places.npz --seed 1"], cwd=workdir, env=env,
                          capture_output=True, text=True, timeout=TIMEOUT_S, check=True).stdout
     centres = {(round(lat, 6), round(lon, 6)) for lat, lon in places.points}
     released = [tuple(round(float(v), 6) for v in line.split(",")) for line in out.split()]
@@ -153,24 +160,32 @@ def test_readme_location_and_text_recipes_release_points_of_the_space(workdir):
     # the space is the user's own file: the released points are rows of mine.csv
     rows = {(round(a, 6), round(b, 6)) for a, b in
             (map(float, line.split(",")) for line in
-             (workdir / "mine.csv").read_text().split()[1:])}
+             (workdir / "out/mine.csv").read_text().split()[1:])}
     assert set(released) <= rows
     # the whole-file release: user and released point only, ann's third report refused
-    released_file = (workdir / "released.csv").read_text().split()
+    released_file = (workdir / "out/released.csv").read_text().split()
     assert released_file[0] == "user,lat,lon" and len(released_file) == 1 + 3
     assert {tuple(round(float(v), 6) for v in line.split(",")[1:])
             for line in released_file[1:]} <= rows
-    assert "leaflet" in (workdir / "map.html").read_text().lower()
-    far = subprocess.run(["mdp", "privatize", "places.npz", "39.9042,116.4074"], cwd=workdir,
+    assert "leaflet" in (workdir / "out/map.html").read_text().lower()
+    far = subprocess.run(["mdp", "privatize", "out/places.npz", "39.9042,116.4074"], cwd=workdir,
                          env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
     assert far.returncode == 2 and "--snap" in far.stderr and far.stdout == ""
-    words = set(mdp.load(workdir / "words.npz").space.labels.tolist())
-    out = subprocess.run(["mdp", "privatize", "words.npz", "japan", "money", "--seed", "3"],
+    words = set(mdp.load(workdir / "out/words.npz").space.labels.tolist())
+    out = subprocess.run(["mdp", "privatize", "out/words.npz", "japan", "money", "--seed", "3"],
                          cwd=workdir, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
                          check=True).stdout.split()
     assert len(out) == 2 and set(out) <= words
     refused = subprocess.run(["bash", "-c", "echo 'The committee met on Tuesday' | "
-                              "mdp privatize words.npz --seed 1"], cwd=workdir, env=env,
+                              "mdp privatize out/words.npz --seed 1"], cwd=workdir, env=env,
                              capture_output=True, text=True, timeout=TIMEOUT_S)
     assert refused.returncode != 0 and "'committee'" in refused.stderr
     assert "committee" not in refused.stdout
+
+
+def test_recipes_write_under_an_output_folder():
+    """Outputs of the recipes go under out/ (or results/), never into the repository root."""
+    text = README.read_text(encoding="utf-8")
+    targets = re.findall(r"(?:\s-o|--plot|[^-]>)\s+(\S+)", text) + re.findall(r"save\(\"([^\"]+)\"\)", text)
+    assert len(targets) >= 6
+    assert all(t.startswith(("out/", "results/")) for t in targets), targets

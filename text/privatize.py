@@ -91,11 +91,17 @@ def _unknown_words_error(unknown: list[str], n_vocab: int) -> ParameterError:
     distinct = list(dict.fromkeys(unknown))
     listed = ", ".join(repr(w) for w in distinct[:_MAX_LISTED])
     more = f" and {len(distinct) - _MAX_LISTED} more" if len(distinct) > _MAX_LISTED else ""
-    return ParameterError(
-        f"{len(distinct)} word(s) of the text are not in the mechanism's space ({n_vocab} words) "
-        f"and cannot be privatized: {listed}{more}. Choose oov='mask' (replace each by the mask "
-        "token), oov='drop' (remove them) or oov='keep' (release them unchanged: NOT private), "
-        "or build the mechanism on a vocabulary that contains them.")
+    head = (f"{len(distinct)} word(s) of the text are not in the mechanism's space ({n_vocab} "
+            f"words) and cannot be privatized: {listed}{more}. Choose ")
+    tail = ", or build the mechanism on a vocabulary that contains them."
+
+    def options(mask: str, drop: str, keep: str) -> str:
+        return (f"{mask} (replace each by the mask token), {drop} (remove them) or {keep} "
+                "(release them unchanged: NOT private)")
+
+    return ParameterError(head + options("oov='mask'", "oov='drop'", "oov='keep'") + tail,
+                          cli_message=head + options("--oov mask", "--oov drop", "--oov keep")
+                          + tail)
 
 
 def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=None,
@@ -242,9 +248,16 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
 
 
 def _accepts_text(mech: Mechanism, lines: list[str]) -> bool:
-    """Free text on a word space: some line holds more than one token (single tokens are
-    labels or indices, handled by ``mdp privatize`` itself)."""
-    return mech.space.labels is not None and any(len(s.split()) > 1 for s in lines)
+    """Text on a word space: some line holds more than one token, or one word that is a label
+    in another case (``Japan`` for ``japan``), so that one word is read as the same word in a
+    sentence. Lines of exact labels and indices are left to ``mdp privatize`` itself."""
+    labels = mech.space.labels
+    if labels is None:
+        return False
+    exact = set(np.asarray(labels).astype(str))
+    folded = {w.lower() for w in exact}
+    return any(len(s.split()) > 1 or (s.strip() not in exact and s.strip().lower() in folded)
+               for s in lines)
 
 
 def privatize_lines(mech, lines: list[str], *, rng=None, **options) -> list[str]:

@@ -1,0 +1,145 @@
+"""Command-line arguments read the way users write them.
+
+- One list syntax everywhere: an option that takes several values takes them separated by
+  spaces, by commas, or both (``--mechanisms optimal,spanner`` = ``--mechanisms optimal
+  spanner``), and a list may start with a negative number (``--eps-tight -1,1``).
+- A points CSV whose header names ``lat``/``lon`` (or ``latitude``/``longitude``) columns is
+  read as locations (haversine, km) unless ``--metric`` says otherwise; the command says which
+  metric it chose and why (:func:`choose_metric`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .errors import MDPError
+from .io import latlon_columns, open_text
+
+__all__ = ["ArgumentParser", "MetricChoice", "choose_metric", "weak_privacy_message",
+           "NO_PRIVACY_EXPONENT"]
+
+#: ``epsilon * d`` above which the two closest points of a space are told apart with odds
+#: beyond ``exp(10)`` (about 22,000): no meaningful privacy is left between any two inputs.
+NO_PRIVACY_EXPONENT = 10.0
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+
+#: A value that starts with ``-`` but is a number or a list of numbers, not an option.
+_NEGATIVE_NUMBERS = re.compile(rf"^-(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[,\s]+{_NUMBER})*,?$")
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` with the toolkit's list syntax.
+
+    Every option declared with ``nargs="+"`` or ``nargs="*"`` splits its values on commas too,
+    before each is converted and checked against ``choices``; positional arguments are left
+    whole (a ``lat,lon`` input is one value). Values that are negative numbers or lists of them
+    are values, not options. Sub-command parsers are of this class too (``add_subparsers``
+    makes them of the parent's class).
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # argparse decides "option or value" for a leading '-' with this pattern (only '-1' and
+        # '-1.5' by default, so '-1,1' was taken for an unknown option).
+        self._negative_number_matcher = _NEGATIVE_NUMBERS
+
+    def _get_values(self, action, arg_strings):
+        if action.option_strings and action.nargs in ("+", "*"):
+            arg_strings = [part.strip() for s in arg_strings for part in s.split(",")
+                           if part.strip()]
+            if not arg_strings and action.nargs == "+":
+                self.error(f"argument {'/'.join(action.option_strings)}: expected at least one "
+                           "value")
+        return super()._get_values(action, arg_strings)
+
+
+class MetricChoice:
+    """The metric a command uses for ``--space FILE.csv`` and why (for one line of output).
+
+    Attributes
+    ----------
+    metric : str or None
+        The metric to pass on (None: the space chooses, e.g. plugin specs and ``.npy`` files).
+    reason : str or None
+        Why, in words, when the metric was inferred from the file (None otherwise).
+    """
+
+    def __init__(self, metric: str | None, reason: str | None = None):
+        self.metric = metric
+        self.reason = reason
+
+    def message(self) -> str | None:
+        """The line the command prints (None when there is nothing to say)."""
+        if self.reason is None:
+            return None
+        other = "euclidean" if self.metric == "haversine" else "haversine"
+        return f"metric {self.metric}: {self.reason} (--metric {other} to override)"
+
+
+def choose_metric(spec: str | None, metric: str | None) -> MetricChoice:
+    """The metric for ``--space spec``: ``metric`` when given; for a CSV without ``--metric``,
+    haversine when its header names lat/lon columns, else euclidean.
+
+    Parameters
+    ----------
+    spec : str or None
+        The ``--space`` value.
+    metric : str or None
+        The ``--metric`` value.
+
+    Returns
+    -------
+    MetricChoice
+    """
+    if metric is not None or spec is None:
+        return MetricChoice(metric)
+    path = Path(spec)
+    if path.suffix.lower() not in (".csv", ".txt") or not path.is_file():
+        return MetricChoice(None)
+    header = _first_line(path)
+    if header is None:
+        return MetricChoice(None)
+    fields = [f.strip() for f in header.split(",")]
+    if latlon_columns(fields) is not None:
+        return MetricChoice("haversine", f"the header of {path.name} names lat,lon columns, so "
+                                         "distances are great-circle km (epsilon per km)")
+    return MetricChoice("euclidean", None)
+
+
+def weak_privacy_message(distances, epsilon: float) -> str | None:
+    """A warning when ``epsilon`` leaves no meaningful privacy on a space, else None.
+
+    mDP bounds the odds of telling inputs ``x, x'`` apart by ``exp(epsilon d(x, x'))``; when
+    even the two closest points get odds beyond ``exp(NO_PRIVACY_EXPONENT)``, every input is
+    all but released (the loss is near 0 for that reason, not because the mechanism is good).
+    """
+    D = np.asarray(distances, dtype=float)
+    positive = D[D > 0]
+    if positive.size == 0 or not np.isfinite(epsilon):
+        return None
+    closest = float(positive.min())
+    exponent = float(epsilon) * closest
+    if exponent <= NO_PRIVACY_EXPONENT:
+        return None
+    return (f"epsilon = {epsilon:g} gives no meaningful privacy on this space: even its two "
+            f"closest points (distance {closest:.4g}) may be told apart with odds up to "
+            f"exp({exponent:.3g}), so outputs all but reveal the input; a meaningful epsilon "
+            f"is at most about {NO_PRIVACY_EXPONENT / closest:.3g} here (odds exp("
+            f"{NO_PRIVACY_EXPONENT:g}) between the closest points)")
+
+
+def _first_line(path: Path) -> str | None:
+    """The first non-blank line of a text file (plain or gzip), or None if unreadable."""
+    try:
+        with open_text(path, what="points file") as fh:
+            for line in fh:
+                if line.strip():
+                    return line
+    except (MDPError, OSError):
+        return None       # the space loader reports the problem with the file itself
+    return None
