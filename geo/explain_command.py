@@ -11,7 +11,7 @@ import argparse
 import dataclasses
 import json
 
-from mdp.mechanism import load
+from mdp.loading import load
 from mdp.plugins import Command
 
 from .explain import explain

@@ -18,7 +18,7 @@ import pandas as pd
 
 from mdp.errors import FileFormatError, ParameterError
 from mdp.io import open_binary
-from mdp.mechanism import load
+from mdp.loading import load
 from mdp.plugins import Command
 
 from .locations import parse_latlon_lines

@@ -20,7 +20,7 @@ import pandas as pd
 
 from mdp.errors import FileFormatError
 from mdp.io import atomic_write_text, open_binary
-from mdp.mechanism import load
+from mdp.loading import load
 from mdp.plugins import Command
 
 from .users import privatize_users

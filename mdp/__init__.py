@@ -26,8 +26,9 @@ from .errors import (
     SolverTimeout,
     UnknownInputError,
 )
+from .loading import load
 from .lower_bound import LowerBound, lower_bound, lower_bounds
-from .mechanism import Mechanism, load
+from .mechanism import Mechanism
 from .registry import applicable, build, get, mechanisms, register
 from .space import MetricSpace
 from .verification import PrivacyError, certify

@@ -569,7 +569,7 @@ def eps_tight(matrix, distances, delta: float = 0.0, *, log: bool = False,
         R_up = np.asarray(pair_log_ratios, dtype=float)
         if R_up.shape != A.shape:
             raise ParameterError(f"pair_log_ratios must have shape {A.shape}, got {R_up.shape}")
-        E = _levels(R_up, D, _up)
+        E = pure_levels(R_up, D, round_up)
     else:
         pure, E = _pure(A, D, log, refine=delta == 0.0)
     if delta == 0.0:

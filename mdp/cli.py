@@ -17,11 +17,19 @@ import warnings
 
 import numpy as np
 
+from . import __version__
 from .cli_args import ArgumentParser, choose_metric, weak_privacy_message
+from .curves import run_curves
 from .errors import MDPError, ParameterError
 from .estimate import LONG_WORK_SECONDS, build_seconds, describe_seconds
+from .input_lines import privatize_lines
+from .loading import load
+from .lower_bound import lower_bound
+from .lp import progress
 from .plugins import COMMANDS
+from .registry import build, get, mechanisms
 from .release import SEED_WARNING, output_line
+from .spaces import load_space
 from .threads import check_threads, use_threads
 
 
@@ -81,8 +89,6 @@ def _build_epsilon(args, space) -> float:
 
 
 def cmd_list(args) -> int:
-    from .registry import get, mechanisms
-
     for name, desc in mechanisms().items():
         entry = get(name)
         print(f"{name:22s} {entry.display_name}: {desc}\n{'':22s}   module: {entry.builder.__module__}")
@@ -103,15 +109,11 @@ def _metric(args) -> str | None:
 
 
 def _space(args):
-    from .spaces import load_space
-
     metric = _metric(args)
     return load_space(args.space, metric=metric), metric
 
 
 def cmd_build(args) -> int:
-    from .registry import build
-
     space, _ = _space(args)
     weak = weak_privacy_message(space.distances, args.epsilon)
     if weak:
@@ -143,7 +145,6 @@ def _lp_progress(show: bool):
     if not show:
         yield
         return
-    from .lp import progress
 
     t0 = time.perf_counter()
     width = [0]
@@ -183,9 +184,6 @@ def _read_inputs(args) -> list[str]:
 
 
 def cmd_privatize(args) -> int:
-    from .input_lines import privatize_lines
-    from .mechanism import load
-
     if args.users is not None:
         # a whole user,lat,lon file: the location package's per-user release (a plugin command)
         if "privatize-users" not in COMMANDS.names():
@@ -208,8 +206,6 @@ def cmd_privatize(args) -> int:
 
 
 def cmd_eps(args) -> int:
-    from .mechanism import load
-
     mech = load(args.file)
     print(f"eps_tight(delta={args.delta:g}) = {mech.eps_tight(args.delta):.10g}"
           f"  (claimed epsilon {mech.epsilon:g}, mechanism {mech.name!r}, n={mech.space.n})")
@@ -217,8 +213,6 @@ def cmd_eps(args) -> int:
 
 
 def cmd_lower_bound(args) -> int:
-    from .lower_bound import lower_bound
-
     space, _ = _space(args)
     lb = lower_bound(space, args.epsilon, delta=args.delta)
     record = {"space": args.space, "n": space.n, "metric": space.metric, "epsilon": lb.epsilon,
@@ -236,8 +230,6 @@ def cmd_lower_bound(args) -> int:
 
 
 def cmd_curves(args) -> int:
-    from .curves import run_curves
-
     run_curves(space_spec=args.space, metric=_metric(args), mechanisms=args.mechanisms, eps_tight=args.eps_tight,
                delta=args.delta, q=args.q, out_dir=args.output, seed=args.seed,
                progress=not args.no_progress)
@@ -246,7 +238,6 @@ def cmd_curves(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``mdp`` parser: built-in subcommands, then the plugin commands."""
-    from . import __version__
 
     parser = ArgumentParser(prog="mdp", description="Metric differential privacy toolkit")
     parser.add_argument("--version", action="version", version=f"mdp-toolkit {__version__}")

@@ -16,13 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from . import accounting
-from .errors import BuildError, FileFormatError, ParameterError, ParameterTypeError, PrivacyError
-from .io import atomic_write, npz_json, read_npz
+from .errors import BuildError, ParameterError, ParameterTypeError, PrivacyError
+from .io import atomic_write
 from .space import MetricSpace
-from .stored_space import space_from_file
 from .validation import check_epsilon, check_rng
 
-__all__ = ["Mechanism", "load", "FORMAT_VERSION"]
+__all__ = ["Mechanism", "FORMAT_VERSION"]
 
 #: Version written by :meth:`Mechanism.save`. 2: the matrix may be stored as ``log_matrix``.
 FORMAT_VERSION = 2
@@ -258,108 +257,3 @@ class Mechanism:
         meas = f", measured_eps={measured:.4g}" if isinstance(measured, float) else ""
         return (f"Mechanism(name={self.name!r}, n={self.space.n}, epsilon={self.epsilon:.4g}"
                 f"{meas}, privacy={guarantee}, loss={self.loss():.4g}, L_0.95={self.loss(0.95):.4g})")
-
-
-#: Copies of a mechanism file's arrays that loading holds at once (the arrays, the certified
-#: matrix, the sampler's tables).
-LOAD_WORK_FACTOR = 4
-
-
-def _load_vocabulary(path: Path, data: dict, vocabulary_class):
-    """A vocabulary-mode file (points, no matrix): re-created through its family's class, whose
-    constructor recomputes the guarantee (:mod:`mdp.vocabulary_mode`)."""
-    meta = npz_json(data, "metadata", path)
-    if meta.get("mode") != "vocabulary" or "points" not in data:
-        raise FileFormatError(path, "a mechanism file holds 'distances' (matrix mode) or "
-                                    "'points' with metadata mode 'vocabulary'")
-    try:
-        name = meta["name"]
-        float(meta["epsilon"])
-        cls = vocabulary_class(name) if isinstance(name, str) else None
-    except (KeyError, TypeError, ValueError) as exc:
-        raise FileFormatError(path, f"corrupt metadata ({exc})") from None
-    if cls is None:
-        raise FileFormatError(path, f"mechanism family {name!r} has no vocabulary mode")
-    try:
-        return cls.from_file(path, data, meta)
-    except PrivacyError as exc:
-        raise PrivacyError(f"{path}: {exc}") from None
-    except (ValueError, TypeError) as exc:
-        raise FileFormatError(path, f"invalid mechanism ({exc})") from None
-
-
-def load(path: str | os.PathLike, *, max_memory: int | None = None) -> Mechanism:
-    """Load a mechanism written by :meth:`Mechanism.save`, verified from first principles.
-
-    Nothing the file says about privacy is trusted: the family's class (and so its kind of
-    guarantee) comes from the registry entry of the stored family name, the distances are
-    recomputed from the stored points and metric, and the mechanism is re-created through its
-    constructor, which certifies the stored matrix (without repair: a stored matrix that needs
-    repair is refused) or, for analytic families, re-derives the noise from ``epsilon``. A
-    vocabulary-mode file (points, no matrix) gives a
-    :class:`~mdp.vocabulary_mode.VocabularyMechanism` whose guarantee is recomputed from the
-    points and ``epsilon``.
-
-    Parameters
-    ----------
-    path : path-like
-    max_memory : int or None, keyword-only
-        Limit in bytes on what loading holds (:data:`LOAD_WORK_FACTOR` times the arrays' sizes
-        as the file declares them), checked before any array is read; None: half the
-        machine's memory (:func:`mdp.resources.default_max_memory`).
-
-    Raises
-    ------
-    mdp.errors.MissingFileError
-        No file at ``path`` (also a ``FileNotFoundError``).
-    mdp.errors.ResourceLimitError
-        The file's arrays are declared larger than ``max_memory`` allows.
-    mdp.errors.FileFormatError
-        The file is missing pieces, corrupt, of an unknown family, or its distances disagree
-        with its points (the message names the file).
-    mdp.errors.PrivacyError
-        The stored matrix fails its privacy check (message names the file).
-    """
-    from .registry import get, vocabulary_class
-
-    path = Path(path)
-    data = read_npz(path, required=("metadata",),
-                    allowed=("matrix", "log_matrix", "distances", "metadata", "labels", "points",
-                             "log_weights"),
-                    what="mechanism file", max_memory=max_memory, work_factor=LOAD_WORK_FACTOR)
-    if "distances" not in data:
-        return _load_vocabulary(path, data, vocabulary_class)
-    if ("matrix" in data) == ("log_matrix" in data):
-        raise FileFormatError(path, "a mechanism file holds exactly one of 'matrix' and "
-                                    "'log_matrix'")
-    meta = npz_json(data, "metadata", path)
-    try:
-        name = meta["name"]
-        float(meta["epsilon"])  # must be a number; the constructor validates its range
-        if not isinstance(name, str):
-            raise TypeError(f"family name must be a string, got {name!r}")
-        params = meta.get("params") or {}
-        if not isinstance(params, dict):
-            raise TypeError(f"params must be an object, got {params!r}")
-    except (ValueError, KeyError, TypeError) as exc:
-        raise FileFormatError(path, f"corrupt metadata ({exc})") from None
-    if meta.get("format_version") not in READABLE_VERSIONS:
-        raise FileFormatError(path, f"unsupported format version {meta.get('format_version')!r}")
-    if name == "custom":
-        cls = Mechanism
-    else:
-        try:
-            cls = get(name).mechanism_class
-        except ValueError:
-            raise FileFormatError(path, f"unknown mechanism family {name!r}") from None
-    space = space_from_file(path, data, meta)
-    try:
-        if "log_matrix" in data:
-            return cls._from_saved(data["log_matrix"], space, meta, log=True)
-        return cls._from_saved(data["matrix"], space, meta)
-    except PrivacyError as exc:
-        raise PrivacyError(f"{path}: stored matrix fails its privacy check: {exc}") from None
-    except BuildError as exc:
-        raise BuildError(f"{path}: {exc}") from None
-    except (ValueError, TypeError) as exc:
-        raise FileFormatError(path, f"invalid mechanism ({exc})") from None

@@ -24,12 +24,12 @@ import numpy as np
 from sklearn.neighbors import KDTree, NearestNeighbors
 
 from .errors import ParameterError
+from .rounding import UNIT_ROUNDOFF
 
 __all__ = ["NearestPlan", "NearestIndex", "min_distance_lower_bound", "EXACT_ALGORITHMS"]
 
 #: scikit-learn's exact nearest-neighbour algorithms.
 EXACT_ALGORITHMS = ("brute", "kd_tree", "ball_tree")
-_U = 2.0 ** -53
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def min_distance_lower_bound(points: np.ndarray, *, dims: int = 8, sample: int =
     dist, _ = KDTree(Y).query(Y, k=2)
     closest = float(dist[:, 1].min())
     R = float(np.sqrt(np.einsum("ij,ij->i", X, X).max()))
-    gamma = (d + 2) * _U / (1 - (d + 2) * _U)
+    gamma = (d + 2) * UNIT_ROUNDOFF / (1 - (d + 2) * UNIT_ROUNDOFF)
     proj_err = 2 * math.sqrt(k) * gamma * R * sigma      # two points, k coordinates each
-    tree_err = 4 * (k + 2) * _U * (closest + proj_err)   # the tree's own distance rounding
+    tree_err = 4 * (k + 2) * UNIT_ROUNDOFF * (closest + proj_err)   # the tree's own distance rounding
     return max(0.0, (closest - proj_err - tree_err) / sigma * (1 - 1e-12))

@@ -30,10 +30,10 @@ import numpy as np
 
 from .errors import ParameterError
 from .labels import LabelIndex
+from .rounding import UNIT_ROUNDOFF
 
 __all__ = ["VectorSpace"]
 
-_U = 2.0 ** -53
 
 
 class VectorSpace(LabelIndex):
@@ -124,7 +124,7 @@ class VectorSpace(LabelIndex):
     def max_norm(self) -> float:
         """Largest Euclidean norm of a point (rounded up)."""
         _ = self.wide_points
-        return float(np.sqrt(self._sq.max())) * (1 + 4 * _U)
+        return float(np.sqrt(self._sq.max())) * (1 + 4 * UNIT_ROUNDOFF)
 
     def distances_from(self, idx) -> np.ndarray:
         """Distances from the points ``idx`` to every point, shape ``(len(idx), n)``, float64.
@@ -145,9 +145,9 @@ class VectorSpace(LabelIndex):
         """A bound on ``|computed - exact|`` of every distance of :meth:`distances_from`
         (module docstring), rounded up."""
         k = self.dim + 2
-        gamma = k * _U / (1 - k * _U)
+        gamma = k * UNIT_ROUNDOFF / (1 - k * UNIT_ROUNDOFF)
         R = self.max_norm
-        return (math.sqrt(4 * gamma) * R + 2 * _U * 2 * R) * (1 + 1e-6) + 1e-300
+        return (math.sqrt(4 * gamma) * R + 2 * UNIT_ROUNDOFF * 2 * R) * (1 + 1e-6) + 1e-300
 
     # -- duplicates -------------------------------------------------------------------------------
     @property

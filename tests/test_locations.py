@@ -16,7 +16,7 @@ from geo.locations import (
     privatize_locations,
 )
 from geo.popular import popular_cells
-from mdp.mechanism import load
+from mdp.loading import load
 from mdp.privatize import privatize_inputs
 from mdp.space import EARTH_RADIUS_KM, MetricSpace
 

@@ -8,7 +8,7 @@ from scipy.spatial import ConvexHull
 import mdp
 from mdp.accounting import eps_tight
 from mdp.families.madlib import MadlibMechanism, estimate_madlib_matrix, madlib_noise
-from mdp.mechanism import load
+from mdp.loading import load
 from mdp.space import MetricSpace
 from text import load_glove, sample_vocabulary
 

@@ -47,6 +47,7 @@ from scipy.special import logsumexp
 from ..errors import FileFormatError, ParameterError, PrivacyError
 from ..nearest import NearestIndex, NearestPlan, min_distance_lower_bound
 from ..registry import register_vocabulary
+from ..rounding import UNIT_ROUNDOFF
 from ..sampling import sample_log_row
 from ..vector_space import VectorSpace
 from ..vocabulary_mode import VocabularyMechanism
@@ -55,7 +56,6 @@ from .madlib import madlib_noise
 __all__ = ["ExponentialRows", "MadlibRows", "inverse_density_log_weights_rows",
            "MAX_RELATIVE_MARGIN", "ROW_EXP_ERROR"]
 
-_U = 2.0 ** -53
 #: Largest relative reduction ``1 - eps'/eps`` accepted; beyond it the vocabulary has points
 #: too close for its rounding and the build is refused.
 MAX_RELATIVE_MARGIN = 1e-3
@@ -105,7 +105,7 @@ class ExponentialRows(VocabularyMechanism):
         tau = self.space.distance_error()
         d_max = 2 * self.space.max_norm + tau
         half = self.epsilon / 2
-        eta = (half * tau + 4 * _U * (float(np.abs(self._logw).max()) + half * d_max)
+        eta = (half * tau + 4 * UNIT_ROUNDOFF * (float(np.abs(self._logw).max()) + half * d_max)
                + ROW_EXP_ERROR) * (1 + 1e-6)
         d_lb = min_distance_lower_bound(self.space.points)
         margin = 4 * eta / d_lb if d_lb > 0 else math.inf
@@ -114,7 +114,7 @@ class ExponentialRows(VocabularyMechanism):
                 f"two distinct points are closer ({d_lb:.3g} or less) than the rounding of the "
                 f"distances allows at epsilon = {self.epsilon:g} (log-weight error {eta:.3g}); "
                 "merge near-duplicate points or build in matrix mode")
-        self._eps_sample = (self.epsilon - margin) * (1 - 4 * _U)
+        self._eps_sample = (self.epsilon - margin) * (1 - 4 * UNIT_ROUNDOFF)
         self._eta = eta
         return {"guarantee": "analytic, exactly sampled", "claimed_eps": self.epsilon,
                 "delta": 0.0, "sampling_epsilon": self._eps_sample,
