@@ -115,7 +115,9 @@ def _space(args):
 
 def cmd_build(args) -> int:
     space, _ = _space(args)
-    weak = weak_privacy_message(space.distances, args.epsilon)
+    epsilon = _build_epsilon(args, space)
+    distances = getattr(space, "distances", None)     # a vocabulary space holds no matrix
+    weak = weak_privacy_message(distances, epsilon) if distances is not None else None
     if weak:
         warnings.warn(weak, UserWarning, stacklevel=1)
     seconds = build_seconds(args.mechanism, space.n)
@@ -124,7 +126,7 @@ def cmd_build(args) -> int:
               f"n = {space.n} points", file=sys.stderr, flush=True)
     params = dict(args.param or [])
     with _lp_progress(not args.no_progress and sys.stderr.isatty()):
-        mech = build(args.mechanism, space, _build_epsilon(args, space), rng=args.seed,
+        mech = build(args.mechanism, space, epsilon, rng=args.seed,
                      mode=args.mode, **params)
     mech.save(args.output)
     print(repr(mech))
