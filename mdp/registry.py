@@ -294,5 +294,5 @@ def build(name: str, space: MetricSpace | VectorSpace, epsilon: float, *, rng=No
     # a typed build report (mdp.lp.build_report.BuildReport) gets the certification's outcome
     certified = getattr(out.stats, "certified", None)
     if certified is not None:
-        mech.report = certified(mech.stats.get("privacy"), build_seconds)
+        mech.report = certified(mech.stats.get("privacy"), build_seconds, stats["threads"])
     return mech

@@ -35,8 +35,10 @@ class BuildReport(Mapping):
     seconds : mapping str -> float
         Wall-clock seconds per phase (``"plan"``, ``"solve"``, ...; ``"build"`` for the whole
         build once certified).
-    threads : int or None
-        HiGHS's thread count during the build (:func:`mdp.lp.get_threads`).
+    threads : mapping, int or None
+        The build's thread plan (:meth:`mdp.threads.ThreadPlan.record`: requested, CPUs, busy,
+        HiGHS, BLAS) once certified; before that, HiGHS's thread count
+        (:func:`mdp.lp.get_threads`).
     privacy : mapping or None
         The privacy check's outcome (:func:`mdp.verification.certify`), set once certified.
     details : mapping
@@ -51,7 +53,7 @@ class BuildReport(Mapping):
     bound: float | None = None
     gap: float | None = None
     seconds: Mapping[str, float] = field(default_factory=dict)
-    threads: int | None = None
+    threads: Mapping | int | None = None
     privacy: Mapping | None = None
     details: Mapping = field(default_factory=dict)
 
@@ -104,9 +106,12 @@ class BuildReport(Mapping):
                    seconds=dict(seconds or {}), threads=threads,
                    details={k: v for k, v in stats.items() if k != "fallbacks_taken"})
 
-    def certified(self, privacy: Mapping | None, build_seconds: float) -> BuildReport:
-        """The report with the privacy check's outcome and the whole build's seconds."""
-        return replace(self, privacy=privacy, seconds={**self.seconds, "build": build_seconds})
+    def certified(self, privacy: Mapping | None, build_seconds: float,
+                  threads: Mapping | None = None) -> BuildReport:
+        """The report with the privacy check's outcome, the whole build's seconds and (when
+        given) the build's thread plan."""
+        return replace(self, privacy=privacy, seconds={**self.seconds, "build": build_seconds},
+                       threads=self.threads if threads is None else dict(threads))
 
     def describe(self) -> list[str]:
         """The plan taken and every attempt as lines of text (``mdp build -v``)."""
