@@ -17,8 +17,8 @@ CODE_DIRS = ("mdp", "geo", "text", "experiments", "benchmarks", "tests", "script
 
 _SESS = "sess" + "ion"
 _ISSUE = "is" + "sue"
-# pytest's fixture scope is an API name, not a word about the work
-ALLOWED = ('scope="' + _SESS + '"', "scope='" + _SESS + "'")
+# pytest's fixture scope and its test-run object are API names, not words about the work
+ALLOWED = ('scope="' + _SESS + '"', "scope='" + _SESS + "'", "request." + _SESS + ".")
 PATTERNS = {
     "work periods": re.compile(r"\b" + _SESS + r"s?\b|\bsit" + r"tings?\b", re.IGNORECASE),
     "tracker entries": re.compile(r"\b" + _ISSUE + r"s?[ _#-]*#?\d+", re.IGNORECASE),
@@ -67,6 +67,7 @@ def test_the_scan_covers_the_project():
     ("after the re" + "view's edit", True),
     ("Devex pricing (not " + "kept)", True),
     ('@pytest.fixture(scope="' + _SESS + '")', False),
+    ("items = request." + _SESS + ".items", False),
     ("the solver stops at its next iteration", False),
     ("the issue of scaling is numerical", False),
     ("rows kept in the LP between rounds", False),
