@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 import zipfile
@@ -107,3 +108,65 @@ def test_from_points_checks_memory_from_n_before_computing_distances():
         mdp.MetricSpace.from_points(pts)
     with pytest.raises(ResourceLimitError, match="limit of 1 KiB"):
         mdp.MetricSpace.from_points(np.arange(40.0)[:, None], max_memory=1024)
+
+
+# -- LP families: their peak memory estimated from n before any solve -----------------------------
+@pytest.fixture(scope="module")
+def space40():
+    return mdp.MetricSpace.from_points(np.random.default_rng(3).uniform(size=(40, 2)))
+
+
+@pytest.mark.parametrize("family, display", [("optimal", "OPTMech"), ("spanner", "SpannerMech"),
+                                             ("constopt", "ConstOPTMech")])
+def test_lp_families_refuse_above_max_memory_before_any_solve(space40, monkeypatch, family,
+                                                              display):
+    import highspy
+    import scipy.optimize
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("a solver was called")
+
+    monkeypatch.setattr(highspy.Highs, "run", no_solve)
+    monkeypatch.setattr(scipy.optimize, "linprog", no_solve)
+    # the family's build never starts: its plan is the first thing it computes
+    monkeypatch.setattr(importlib.import_module(f"mdp.families.{family}.build"), "plan",
+                        no_solve)
+    with pytest.raises(ResourceLimitError, match=rf"{display} on n = 40 points needs about "
+                                                 r"[0-9.]+ MiB of memory, above the limit of "
+                                                 r"9.77 KiB \(max_memory=10000\)"):
+        mdp.build(family, space40, 1.0, max_memory=10_000)
+
+
+def test_lp_family_estimates_follow_the_plan():
+    from mdp.families.constopt.plan import peak_bytes as constopt_bytes
+    from mdp.families.optimal.plan import BUILD_COPIES, LAZY_ROWS_PER_ENTRY
+    from mdp.families.optimal.plan import peak_bytes as optimal_bytes
+    from mdp.lp.column_blocks import block_bytes
+    from mdp.resources import lp_bytes
+    n = 40
+    base = distance_matrix_bytes(n, BUILD_COPIES)
+    # the dualised full LP: n^2 (n - 1) privacy rows of 2 nonzeros, n loss rows
+    rows = n * n * (n - 1)
+    assert optimal_bytes(n, {"method": "full"}) == base + lp_bytes(rows + n, 2 * rows + n * n)
+    lazy_rows = LAZY_ROWS_PER_ENTRY * n * n
+    assert optimal_bytes(n, {"method": "lazy"}) == base + lp_bytes(lazy_rows, 2 * lazy_rows)
+    # column blocks: n packed n x n inverses, 4 n^2 (n + 1) bytes, on top of the lazy finish
+    assert block_bytes(n) == 4 * n * n * (n + 1)
+    assert optimal_bytes(n, {"method": "blocks"}) == (base + lp_bytes(lazy_rows, 2 * lazy_rows)
+                                                      + block_bytes(n))
+    # the full LP grows as n^3, the Schur complement of ConstOPTMech as n^2
+    assert optimal_bytes(200, {"method": "full"}) > 100 * optimal_bytes(40, {"method": "full"})
+    assert 20 < constopt_bytes(400, {"r": 10}) / constopt_bytes(40, {"r": 10}) < 200
+
+
+def test_default_lp_builds_pass_the_memory_check(space40):
+    sp = mdp.MetricSpace.from_points(np.random.default_rng(4).uniform(size=(8, 2)))
+    mech = mdp.build("optimal", sp, 1.0)
+    assert mech.space.n == 8
+    # a limit above the estimate builds the same mechanism
+    big = mdp.build("optimal", sp, 1.0, max_memory=1 << 30)
+    np.testing.assert_allclose(big.matrix, mech.matrix, atol=1e-9)
+    with pytest.raises(ResourceLimitError, match="OPTMech on n = 8 points"):
+        mdp.build("optimal", sp, 1.0, max_memory=1000)
+    # families without an estimate are not affected
+    assert mdp.build("exponential", space40, 1.0, max_memory=1000).space.n == 40
