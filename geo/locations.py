@@ -223,14 +223,15 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
 
 def _positions(names: list[str] | None, ks: np.ndarray, total: int) -> str:
     """``"input 3 (of 10)"``, ``"inputs 3 and 7 (2 of 10)"`` (1-based), or with ``names``
-    ``"line 3 and line 7 (2 of 10)"``: where the refused locations are, never what they are."""
+    ``"line 4 (1 of 10 locations)"``: where the refused locations are, never what they are."""
     if names is None:
         shown = [str(k + 1) for k in ks[:20].tolist()]
         noun = "input " if len(ks) == 1 else "inputs "
     else:
         shown, noun = [names[k] for k in ks[:20].tolist()], ""
+        total = f"{total} locations"
     if len(ks) == 1:
-        return f"{noun}{shown[0]} (of {total})"
+        return f"{noun}{shown[0]} ({'1 of ' if names is not None else 'of '}{total})"
     listed = (", ".join(shown[:-1]) + f" and {shown[-1]}" if len(ks) <= 20
               else ", ".join(shown) + f" and {len(ks) - 20} more")
     return f"{noun}{listed} ({len(ks)} of {total})"

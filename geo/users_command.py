@@ -95,7 +95,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Run the per-user release; returns the exit status."""
-    mech = load(args.file)
+    mech = load(args.file, max_memory=getattr(args, "max_memory", None))
     table = read_users_csv(args.users)
     released, summary = privatize_users(table, mech, budget=args.budget, seed=args.seed,
                                         snap=args.snap, max_snap_km=args.max_snap_km)

@@ -114,8 +114,9 @@ def check_memory(estimate: int, what: str, max_memory: int | None = None) -> Non
         raise ParameterError(f"max_memory must be a positive number of bytes, got {max_memory!r}")
     if estimate > limit:
         head = (f"{what} needs about {format_bytes(estimate)} of memory, above the limit of "
-                f"{format_bytes(limit)} (max_memory={limit}); nothing was allocated. Use fewer "
-                "points, or pass a larger ")
-        raise ResourceLimitError(head + "max_memory= if this machine has the memory",
-                                 cli_message=head + "--max-memory (e.g. --max-memory 64GB) if "
-                                 "this machine has the memory")
+                f"{format_bytes(limit)} (")
+        tail = "); nothing was allocated. Use fewer points, or pass a larger "
+        raise ResourceLimitError(
+            f"{head}max_memory={limit}{tail}max_memory= if this machine has the memory",
+            cli_message=f"{head}--max-memory {limit}B{tail}--max-memory (e.g. --max-memory 64GB) "
+                        "if this machine has the memory")

@@ -170,3 +170,50 @@ def test_default_lp_builds_pass_the_memory_check(space40):
         mdp.build("optimal", sp, 1.0, max_memory=1000)
     # families without an estimate are not affected
     assert mdp.build("exponential", space40, 1.0, max_memory=1000).space.n == 40
+
+
+# -- --max-memory on the command line ----------------------------------------------------------
+def test_parse_bytes_reads_units_and_refuses_bad_sizes():
+    from mdp.resources import parse_bytes
+    assert parse_bytes("8GB") == 8 * 10**9 and parse_bytes("8 gb") == 8 * 10**9
+    assert parse_bytes("512MiB") == 512 * 2**20 and parse_bytes("1.5KiB") == 1536
+    assert parse_bytes("2e9") == 2 * 10**9 and parse_bytes("100B") == 100
+    assert parse_bytes("3TB") == 3 * 10**12 and parse_bytes("1GiB") == 2**30
+    for bad in ("lots", "8XB", "-1GB", "0", "nan", "inf", "", "GB", "1e30TB"):
+        with pytest.raises(mdp.errors.ParameterError, match="units: B, KB"):
+            parse_bytes(bad)
+
+
+def test_cli_max_memory_is_threaded_to_spaces_builds_and_loads(tmp_path, capsys):
+    csv = _big_csv(tmp_path / "s.csv", 40)
+    out = tmp_path / "m.npz"
+    # the space's 40 x 40 arrays (51 KB) fit 1MB; OPTMech's LP (about 2 MiB) does not
+    code = main(["build", "--space", str(csv), "--mechanism", "optimal", "--epsilon", "1",
+                 "--max-memory", "1MB", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "OPTMech on n = 40 points needs about" in err
+    assert "limit of 977 KiB" in err and "--max-memory" in err and "max_memory=" not in err
+    assert not out.exists()
+    code = main(["build", "--space", str(csv), "--mechanism", "optimal", "--epsilon", "1",
+                 "--max-memory", "1KB", "-o", str(out)])
+    assert code == 2 and "a metric space of 40 points needs" in capsys.readouterr().err
+    assert main(["build", "--space", str(csv), "--mechanism", "exponential", "--epsilon", "1",
+                 "--max-memory", "1GiB", "-o", str(out)]) == 0
+    capsys.readouterr()
+    for argv in (["eps", str(out)], ["privatize", str(out), "3"],
+                 ["lower-bound", "--space", str(csv), "--epsilon", "1"],
+                 ["curves", "--space", str(csv), "--mechanisms", "exponential", "--eps-tight",
+                  "1", "-o", str(tmp_path / "c")]):
+        code = main(argv + ["--max-memory", "100B"])
+        err = capsys.readouterr().err
+        assert code == 2 and "needs about" in err and "limit of 100 B" in err, (argv, err)
+        assert main(argv + ["--max-memory", "1GB"]) == 0, argv
+        capsys.readouterr()
+
+
+def test_cli_max_memory_bad_value_is_a_clear_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["build", "--space", "x.csv", "--mechanism", "optimal", "--epsilon", "1",
+              "--max-memory", "lots", "-o", str(tmp_path / "m.npz")])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "--max-memory" in err and "'lots'" in err and "8GB" in err
