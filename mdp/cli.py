@@ -18,7 +18,13 @@ import warnings
 import numpy as np
 
 from . import __version__
-from .cli_args import ArgumentParser, choose_metric, weak_privacy_message
+from .cli_args import (
+    MEMORY_HELP,
+    ArgumentParser,
+    choose_metric,
+    memory_size,
+    weak_privacy_message,
+)
 from .curves import run_curves
 from .errors import MDPError, ParameterError
 from .estimate import LONG_WORK_SECONDS, build_seconds, describe_seconds
@@ -29,7 +35,6 @@ from .lp import progress
 from .plugins import COMMANDS
 from .registry import build, get, mechanisms
 from .release import SEED_WARNING, output_line
-from .resources import parse_bytes
 from .spaces import load_space
 from .threads import check_threads, use_threads
 
@@ -52,19 +57,6 @@ def _threads(text: str) -> int | str:
         raise argparse.ArgumentTypeError(
             f"expected 'auto' or a positive integer, got {text!r}") from None
 
-
-def _memory(text: str) -> int:
-    """``8GB``, ``512MiB``, ``2e9`` -> bytes (:func:`mdp.resources.parse_bytes`)."""
-    try:
-        return parse_bytes(text)
-    except MDPError as exc:
-        raise argparse.ArgumentTypeError(str(exc).replace("max_memory", "a memory size", 1)) \
-            from None
-
-
-MEMORY_HELP = ("largest memory the command may plan to use, e.g. 8GB or 512MiB (B, KB, MB, GB, "
-               "TB, KiB, MiB, GiB, TiB); work estimated above it is refused before it starts "
-               "(default: half the machine's memory)")
 
 THREADS_HELP = ("threads of the numeric pools (HiGHS, BLAS, numba): 'auto' (default) sizes each "
                 "from the CPUs other processes leave free and its step's size; N fixes every pool")
@@ -292,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the build's plan (method, solver, device, fallbacks, each with "
                         "its reason) and every attempt")
     p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
-    p.add_argument("--max-memory", type=_memory, default=None, metavar="SIZE", help=MEMORY_HELP)
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("privatize", help="privatize inputs (labels, indices, text or lat,lon lines)")
@@ -314,14 +306,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=float, default=None,
                    help="with --users: largest total epsilon per user; reports beyond are refused")
     p.add_argument("-o", "--output", default=None, help="with --users: released CSV (default stdout)")
-    p.add_argument("--max-memory", type=_memory, default=None, metavar="SIZE", help=MEMORY_HELP)
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
     p.set_defaults(func=cmd_privatize)
 
     p = sub.add_parser("eps", help="exact eps_tight of a saved mechanism")
     p.add_argument("file", help="mechanism file written by mdp build")
     p.add_argument("--delta", type=float, default=0.0, help="delta of eps_tight (default 0: pure)")
     p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
-    p.add_argument("--max-memory", type=_memory, default=None, metavar="SIZE", help=MEMORY_HELP)
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
     p.set_defaults(func=cmd_eps)
 
     p = sub.add_parser("lower-bound", help="packing lower bound on the loss of any eps-mDP mechanism")
@@ -331,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delta", type=float, default=0.0, help="delta of (eps, delta)-mDP (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON record")
     p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
-    p.add_argument("--max-memory", type=_memory, default=None, metavar="SIZE", help=MEMORY_HELP)
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
     p.set_defaults(func=cmd_lower_bound)
 
     p = sub.add_parser("curves", help="loss versus eps_tight of every applicable mechanism "
@@ -351,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("-o", "--output", default="results/curves", help="output directory")
     p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
-    p.add_argument("--max-memory", type=_memory, default=None, metavar="SIZE", help=MEMORY_HELP)
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
     p.set_defaults(func=cmd_curves)
 
     for name in COMMANDS.names():
