@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mdp.cli_args import MEMORY_HELP, memory_size
 from mdp.errors import FileFormatError, MissingFileError
 from mdp.io import atomic_write, open_binary
 from mdp.plugins import Command
@@ -56,6 +57,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="csv: user,x,y[,weight] or user,lon,lat with a header (default); "
                              "snap / foursquare: an original check-in log")
     parser.add_argument("--w", type=int, default=20, help="cells kept per level (20)")
+    parser.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE",
+                        help=MEMORY_HELP)
     parser.add_argument("--sigma", type=float, default=None,
                         help="Gaussian filter s.d. in unit-square units (default 2/Delta)")
     parser.add_argument("--origin", choices=["lower", "upper"], default="lower",
@@ -136,7 +139,8 @@ def run_cli(args: argparse.Namespace) -> int:
 
     # the grid's arrays (counts, the quadtree's levels, the filtered image): refuse before work
     check_memory(HEATMAP_GRID_COPIES * 8 * args.delta_grid ** 2,
-                 f"a {args.delta_grid} x {args.delta_grid} heatmap grid (--delta-grid)")
+                 f"a {args.delta_grid} x {args.delta_grid} heatmap grid (--delta-grid)",
+                 getattr(args, "max_memory", None))
     pts = read_points(args.input, args.format)
     if len(pts) == 0:
         raise ValueError(f"{args.input}: no points")

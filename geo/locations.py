@@ -121,9 +121,8 @@ def _check_latlon(latlon: ArrayLike) -> np.ndarray:
         raise ValueError(f"locations must be an (m, 2) array of (lat, lon), got shape {P.shape}")
     bad = ~np.isfinite(P).all(axis=1) | (np.abs(P[:, 0]) > 90) | (np.abs(P[:, 1]) > 180)
     if bad.any():
-        k = int(np.flatnonzero(bad)[0])
         raise ValueError(f"locations must be (lat, lon) degrees with |lat| <= 90, |lon| <= 180; "
-                         f"location {k} is {tuple(P[k].tolist())}")
+                         f"not so: {_positions(None, np.flatnonzero(bad), len(P))}")
     return P
 
 
@@ -166,15 +165,16 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
         Largest distance (km) to the nearest point of the space at which a location outside the
         space's cells is snapped; ``None``: :func:`snap_threshold_km`. Ignored with ``snap``.
     names : list of str, optional
-        How messages name each location (default ``"location K"``, K counted from 1); the
+        How messages name each location (default ``"input K"``, K counted from 1); the
         ``mdp`` command passes ``"line K"``. Messages never repeat a location's coordinates.
 
     Raises
     ------
     mdp.errors.ParameterError
         For malformed coordinates, a non-geographic space, a location farther than
-        ``max_snap_km`` from every point (without ``snap``; the message names the location by
-        its position, its distance and the options), or (``strict``) a location outside every cell of the space.
+        ``max_snap_km`` from every point (without ``snap``; the message gives the count and
+        positions of such locations and the options, never their coordinates or distances), or
+        (``strict``) a location outside every cell of the space.
     """
     pts = _check_geo_space(space)
     P = _check_latlon(latlon)
@@ -187,9 +187,8 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
         idx[inside] = [lookup.get(lab, -1) for lab in grid.labels(cells)] if inside.any() else []
     missing = np.flatnonzero(idx < 0)
     if missing.size and strict:
-        k = int(missing[0])
-        raise ParameterError(f"{missing.size} location(s) in no cell of the space (strict=True); "
-                             f"first: {_name(names, k)}")
+        raise ParameterError(f"{_positions(names, missing, len(P))}: in no cell of the space "
+                             "(strict=True)")
     if missing.size and not snap:
         limit = snap_threshold_km(space) if max_snap_km is None else check_positive(
             max_snap_km, "max_snap_km")
@@ -197,6 +196,7 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
     # the exact rule among them: haversine distance, ties to the lower index
     k = min(len(pts), _CANDIDATES)
     tree = cKDTree(_unit_vectors(pts)) if missing.size else None
+    far_all = []
     for s in range(0, missing.size, 65536):
         chunk = missing[s:s + 65536]
         _, cand = tree.query(_unit_vectors(P[chunk]), k=k)
@@ -206,23 +206,35 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
         idx[chunk] = cand[np.arange(len(chunk)), best]
         if not snap:
             near = Dk[np.arange(len(chunk)), best]
-            far = np.flatnonzero(near > limit)
-            if far.size:
-                k = int(chunk[far[0]])
-                head = (f"{_name(names, k)} is {near[far[0]]:.3f} km from the nearest point of "
-                        "the mechanism's space, farther than ")
-                body = (f" = {limit:.3f} km; it is outside the area this mechanism covers. Build "
-                        "a mechanism on a space that covers it, raise ")
-                raise ParameterError(
-                    head + "max_snap_km" + body + "max_snap_km, or snap to the nearest point "
-                    "anyway with snap=True",
-                    cli_message=head + "--max-snap-km" + body + "--max-snap-km, or snap to the "
-                    "nearest point anyway with --snap")
+            far_all.append(chunk[near > limit])
+    far = np.concatenate(far_all) if far_all else np.empty(0, dtype=np.int64)
+    if far.size:
+        # positions and count only: the locations (and their distances) are private
+        head = f"{_positions(names, far, len(P))}: farther than "
+        body = (f" = {limit:.3f} km from every point of the mechanism's space (outside the area "
+                "it covers). Build a mechanism on a space that covers them, raise ")
+        raise ParameterError(
+            head + "max_snap_km" + body + "max_snap_km, or snap to the nearest point anyway "
+            "with snap=True",
+            cli_message=head + "--max-snap-km" + body + "--max-snap-km, or snap to the nearest "
+            "point anyway with --snap")
     return idx
 
 
-def _name(names: list[str] | None, k: int) -> str:
-    return f"the location on {names[k]}" if names is not None else f"location {k + 1}"
+def _positions(names: list[str] | None, ks: np.ndarray, total: int) -> str:
+    """``"input 3 (of 10)"``, ``"inputs 3 and 7 (2 of 10)"`` (1-based), or with ``names``
+    ``"line 4 (1 of 10 locations)"``: where the refused locations are, never what they are."""
+    if names is None:
+        shown = [str(k + 1) for k in ks[:20].tolist()]
+        noun = "input " if len(ks) == 1 else "inputs "
+    else:
+        shown, noun = [names[k] for k in ks[:20].tolist()], ""
+        total = f"{total} locations"
+    if len(ks) == 1:
+        return f"{noun}{shown[0]} ({'1 of ' if names is not None else 'of '}{total})"
+    listed = (", ".join(shown[:-1]) + f" and {shown[-1]}" if len(ks) <= 20
+              else ", ".join(shown) + f" and {len(ks) - 20} more")
+    return f"{noun}{listed} ({len(ks)} of {total})"
 
 
 def privatize_locations(mech: Mechanism, latlon: ArrayLike, *, rng=None, strict: bool = False,

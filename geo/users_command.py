@@ -67,9 +67,11 @@ def read_users_csv(path: str | Path) -> pd.DataFrame:
         vals = pd.to_numeric(df[cols[name]], errors="coerce").to_numpy(dtype=float)
         bad = ~np.isfinite(vals) | (np.abs(vals) > limit)
         if bad.any():
+            # the rows' positions and count, never their values: the reports are private
             k = int(np.flatnonzero(bad)[0])
-            raise FileFormatError(path, f"bad {name} value {df[cols[name]].iloc[k]!r} (degrees, "
-                                        f"|{name}| <= {limit:g})", line=k + 2)
+            raise FileFormatError(path, f"{int(bad.sum())} of {len(vals)} rows have a {name} that "
+                                        f"is not a number of degrees with |{name}| <= {limit:g} "
+                                        "(the first on this line)", line=k + 2)
         out[name] = vals
     empty = out["user"].isna() | (out["user"] == "")
     if empty.any():
@@ -95,7 +97,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Run the per-user release; returns the exit status."""
-    mech = load(args.file)
+    mech = load(args.file, max_memory=getattr(args, "max_memory", None))
     table = read_users_csv(args.users)
     released, summary = privatize_users(table, mech, budget=args.budget, seed=args.seed,
                                         snap=args.snap, max_snap_km=args.max_snap_km)

@@ -18,7 +18,13 @@ import warnings
 import numpy as np
 
 from . import __version__
-from .cli_args import ArgumentParser, choose_metric, weak_privacy_message
+from .cli_args import (
+    MEMORY_HELP,
+    ArgumentParser,
+    choose_metric,
+    memory_size,
+    weak_privacy_message,
+)
 from .curves import run_curves
 from .errors import MDPError, ParameterError
 from .estimate import LONG_WORK_SECONDS, build_seconds, describe_seconds
@@ -110,7 +116,7 @@ def _metric(args) -> str | None:
 
 def _space(args):
     metric = _metric(args)
-    return load_space(args.space, metric=metric), metric
+    return load_space(args.space, metric=metric, max_memory=args.max_memory), metric
 
 
 def cmd_build(args) -> int:
@@ -127,7 +133,7 @@ def cmd_build(args) -> int:
     params = dict(args.param or [])
     with _lp_progress(not args.no_progress and sys.stderr.isatty()):
         mech = build(args.mechanism, space, epsilon, rng=args.seed,
-                     mode=args.mode, **params)
+                     mode=args.mode, max_memory=args.max_memory, **params)
     mech.save(args.output)
     print(repr(mech))
     if args.verbose:
@@ -194,7 +200,7 @@ def cmd_privatize(args) -> int:
         return int(COMMANDS.get("privatize-users").run(args) or 0)
     if args.budget is not None or args.output is not None:
         raise ValueError("--budget and --output go with --users FILE.csv")
-    mech = load(args.file)
+    mech = load(args.file, max_memory=args.max_memory)
     lines = privatize_lines(mech, _read_inputs(args), rng=args.seed, snap=args.snap,
                             max_snap_km=args.max_snap_km, oov=args.oov)
     if mech.space.metric == "haversine" and not args.snap and sys.stderr.isatty():
@@ -208,7 +214,7 @@ def cmd_privatize(args) -> int:
 
 
 def cmd_eps(args) -> int:
-    mech = load(args.file)
+    mech = load(args.file, max_memory=args.max_memory)
     print(f"eps_tight(delta={args.delta:g}) = {mech.eps_tight(args.delta):.10g}"
           f"  (claimed epsilon {mech.epsilon:g}, mechanism {mech.name!r}, n={mech.space.n})")
     return 0
@@ -234,7 +240,7 @@ def cmd_lower_bound(args) -> int:
 def cmd_curves(args) -> int:
     run_curves(space_spec=args.space, metric=_metric(args), mechanisms=args.mechanisms, eps_tight=args.eps_tight,
                delta=args.delta, q=args.q, out_dir=args.output, seed=args.seed,
-               progress=not args.no_progress)
+               progress=not args.no_progress, max_memory=args.max_memory)
     return 0
 
 
@@ -278,6 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the build's plan (method, solver, device, fallbacks, each with "
                         "its reason) and every attempt")
     p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("privatize", help="privatize inputs (labels, indices, text or lat,lon lines)")
@@ -299,12 +306,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=float, default=None,
                    help="with --users: largest total epsilon per user; reports beyond are refused")
     p.add_argument("-o", "--output", default=None, help="with --users: released CSV (default stdout)")
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
     p.set_defaults(func=cmd_privatize)
 
     p = sub.add_parser("eps", help="exact eps_tight of a saved mechanism")
     p.add_argument("file", help="mechanism file written by mdp build")
     p.add_argument("--delta", type=float, default=0.0, help="delta of eps_tight (default 0: pure)")
     p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
     p.set_defaults(func=cmd_eps)
 
     p = sub.add_parser("lower-bound", help="packing lower bound on the loss of any eps-mDP mechanism")
@@ -314,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delta", type=float, default=0.0, help="delta of (eps, delta)-mDP (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON record")
     p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
     p.set_defaults(func=cmd_lower_bound)
 
     p = sub.add_parser("curves", help="loss versus eps_tight of every applicable mechanism "
@@ -333,6 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("-o", "--output", default="results/curves", help="output directory")
     p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
     p.set_defaults(func=cmd_curves)
 
     for name in COMMANDS.names():

@@ -18,9 +18,25 @@ import numpy as np
 
 from .errors import MDPError
 from .io import latlon_columns, open_text
+from .resources import parse_bytes
 
 __all__ = ["ArgumentParser", "MetricChoice", "choose_metric", "weak_privacy_message",
-           "NO_PRIVACY_EXPONENT"]
+           "NO_PRIVACY_EXPONENT", "memory_size", "MEMORY_HELP"]
+
+#: Help of every command's ``--max-memory`` option.
+MEMORY_HELP = ("largest memory the command may plan to use, e.g. 8GB or 512MiB (B, KB, MB, GB, "
+               "TB, KiB, MiB, GiB, TiB); work estimated above it is refused before it starts "
+               "(default: half the machine's memory)")
+
+
+def memory_size(text: str) -> int:
+    """``--max-memory`` values: ``8GB``, ``512MiB``, ``2e9`` -> bytes
+    (:func:`mdp.resources.parse_bytes`); argparse reports a bad one with the option's name."""
+    try:
+        return parse_bytes(text)
+    except MDPError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("max_memory", "a memory size", 1)) \
+            from None
 
 #: ``epsilon * d`` above which the two closest points of a space are told apart with odds
 #: beyond ``exp(10)`` (about 22,000): no meaningful privacy is left between any two inputs.

@@ -39,6 +39,7 @@ from .lower_bound import lower_bounds
 from .plotting import finish_and_save
 from .registry import get
 from .registry import mechanisms as registered
+from .resources import check_memory
 from .space import MetricSpace
 from .spaces import DEFAULT_SPACE, load_space
 from .threads import check_threads
@@ -265,12 +266,14 @@ def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float
 def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = None, eps_tight=None, *,
                metric: str | None = None, delta: float = 1e-3, q: float = 0.95, out_dir: str | Path = "results/curves",
                seed: int = 0, progress: bool = True, threads=None,
-               costs: CostModel = DEFAULT_COSTS) -> pd.DataFrame:
+               costs: CostModel = DEFAULT_COSTS, max_memory: int | None = None) -> pd.DataFrame:
     """``mdp curves``: compute, write ``curves.csv`` / ``curves.md`` / ``curves.png``, print a table.
 
     ``threads``: every build's thread knob (:func:`loss_curves`). A run that ``costs``
     (:mod:`mdp.estimate`) puts above ``LONG_WORK_SECONDS`` is announced on stderr with its
-    estimate before it starts.
+    estimate before it starts. ``max_memory`` (bytes; None: half the machine's memory) limits
+    the space's arrays and every family's estimated peak memory (``peak_bytes`` of the
+    registry), both checked before any work (:class:`~mdp.errors.ResourceLimitError`).
 
     The printed summary and ``curves.md`` list the families that ran, those left out (with the
     reason: not applicable, or too costly for the space's size by default) and every failed
@@ -283,11 +286,16 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
     """
     spec = space_spec or DEFAULT_SPACE
     t0 = time.perf_counter()
-    space = load_space(spec, metric=metric)
+    space = load_space(spec, metric=metric, max_memory=max_memory)
     if isinstance(space, VectorSpace):
         return run_scale_curves(space, spec, mechanisms, eps_tight, q=q, out_dir=out_dir,
                                 seed=seed)
     ran, left_out = plan_families(space, mechanisms)
+    for name in ran:
+        entry = get(name)
+        if entry.peak_bytes is not None:
+            check_memory(entry.peak_bytes(space.n, entry.validate_params({})),
+                         f"{entry.display_name} on n = {space.n:,} points", max_memory)
     n_targets = len(default_targets(space)) if eps_tight is None else len(eps_tight)
     estimate = curves_seconds(ran, space.n, n_targets, costs)
     if sum(estimate.values()) > LONG_WORK_SECONDS:

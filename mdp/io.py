@@ -685,6 +685,7 @@ def load_points_csv(path: str | os.PathLike, metric: str = "euclidean", *,
                                     f"{int(lines[first[inverse[k]]])}; merge duplicates (a metric "
                                     "space needs distinct points)", line=int(lines[k]))
     try:
-        return MetricSpace.from_points(points, metric=metric, labels=labels)
+        return MetricSpace.from_points(points, metric=metric, labels=labels,
+                                       max_memory=max_memory)
     except ValueError as exc:
         raise FileFormatError(path, f"not a valid points table: {exc}") from None

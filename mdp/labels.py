@@ -27,8 +27,8 @@ class LabelIndex:
         Raises
         ------
         mdp.errors.UnknownInputError
-            For an unknown label or an index out of range (the message names it; also a
-            ``KeyError``).
+            For an unknown label or an index out of range (the message gives its position,
+            not the input, which is private; also a ``KeyError``).
         """
         scalar = np.ndim(x) == 0
         xs = np.atleast_1d(np.asarray(x, dtype=object if self.labels is not None else None))
@@ -36,24 +36,35 @@ class LabelIndex:
             try:
                 idx = xs.astype(np.int64)
             except (TypeError, ValueError):
-                raise UnknownInputError(f"this space has no labels; inputs must be indices 0..{self.n - 1}, got {x!r}") from None
+                raise UnknownInputError(f"this space has no labels; inputs must be indices 0..{self.n - 1}, "
+                                        f"got a {type(x).__name__}") from None
             if np.any(idx != xs.astype(float)) if xs.dtype.kind == "f" else False:
-                raise UnknownInputError(f"indices must be integers, got {x!r}")
+                k = int(np.flatnonzero(idx != xs.astype(float))[0])
+                raise UnknownInputError(f"input {k + 1} (of {len(xs)}): indices must be integers")
         else:
             if self._index is None:
                 self._index = {str(lab): i for i, lab in enumerate(self.labels.tolist())}
             idx = np.empty(len(xs), dtype=np.int64)
+            unknown = []
             for k, item in enumerate(xs.tolist()):
                 if isinstance(item, (int, np.integer)) and not isinstance(item, bool) and str(item) not in self._index:
                     idx[k] = item
                     continue
-                try:
-                    idx[k] = self._index[str(item)]
-                except KeyError:
-                    raise UnknownInputError(f"unknown label {item!r}: not in this space of {self.n} points") from None
+                i = self._index.get(str(item))
+                if i is None:
+                    unknown.append(k + 1)
+                else:
+                    idx[k] = i
+            if unknown:
+                shown = ", ".join(map(str, unknown[:20])) + (" ..." if len(unknown) > 20 else "")
+                count = f"{len(unknown)} of {len(xs)}" if len(unknown) > 1 else f"of {len(xs)}"
+                raise UnknownInputError(f"input{'s' if len(unknown) > 1 else ''} {shown} "
+                                        f"({count}): unknown label: not a label of this space "
+                                        f"of {self.n} points")
         if np.any((idx < 0) | (idx >= self.n)):
-            bad = idx[(idx < 0) | (idx >= self.n)][0]
-            raise UnknownInputError(f"index {int(bad)} out of range for a space of {self.n} points")
+            k = int(np.flatnonzero((idx < 0) | (idx >= self.n))[0])
+            raise UnknownInputError(f"input {k + 1} (of {len(xs)}): index out of range for a "
+                                    f"space of {self.n} points (0..{self.n - 1})")
         return int(idx[0]) if scalar else idx
 
     def label_of(self, idx):

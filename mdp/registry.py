@@ -24,6 +24,7 @@ from .errors import ParameterError, ParameterTypeError
 from .mechanism import Mechanism
 from .params import Param
 from .plugins import Registry, load_family_plugins
+from .resources import check_memory
 from .space import MetricSpace
 from .threads import use_threads
 from .validation import check_epsilon, check_rng
@@ -57,6 +58,10 @@ class MechanismEntry:
         Declared keyword parameters (see :mod:`mdp.params`).
     mechanism_class : type
         The :class:`~mdp.Mechanism` class built from the builder's candidate.
+    peak_bytes : callable or None
+        ``peak_bytes(n, params) -> int``: the build's estimated peak memory on ``n`` points
+        with the resolved parameters, checked by :func:`build` against ``max_memory`` before
+        the builder runs (None: no estimate).
     """
 
     name: str
@@ -68,6 +73,7 @@ class MechanismEntry:
     display_name: str = ""
     rules: dict = field(default_factory=dict)
     mechanism_class: type = Mechanism
+    peak_bytes: Callable[[int, dict], int] | None = None
 
     @property
     def params(self) -> dict[str, object]:
@@ -128,7 +134,8 @@ def _always(space: MetricSpace) -> None:
 
 def register(name: str, *, description: str, applies: Callable | None = None,
              guarantee: str = "matrix", quick_max_n: int = 10**9, display_name: str | None = None,
-             params: dict[str, Param] | None = None, mechanism_class: type = Mechanism):
+             params: dict[str, Param] | None = None, mechanism_class: type = Mechanism,
+             peak_bytes: Callable[[int, dict], int] | None = None):
     """Decorator registering ``builder`` under ``name``.
 
     Parameters
@@ -149,6 +156,9 @@ def register(name: str, *, description: str, applies: Callable | None = None,
         Declared keyword parameters of the builder (names must match its signature).
     mechanism_class : type
         :class:`~mdp.Mechanism` subclass to build (e.g. one that samples differently).
+    peak_bytes : callable or None
+        ``peak_bytes(n, params) -> int``, the build's estimated peak memory (see
+        :class:`MechanismEntry`).
 
     Examples
     --------
@@ -170,7 +180,7 @@ def register(name: str, *, description: str, applies: Callable | None = None,
                                  f"the builder's keyword parameters {sorted(declared)}")
         FAMILIES.register(name, MechanismEntry(name, builder, description, applies or _always,
                                                guarantee, quick_max_n, display_name or name, rules,
-                                               mechanism_class))
+                                               mechanism_class, peak_bytes))
         return builder
 
     return deco
@@ -212,7 +222,7 @@ def applicable(space: MetricSpace) -> dict[str, str | None]:
 
 def build(name: str, space: MetricSpace | VectorSpace, epsilon: float, *, rng=None,
           mode: str = "auto", mode_rule: ModeRule | None = None, threads=None,
-          **params) -> Mechanism:
+          max_memory: int | None = None, **params) -> Mechanism:
     """Build the mechanism ``name`` on ``space`` at privacy level ``epsilon``.
 
     The result has passed the shared privacy check of its final matrix
@@ -241,6 +251,10 @@ def build(name: str, space: MetricSpace | VectorSpace, epsilon: float, *, rng=No
         ``"auto"`` sizes them from the CPUs free and the work's grain (inside another plan's
         block, e.g. :func:`mdp.calibrate`'s, that plan holds); an int fixes every pool. The plan
         is recorded in ``stats["threads"]``.
+    max_memory : int or None
+        Limit in bytes on the family's estimated peak memory (its ``peak_bytes``, e.g. the LP
+        families' rows and block inverses from ``n``), checked before any work; None: half the
+        machine's memory (:func:`mdp.resources.default_max_memory`).
     **params
         Family parameters (see ``mdp list`` or ``mdp.get(name).params``).
 
@@ -255,6 +269,9 @@ def build(name: str, space: MetricSpace | VectorSpace, epsilon: float, *, rng=No
     mdp.errors.ParameterTypeError
         Unknown parameters (the message lists the accepted ones), a space that is not a
         :class:`MetricSpace` (also a ``TypeError``).
+    mdp.errors.ResourceLimitError
+        The family's memory estimate is above ``max_memory`` (nothing was built; the message
+        states the estimate and the limit).
     mdp.errors.PrivacyError
         The final matrix violates the claimed guarantee beyond the tolerance repair.
     mdp.errors.BuildError, mdp.errors.SolverError
@@ -270,6 +287,9 @@ def build(name: str, space: MetricSpace | VectorSpace, epsilon: float, *, rng=No
         raise ParameterError(f"mechanism {name!r} does not apply to this space: {reason}")
     rng = check_rng(rng)
     plan = plan_mode(space, mode, family=name, has_vocabulary=name in _VOCABULARY, rule=mode_rule)
+    if plan.mode != "vocabulary" and entry.peak_bytes is not None:
+        check_memory(entry.peak_bytes(space.n, resolved),
+                     f"{entry.display_name} on n = {space.n:,} points", max_memory)
     with use_threads(threads) as thread_plan:
         if plan.mode == "vocabulary":
             t0 = time.perf_counter()

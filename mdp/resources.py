@@ -18,11 +18,24 @@ import os
 from .errors import ParameterError, ResourceLimitError
 
 __all__ = ["default_max_memory", "check_memory", "distance_matrix_bytes", "format_bytes",
-           "SPACE_COPIES"]
+           "lp_bytes", "parse_bytes", "SPACE_COPIES", "LP_BYTES_PER_NONZERO", "LP_BYTES_PER_ROW"]
 
 #: ``n x n`` float64 arrays alive at once while a space is built from points (pairwise distances,
 #: transpose, symmetrised copy, the space's own copy).
 SPACE_COPIES = 4
+
+
+#: Bytes per nonzero of an LP held by HiGHS: its matrix column-wise and row-wise (8-byte values,
+#: 4-byte indices) and a presolved copy of both. An estimate for refusing work that cannot fit
+#: (a safe side of the figure, not a measurement).
+LP_BYTES_PER_NONZERO = 48
+
+#: Bytes per row of an LP: bounds, dual value and basis status in HiGHS, and the toolkit's own
+#: row arrays while it builds them (an estimate, as :data:`LP_BYTES_PER_NONZERO`).
+LP_BYTES_PER_ROW = 64
+
+_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
 
 def default_max_memory() -> int:
@@ -48,6 +61,35 @@ def distance_matrix_bytes(n: int, copies: int = SPACE_COPIES) -> int:
     return int(copies) * int(n) * int(n) * 8
 
 
+def lp_bytes(rows: int, nonzeros: int) -> int:
+    """Estimated bytes of an LP of ``rows`` rows and ``nonzeros`` nonzeros held by HiGHS
+    (:data:`LP_BYTES_PER_ROW`, :data:`LP_BYTES_PER_NONZERO`)."""
+    return int(rows) * LP_BYTES_PER_ROW + int(nonzeros) * LP_BYTES_PER_NONZERO
+
+
+def parse_bytes(text: str) -> int:
+    """``"8GB"``, ``"512 MiB"``, ``"2e9"`` -> bytes (B, KB, MB, GB, TB are powers of 1000;
+    KiB, MiB, GiB, TiB powers of 1024; a bare number is bytes).
+
+    Raises
+    ------
+    ParameterError
+        Not a positive size with a known unit (the message names the value and the units).
+    """
+    t = str(text).strip().lower().replace(" ", "")
+    number = t.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = t[len(number):] or "b"
+    try:
+        value = float(number) * _UNITS[unit]
+    except (ValueError, KeyError):
+        value = float("nan")
+    if not (value >= 1 and value < 2**63):
+        raise ParameterError(f"max_memory must be a positive size such as 8GB, 512MiB or a "
+                             f"number of bytes (units: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), "
+                             f"got {text!r}")
+    return int(value)
+
+
 def check_memory(estimate: int, what: str, max_memory: int | None = None) -> None:
     """Refuse work whose memory ``estimate`` (bytes) is above ``max_memory``.
 
@@ -71,7 +113,10 @@ def check_memory(estimate: int, what: str, max_memory: int | None = None) -> Non
     if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
         raise ParameterError(f"max_memory must be a positive number of bytes, got {max_memory!r}")
     if estimate > limit:
+        head = (f"{what} needs about {format_bytes(estimate)} of memory, above the limit of "
+                f"{format_bytes(limit)} (")
+        tail = "); nothing was allocated. Use fewer points, or pass a larger "
         raise ResourceLimitError(
-            f"{what} needs about {format_bytes(estimate)} of memory, above the limit of "
-            f"{format_bytes(limit)} (max_memory={limit}); nothing was allocated. Use fewer "
-            "points, or pass a larger max_memory= if this machine has the memory")
+            f"{head}max_memory={limit}{tail}max_memory= if this machine has the memory",
+            cli_message=f"{head}--max-memory {limit}B{tail}--max-memory (e.g. --max-memory 64GB) "
+                        "if this machine has the memory")

@@ -26,11 +26,13 @@ points of the ``mdp.spaces`` group; each loader receives the whole spec.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .errors import FileFormatError, MissingFileError, ParameterError
 from .io import load_points_csv, read_npy
 from .plugins import SPACES
+from .resources import check_memory
 from .space import MetricSpace
 
 __all__ = ["load_space", "DEFAULT_SPACE"]
@@ -38,11 +40,13 @@ __all__ = ["load_space", "DEFAULT_SPACE"]
 DEFAULT_SPACE = "glove:50:0"
 
 
-def _points_csv(path: Path, metric: str = "euclidean") -> MetricSpace:
-    return load_points_csv(path, metric)
+#: Copies of a ``.npy`` distance matrix alive while it is read and validated (the file's array,
+#: its float64 conversion and the space's symmetric copy).
+NPY_COPIES = 3
 
 
-def load_space(spec: str | None, *, metric: str | None = None) -> MetricSpace:
+def load_space(spec: str | None, *, metric: str | None = None,
+               max_memory: int | None = None) -> MetricSpace:
     """Build the metric space described by ``spec`` (see the module docstring).
 
     Parameters
@@ -54,6 +58,16 @@ def load_space(spec: str | None, *, metric: str | None = None) -> MetricSpace:
         ``lat,lon`` degrees, distances in km; any :func:`scipy.spatial.distance.cdist` name).
         Plugin specs and distance matrices carry their own metric: giving another one is an
         error (giving theirs is accepted).
+    max_memory : int or None
+        Limit in bytes on the space's arrays, checked before they are allocated (from the
+        number of points of a ``FILE.csv``, from the size of a ``FILE.npy``); None: half the
+        machine's memory (:func:`mdp.resources.default_max_memory`). Plugin specs check their
+        own sizes with the default limit.
+
+    Raises
+    ------
+    mdp.errors.ResourceLimitError
+        The space's arrays would exceed ``max_memory``.
     """
     spec = DEFAULT_SPACE if spec is None else str(spec)
     prefix, _, rest = spec.partition(":")
@@ -69,6 +83,8 @@ def load_space(spec: str | None, *, metric: str | None = None) -> MetricSpace:
             raise ParameterError(f"--metric applies to FILE.csv spaces; {path} holds distances")
         if not path.exists():
             raise MissingFileError(f"no distance matrix at {path}")
+        check_memory(NPY_COPIES * os.path.getsize(path), f"{path}: a distance matrix",
+                     max_memory)
         D = read_npy(path)
         if D.dtype.kind not in "biuf":
             raise FileFormatError(path, f"a distance matrix must hold real numbers, got dtype {D.dtype}")
@@ -79,7 +95,7 @@ def load_space(spec: str | None, *, metric: str | None = None) -> MetricSpace:
     if path.suffix.lower() in (".csv", ".txt"):
         if not path.exists():
             raise MissingFileError(f"no points file at {path}")
-        return _points_csv(path, metric or "euclidean")
+        return load_points_csv(path, metric or "euclidean", max_memory=max_memory)
     prefixes = ", ".join(f"{p}:..." for p in SPACES.names())
     raise ParameterError(f"unknown space spec {spec!r}; use FILE.csv, FILE.npy or one of "
                          f"{prefixes or '(no space plugins installed)'}")

@@ -86,7 +86,7 @@ def test_privatize_bad_line_says_what_not_the_value(places, capsys, monkeypatch,
 
 def test_privatize_far_location_counts_lines_from_one(places, capsys, monkeypatch):
     code, o, e = run(["privatize", places], capsys, "\n48.2082,16.3738\n10,10\n", monkeypatch)
-    assert code == 2 and "line 3 is" in e and "--max-snap-km" in e and "--snap" in e
+    assert code == 2 and "line 3 (1 of 2 locations): farther than --max-snap-km" in e and "--max-snap-km" in e and "--snap" in e
     assert "snap=True" not in e and "10.0" not in e
 
 

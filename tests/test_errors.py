@@ -52,11 +52,11 @@ def test_metric_of_the_wrong_type():
 
 def test_sample_an_unknown_input(space):
     mech = mdp.build("exponential", space, epsilon=1.0)
-    with pytest.raises(UnknownInputError, match="index 99 out of range") as info:
+    with pytest.raises(UnknownInputError, match=r"input 1 \(of 1\): index out of range") as info:
         mech.sample([99], rng=0)
     assert isinstance(info.value, mdp.MDPError) and isinstance(info.value, KeyError)
     labelled = mdp.MetricSpace.from_points([[0.0], [1.0], [3.0]], labels=["a", "b", "c"])
-    with pytest.raises(UnknownInputError, match="unknown label 'z'"):
+    with pytest.raises(UnknownInputError, match="input 1 \\(of 1\\): unknown label"):
         mdp.build("exponential", labelled, epsilon=1.0).sample("z", rng=0)
 
 

@@ -336,6 +336,10 @@ def test_heatmap_command(tmp_path):
     assert main(["heatmap", str(src), "--epsilon", "1", "--delta-grid", "32", "--bounds", "0", "1",
                  "0", "1", "--seed", "0", "-o", str(out), "--save-npy", str(npy)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # --max-memory limits the grid's arrays, checked before the points are read
+    assert main(["heatmap", str(src), "--epsilon", "1", "--delta-grid", "32", "--bounds", "0", "1",
+                 "0", "1", "--max-memory", "10KB", "-o", str(tmp_path / "h2.png")]) == 2
+    assert not (tmp_path / "h2.png").exists()
     a = np.load(npy)
     assert a.shape == (32, 32) and a.sum() == pytest.approx(1.0)
     bad = tmp_path / "bad.csv"

@@ -67,14 +67,18 @@ def test_points_outside_space_snap_to_nearest_centre(space, beijing):
                                   _nearest_by_sklearn(space, P[outside]))
     far = np.array([[31.23, 121.47], [-33.9, 151.2]])  # Shanghai, Sydney: outside the box
     np.testing.assert_array_equal(locate(space, far, snap=True), _nearest_by_sklearn(space, far))
-    # by default a location far outside the mechanism's area is refused, naming it
-    with pytest.raises(ValueError, match=r"location 1 is .* km from"):
+    # by default a location far outside the mechanism's area is refused, by position only
+    with pytest.raises(ValueError, match=r"^inputs 1 and 2 \(2 of 2\): farther than "
+                                         r"max_snap_km = [0-9.]+ km from every point") as info:
         locate(space, far)
+    assert "31.2" not in str(info.value) and "121" not in str(info.value)
+    with pytest.raises(ValueError, match=r"^input 3 \(of 3\): farther than max_snap_km"):
+        locate(space, np.vstack([space.points[:2], far[:1]]))
     # within the threshold it snaps to the nearest centre, as with snap=True
     near = space.points[:3] + [0.0, 0.004]
     np.testing.assert_array_equal(locate(space, near, max_snap_km=2.0),
                                   _nearest_by_sklearn(space, near))
-    with pytest.raises(ValueError, match=r"2 location\(s\) in no cell of the space.*first: location 1$"):
+    with pytest.raises(ValueError, match=r"^inputs 1 and 2 \(2 of 2\): in no cell of the space"):
         locate(space, far, strict=True)
 
 
@@ -114,8 +118,9 @@ def test_bad_lines_and_spaces(space, mech):
         parse_latlon_lines(["39.9,116.3", "39.9;116.3"])
     with pytest.raises(ValueError, match="line 1: .*out of range"):
         parse_latlon_lines(["95,116.3"])
-    with pytest.raises(ValueError, match="location 1 is"):
+    with pytest.raises(ValueError, match=r"not so: input 2 \(of 2\)$") as info:
         locate(space, [[39.9, 116.3], [np.nan, 116.3]])
+    assert "116.3" not in str(info.value)
     euclid = MetricSpace.from_points([[0, 0], [1, 1]])
     with pytest.raises(ValueError, match="haversine space"):
         locate(euclid, [[0.5, 0.5]])

@@ -141,6 +141,7 @@ def test_mdp_privatize_users_command(mech, tmp_path, capsys, users_cli):
     assert main(["privatize", str(mech_path), "--users", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "line 3" in err and str(bad) in err
+    assert "1 of 2 rows have a lat" in err and "91" not in err      # a private report
     bad.write_text("name,lat,lon\nann,48.2,16.37\n")
     assert main(["privatize", str(mech_path), "--users", str(bad)]) == 2
     assert "missing column(s) ['user']" in capsys.readouterr().err

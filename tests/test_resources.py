@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 import zipfile
@@ -107,3 +108,112 @@ def test_from_points_checks_memory_from_n_before_computing_distances():
         mdp.MetricSpace.from_points(pts)
     with pytest.raises(ResourceLimitError, match="limit of 1 KiB"):
         mdp.MetricSpace.from_points(np.arange(40.0)[:, None], max_memory=1024)
+
+
+# -- LP families: their peak memory estimated from n before any solve -----------------------------
+@pytest.fixture(scope="module")
+def space40():
+    return mdp.MetricSpace.from_points(np.random.default_rng(3).uniform(size=(40, 2)))
+
+
+@pytest.mark.parametrize("family, display", [("optimal", "OPTMech"), ("spanner", "SpannerMech"),
+                                             ("constopt", "ConstOPTMech")])
+def test_lp_families_refuse_above_max_memory_before_any_solve(space40, monkeypatch, family,
+                                                              display):
+    import highspy
+    import scipy.optimize
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("a solver was called")
+
+    monkeypatch.setattr(highspy.Highs, "run", no_solve)
+    monkeypatch.setattr(scipy.optimize, "linprog", no_solve)
+    # the family's build never starts: its plan is the first thing it computes
+    monkeypatch.setattr(importlib.import_module(f"mdp.families.{family}.build"), "plan",
+                        no_solve)
+    with pytest.raises(ResourceLimitError, match=rf"{display} on n = 40 points needs about "
+                                                 r"[0-9.]+ MiB of memory, above the limit of "
+                                                 r"9.77 KiB \(max_memory=10000\)"):
+        mdp.build(family, space40, 1.0, max_memory=10_000)
+
+
+def test_lp_family_estimates_follow_the_plan():
+    from mdp.families.constopt.plan import peak_bytes as constopt_bytes
+    from mdp.families.optimal.plan import BUILD_COPIES, LAZY_ROWS_PER_ENTRY
+    from mdp.families.optimal.plan import peak_bytes as optimal_bytes
+    from mdp.lp.column_blocks import block_bytes
+    from mdp.resources import lp_bytes
+    n = 40
+    base = distance_matrix_bytes(n, BUILD_COPIES)
+    # the dualised full LP: n^2 (n - 1) privacy rows of 2 nonzeros, n loss rows
+    rows = n * n * (n - 1)
+    assert optimal_bytes(n, {"method": "full"}) == base + lp_bytes(rows + n, 2 * rows + n * n)
+    lazy_rows = LAZY_ROWS_PER_ENTRY * n * n
+    assert optimal_bytes(n, {"method": "lazy"}) == base + lp_bytes(lazy_rows, 2 * lazy_rows)
+    # column blocks: n packed n x n inverses, 4 n^2 (n + 1) bytes, on top of the lazy finish
+    assert block_bytes(n) == 4 * n * n * (n + 1)
+    assert optimal_bytes(n, {"method": "blocks"}) == (base + lp_bytes(lazy_rows, 2 * lazy_rows)
+                                                      + block_bytes(n))
+    # the full LP grows as n^3, the Schur complement of ConstOPTMech as n^2
+    assert optimal_bytes(200, {"method": "full"}) > 100 * optimal_bytes(40, {"method": "full"})
+    assert 20 < constopt_bytes(400, {"r": 10}) / constopt_bytes(40, {"r": 10}) < 200
+
+
+def test_default_lp_builds_pass_the_memory_check(space40):
+    sp = mdp.MetricSpace.from_points(np.random.default_rng(4).uniform(size=(8, 2)))
+    mech = mdp.build("optimal", sp, 1.0)
+    assert mech.space.n == 8
+    # a limit above the estimate builds the same mechanism
+    big = mdp.build("optimal", sp, 1.0, max_memory=1 << 30)
+    np.testing.assert_allclose(big.matrix, mech.matrix, atol=1e-9)
+    with pytest.raises(ResourceLimitError, match="OPTMech on n = 8 points"):
+        mdp.build("optimal", sp, 1.0, max_memory=1000)
+    # families without an estimate are not affected
+    assert mdp.build("exponential", space40, 1.0, max_memory=1000).space.n == 40
+
+
+# -- --max-memory on the command line ----------------------------------------------------------
+def test_parse_bytes_reads_units_and_refuses_bad_sizes():
+    from mdp.resources import parse_bytes
+    assert parse_bytes("8GB") == 8 * 10**9 and parse_bytes("8 gb") == 8 * 10**9
+    assert parse_bytes("512MiB") == 512 * 2**20 and parse_bytes("1.5KiB") == 1536
+    assert parse_bytes("2e9") == 2 * 10**9 and parse_bytes("100B") == 100
+    assert parse_bytes("3TB") == 3 * 10**12 and parse_bytes("1GiB") == 2**30
+    for bad in ("lots", "8XB", "-1GB", "0", "nan", "inf", "", "GB", "1e30TB"):
+        with pytest.raises(mdp.errors.ParameterError, match="units: B, KB"):
+            parse_bytes(bad)
+
+
+def test_cli_max_memory_is_threaded_to_spaces_builds_and_loads(tmp_path, capsys):
+    csv = _big_csv(tmp_path / "s.csv", 40)
+    out = tmp_path / "m.npz"
+    # the space's 40 x 40 arrays (51 KB) fit 1MB; OPTMech's LP (about 2 MiB) does not
+    code = main(["build", "--space", str(csv), "--mechanism", "optimal", "--epsilon", "1",
+                 "--max-memory", "1MB", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "OPTMech on n = 40 points needs about" in err
+    assert "limit of 977 KiB" in err and "--max-memory" in err and "max_memory=" not in err
+    assert not out.exists()
+    code = main(["build", "--space", str(csv), "--mechanism", "optimal", "--epsilon", "1",
+                 "--max-memory", "1KB", "-o", str(out)])
+    assert code == 2 and "a metric space of 40 points needs" in capsys.readouterr().err
+    assert main(["build", "--space", str(csv), "--mechanism", "exponential", "--epsilon", "1",
+                 "--max-memory", "1GiB", "-o", str(out)]) == 0
+    capsys.readouterr()
+    for argv in (["eps", str(out)], ["privatize", str(out), "3"],
+                 ["lower-bound", "--space", str(csv), "--epsilon", "1"],
+                 ["curves", "--space", str(csv), "--mechanisms", "exponential", "--eps-tight",
+                  "1", "-o", str(tmp_path / "c")]):
+        code = main(argv + ["--max-memory", "100B"])
+        err = capsys.readouterr().err
+        assert code == 2 and "needs about" in err and "limit of 100 B" in err, (argv, err)
+        assert main(argv + ["--max-memory", "1GB"]) == 0, argv
+        capsys.readouterr()
+
+
+def test_cli_max_memory_bad_value_is_a_clear_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["build", "--space", "x.csv", "--mechanism", "optimal", "--epsilon", "1",
+              "--max-memory", "lots", "-o", str(tmp_path / "m.npz")])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "--max-memory" in err and "'lots'" in err and "8GB" in err

@@ -72,8 +72,12 @@ def test_invalid_labels_and_points():
 
 def test_unknown_label_and_index():
     s = MetricSpace.from_distances(np.array([[0, 1.0], [1.0, 0]]), labels=["x", "y"])
-    with pytest.raises(KeyError, match="unknown label 'zz'"):
+    with pytest.raises(KeyError, match="input 1 \\(of 1\\): unknown label") as info:
         s.index_of("zz")
+    assert "zz" not in str(info.value)                    # inputs are private: position only
+    with pytest.raises(KeyError, match=r"inputs 2, 4 \(2 of 4\): unknown label") as info:
+        s.index_of(["x", "secret1", "y", "secret2"])
+    assert "secret" not in str(info.value)
     t = MetricSpace.from_distances(np.array([[0, 1.0], [1.0, 0]]))
     with pytest.raises(KeyError, match="out of range"):
         t.index_of(5)

@@ -58,7 +58,8 @@ def test_far_location_is_refused_by_default(places, tmp_path, capsys):
     beijing = "39.9042,116.4074"
     code, o, e = run(["privatize", str(out), beijing, "--seed", "1"], capsys)
     assert code == 2 and o == ""
-    assert "km from the nearest point" in e and "--snap" in e and "--max-snap-km" in e
+    assert "line 1 (1 of 1 locations): farther than --max-snap-km" in e and "--snap" in e
+    assert "39.9" not in e and "116.4" not in e                   # the location is private
     code, o, e = run(["privatize", str(out), beijing, "--seed", "1", "--snap"], capsys)
     assert code == 0 and o.strip() in {f"{a:.6f},{b:.6f}" for a, b in VIENNA}
     # a threshold large enough admits it too

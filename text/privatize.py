@@ -7,9 +7,10 @@ zero-width characters, lone combining marks) follow the ``punctuation`` policy.
 
 Safe defaults: the output holds nothing but mechanism outputs, joined by single spaces.
 
-- ``oov="error"`` refuses a text with words outside the space (the error lists them and the
-  options). ``oov="mask"`` and ``oov="drop"`` release nothing about such words but their
-  position (mask) or nothing at all (drop); ``oov="keep"`` releases them unchanged and warns.
+- ``oov="error"`` refuses a text with words outside the space (the error gives their count
+  and positions, never the words, and the options). ``oov="mask"`` and ``oov="drop"`` release
+  nothing about such words but their position (mask) or nothing at all (drop);
+  ``oov="keep"`` releases them unchanged and warns.
 - ``punctuation="drop"`` removes every non-word token; ``"keep"`` releases them unchanged and
   warns; ``"privatize"`` treats them as words.
 - Replacements are the space's labels as they are (lower-case for GloVe): the case of the input
@@ -87,12 +88,31 @@ class _Plan:
         return ("oov",)
 
 
-def _unknown_words_error(unknown: list[str], n_vocab: int) -> ParameterError:
-    distinct = list(dict.fromkeys(unknown))
-    listed = ", ".join(repr(w) for w in distinct[:_MAX_LISTED])
-    more = f" and {len(distinct) - _MAX_LISTED} more" if len(distinct) > _MAX_LISTED else ""
-    head = (f"{len(distinct)} word(s) of the text are not in the mechanism's space ({n_vocab} "
-            f"words) and cannot be privatized: {listed}{more}. Choose ")
+def _numbers(ks: list[int]) -> str:
+    """``[2]`` -> ``"word 2"``, ``[2, 5, 9]`` -> ``"words 2, 5 and 9"`` (at most
+    :data:`_MAX_LISTED` numbers, the rest counted)."""
+    if len(ks) == 1:
+        return f"word {ks[0]}"
+    shown = [str(k) for k in ks[:_MAX_LISTED]]
+    if len(ks) > _MAX_LISTED:
+        return f"words {', '.join(shown)} and {len(ks) - _MAX_LISTED} more"
+    return f"words {', '.join(shown[:-1])} and {shown[-1]}"
+
+
+def _unknown_words_error(unknown: list[tuple[int | None, list[int]]], n_words: int,
+                         n_vocab: int) -> ParameterError:
+    """The refusal of words outside the space: their count and positions (1-based word numbers,
+    per line when ``line`` is given), never the words themselves (the text is private)."""
+    parts = [_numbers(ks) + ("" if line is None else f" of line {line}")
+             for line, ks in unknown if ks]
+    listed = "; ".join(parts[:_MAX_LISTED])
+    if len(parts) > _MAX_LISTED:
+        listed += f"; and words of {len(parts) - _MAX_LISTED} more lines"
+    count = sum(len(ks) for _, ks in unknown)
+    where = "" if any(line is not None for line, _ in unknown) else " of the text"
+    head = (f"{listed}{where} {'is' if count == 1 else 'are'} not in the vocabulary of the "
+            f"mechanism's space ({count} of {n_words} words; the space has {n_vocab} words) "
+            "and cannot be privatized. Choose ")
     tail = ", or build the mechanism on a vocabulary that contains them."
 
     def options(mask: str, drop: str, keep: str) -> str:
@@ -102,6 +122,13 @@ def _unknown_words_error(unknown: list[str], n_vocab: int) -> ParameterError:
     return ParameterError(head + options("oov='mask'", "oov='drop'", "oov='keep'") + tail,
                           cli_message=head + options("--oov mask", "--oov drop", "--oov keep")
                           + tail)
+
+
+def _unknown_positions(actions: list[tuple]) -> tuple[list[int], int]:
+    """1-based numbers of the unknown words among the words (tokens that are not punctuation
+    under a drop/keep policy), and the number of words."""
+    words = [a for a in actions if a[0] in ("word", "oov")]
+    return [k for k, a in enumerate(words, start=1) if a[0] == "oov"], len(words)
 
 
 def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=None,
@@ -125,7 +152,8 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
         released).
     oov : {"error", "mask", "drop", "keep"}, default "error"
         Tokens that are not words of the space: refused with a
-        :class:`~mdp.errors.ParameterError` that lists them (default: nothing is released),
+        :class:`~mdp.errors.ParameterError` that gives their count and positions, never the
+        words (default: nothing is released),
         replaced by ``mask_token``, removed, or left unchanged. ``"keep"`` releases those tokens
         *unprotected* and warns (:class:`UserWarning`).
     punctuation : {"drop", "keep", "privatize"}, default "drop"
@@ -152,7 +180,7 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
         a string nor a sequence of strings.
     mdp.errors.ParameterError
         Unknown ``oov`` / ``punctuation`` policy, or ``oov="error"`` (the default) and tokens
-        are not in the vocabulary (the message lists them and the other policies).
+        are not in the vocabulary (the message gives their count and positions and the other policies).
 
     Warns
     -----
@@ -212,7 +240,8 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
     actions = [plan(tok) for tok in tokens]
     unknown = [tok for tok, a in zip(tokens, actions, strict=True) if a[0] == "oov"]
     if unknown and oov == "error":
-        raise _unknown_words_error(unknown, len(vocab))
+        positions, n_words = _unknown_positions(actions)
+        raise _unknown_words_error([(None, positions)], n_words, len(vocab))
     if unknown and oov == "keep":
         warnings.warn(f"oov='keep': {len(unknown)} token(s) not in the mechanism's space were "
                       "released unchanged, without privacy protection", UserWarning, stacklevel=2)
@@ -264,6 +293,21 @@ def privatize_lines(mech, lines: list[str], *, rng=None, **options) -> list[str]
     """One privatized line per line, every word of every line drawn in one call (a
     vocabulary-mode mechanism computes each distinct word's row once for the whole text)."""
     rng = check_rng(rng)
+    if options.get("oov", "error") == "error" and mech.space.labels is not None:
+        # refuse before any draw, with the unknown words' positions line by line
+        vocab = {str(w): i for i, w in enumerate(mech.space.labels.tolist())}
+        plan = _Plan(vocab, "error", options.get("punctuation", "drop"),
+                     options.get("lowercase", True))
+        tokenizer = options.get("tokenizer") or TOKEN_PATTERN.findall
+        unknown, n_words = [], 0
+        for line, s in enumerate(lines, start=1):
+            positions, n = _unknown_positions([plan(t) for t in tokenizer(s)]
+                                              if isinstance(s, str) and callable(tokenizer)
+                                              else [])
+            unknown.append((line, positions))
+            n_words += n
+        if any(ks for _, ks in unknown):
+            raise _unknown_words_error(unknown, n_words, len(vocab))
     if len(lines) > 1 and not any("\n" in s for s in lines):
         out = privatize("\n".join(lines), mech, rng=rng, **options).split("\n")
         if len(out) == len(lines):

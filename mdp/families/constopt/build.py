@@ -47,7 +47,7 @@ from .formulation import (
     theorem1_counts,
 )
 from .ipm import RowBlockTooDense, solve_constopt_gap
-from .plan import plan
+from .plan import peak_bytes, plan
 from .tuning import ConstOPTTuning
 
 __all__ = ["build_constopt", "solve_constopt_lp", "PARAMS", "SELECTION_Q"]
@@ -166,7 +166,8 @@ PARAMS = {
 
 
 @register("constopt", description="LP over weighted-exponential weights + r-NN free entries "
-          "(Imola et al. 2022, Alg. 1)", quick_max_n=200, display_name="ConstOPTMech", params=PARAMS)
+          "(Imola et al. 2022, Alg. 1)", quick_max_n=200, display_name="ConstOPTMech", params=PARAMS,
+          peak_bytes=peak_bytes)
 def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
                    lam: float | Sequence[float] = (0.001, 0.1, 1.0),
                    replacement: str | Callable = "nn", time_limit: float | None = None,

@@ -19,11 +19,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Plan
+from ...resources import distance_matrix_bytes, lp_bytes
 from ...space import MetricSpace
+from ..optimal.plan import BUILD_COPIES
 from .tuning import ConstOPTTuning
 
-__all__ = ["plan"]
+__all__ = ["plan", "peak_bytes", "SCHUR_COPIES"]
+
+#: Dense ``n x n`` arrays of the row-block interior point method: its Schur complement, the
+#: Cholesky factor and the right-hand sides assembled next to them.
+SCHUR_COPIES = 3
+
+
+def peak_bytes(n: int, params: Mapping) -> int:
+    """Estimated peak memory (bytes) of a ConstOPTMech build on ``n`` points with the family's
+    ``params`` (``r``), from ``n`` alone: the row-block method's dense ``n x n`` Schur
+    complement (:data:`SCHUR_COPIES` arrays), HiGHS's LP of the ``r``-NN free entries (at most
+    ``2 r^2`` free-free rows of 2 nonzeros and ``n`` weight rows per point,
+    :func:`mdp.resources.lp_bytes`), and :data:`~mdp.families.optimal.plan.BUILD_COPIES`
+    ``n x n`` arrays.
+    """
+    r = max(int(params.get("r") or 0), 1)
+    rows = n * (2 * r * r + n)
+    return distance_matrix_bytes(n, BUILD_COPIES + SCHUR_COPIES) + lp_bytes(rows, 2 * rows)
 
 
 def plan(space: MetricSpace, epsilon: float, *, solver: str = AUTO, lazy: bool = True,

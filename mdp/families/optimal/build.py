@@ -59,7 +59,7 @@ from .formulation import (
     nonredundant_pairs,
     two_hop_distances,
 )
-from .plan import METHODS, plan
+from .plan import METHODS, peak_bytes, plan
 from .tuning import OptimalTuning
 
 __all__ = ["build_optimal", "PARAMS"]
@@ -384,7 +384,8 @@ PARAMS = {
 
 @register("optimal", description="exact optimal mechanism, worst-case-loss LP (OPTMech; "
           "Imola et al. 2022, 2.1)",
-          applies=_applies, quick_max_n=QUICK_MAX_N, display_name="OPTMech", params=PARAMS)
+          applies=_applies, quick_max_n=QUICK_MAX_N, display_name="OPTMech", params=PARAMS,
+          peak_bytes=peak_bytes)
 def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: float | None = None,
                   redundancy_rtol: float = 1e-12, method: str | None = AUTO,
                   solver: str | None = AUTO, knn: int | None = None, gap: float | None = None,

@@ -17,12 +17,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from ...errors import ParameterError
-from ...lp.column_blocks import block_device
+from ...lp.column_blocks import block_byte_limit, block_bytes, block_device
 from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Plan
 from ...lp.worst_case import LAZY_SOLVERS
+from ...resources import distance_matrix_bytes, lp_bytes
 from ...space import MetricSpace
 from .formulation import (
     HIGHS_MAX_N,
@@ -33,7 +36,7 @@ from .formulation import (
 )
 from .tuning import OptimalTuning
 
-__all__ = ["plan", "default_knn", "default_solver", "default_method", "METHODS"]
+__all__ = ["plan", "default_knn", "default_solver", "default_method", "METHODS", "peak_bytes", "BUILD_COPIES", "LAZY_ROWS_PER_ENTRY"]
 
 #: Values of the ``method`` parameter: ``"blocks"`` is another spelling of
 #: ``method="lazy", solver="blocks"`` (with ``solver`` then naming the HiGHS finish).
@@ -67,6 +70,43 @@ def default_solver(space: MetricSpace, method: str, epsilon: float, *,
             and median_two_hop_slack(space.distances, epsilon, two_hop=T) <= tuning.chain_slack):
         return "ipm"
     return "simplex"
+
+
+#: ``n x n`` float64 arrays alive through an LP family's build besides its LP (distances,
+#: two-hop distances, the matrix, its logarithm, the certification's working copies).
+BUILD_COPIES = 6
+
+#: Rows per matrix entry that HiGHS's lazy rounds hold at most (a few rows per entry bind the
+#: optimum; an estimate on the safe side for refusing builds that cannot fit).
+LAZY_ROWS_PER_ENTRY = 8
+
+
+def peak_bytes(n: int, params: Mapping) -> int:
+    """Estimated peak memory (bytes) of an OPTMech build on ``n`` points with the family's
+    ``params`` (``method``, ``solver``, ``tuning``), from ``n`` alone: nothing is computed.
+
+    - ``method="full"``: the dualised LP, ``n^2 (n - 1)`` privacy rows of 2 nonzeros each
+      (:func:`mdp.resources.lp_bytes`);
+    - column blocks (asked for, or ``"auto"`` from ``tuning.blocks_min_n`` points where they fit
+      :func:`~mdp.lp.column_blocks.block_byte_limit`): the ``n`` packed ``n x n`` block inverses
+      (:func:`~mdp.lp.column_blocks.block_bytes`), and the lazy finish's rows;
+    - HiGHS's lazy rounds: at most :data:`LAZY_ROWS_PER_ENTRY` rows per entry;
+
+    plus :data:`BUILD_COPIES` ``n x n`` arrays in every case.
+    """
+    tuning = params.get("tuning") or OptimalTuning()
+    method = params.get("method") or AUTO
+    solver = params.get("solver") or AUTO
+    base = distance_matrix_bytes(n, BUILD_COPIES)
+    if method == "full":
+        rows = n * n * (n - 1)
+        return base + lp_bytes(rows + n, 2 * rows + n * n)
+    lazy_rows = LAZY_ROWS_PER_ENTRY * n * n
+    lazy = lp_bytes(lazy_rows, 2 * lazy_rows)
+    blocks = (method == BLOCKS or solver == BLOCKS
+              or (method == AUTO and solver == AUTO and n >= tuning.blocks_min_n
+                  and block_bytes(n) <= block_byte_limit(tuning.resources)))
+    return base + lazy + (block_bytes(n) if blocks else 0)
 
 
 def default_method(space: MetricSpace, tuning: OptimalTuning = OptimalTuning()) -> str:

@@ -30,7 +30,7 @@ from ...registry import register
 from ...space import MetricSpace
 from ..exponential import exponential_floor
 from .formulation import greedy_spanner, spanner_distances
-from .plan import plan
+from .plan import peak_bytes, plan
 from .tuning import SpannerTuning
 
 __all__ = ["build_spanner", "PARAMS"]
@@ -58,7 +58,8 @@ PARAMS = {
 
 
 @register("spanner", description="LP with privacy rows on a greedy delta-spanner (Bordenabe et al. 2014)",
-          quick_max_n=30, display_name="SpannerMech", params=PARAMS)
+          quick_max_n=30, display_name="SpannerMech", params=PARAMS,
+          peak_bytes=peak_bytes)
 def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: float = 1.5,
                   time_limit: float | None = None, method: str = AUTO, solver: str | None = AUTO,
                   knn: int = 0, rows: str = AUTO, tuning: SpannerTuning | None = None) -> Candidate:

@@ -18,15 +18,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ...errors import ParameterError
-from ...lp.column_blocks import block_device
+from ...lp.column_blocks import block_bytes, block_device
 from ...lp.plan import AUTO, BLOCKS, CLARABEL, Choice, Fallback, Plan
 from ...lp.worst_case import LAZY_SOLVERS
+from ...resources import distance_matrix_bytes, lp_bytes
 from ...space import MetricSpace
 from ..optimal.formulation import median_two_hop_slack
+from ..optimal.plan import BUILD_COPIES
 from .tuning import SpannerTuning
 
-__all__ = ["plan", "default_method", "default_lazy_solver", "default_full_solver"]
+__all__ = ["plan", "default_method", "default_lazy_solver", "default_full_solver", "peak_bytes"]
 
 
 def default_full_solver(n: int, tuning: SpannerTuning = SpannerTuning()) -> str:
@@ -37,6 +41,25 @@ def default_full_solver(n: int, tuning: SpannerTuning = SpannerTuning()) -> str:
     if tuning.blocks_from_n <= n and block_device(n, tuning.resources) is not None:
         return BLOCKS
     return tuning.full_solver
+
+
+def peak_bytes(n: int, params: Mapping) -> int:
+    """Estimated peak memory (bytes) of a SpannerMech build on ``n`` points with the family's
+    ``params`` (``solver``, ``tuning``), from ``n`` alone (the spanner is not built).
+
+    The LP's privacy rows: ``2 E n`` on a spanner of ``E`` edges, solved in full while ``E`` is
+    at most ``tuning.lazy_edges_per_point`` edges per point and lazily (rows growing as
+    OPTMech's) above, so at most ``2 tuning.lazy_edges_per_point n^2`` rows of 2 nonzeros
+    either way (:func:`mdp.resources.lp_bytes`); plus the ``n`` packed ``n x n`` block inverses
+    where the column-block method may solve it (asked for, or :func:`default_full_solver`),
+    and :data:`~mdp.families.optimal.plan.BUILD_COPIES` ``n x n`` arrays.
+    """
+    tuning = params.get("tuning") or SpannerTuning()
+    solver = params.get("solver") or AUTO
+    rows = int(2 * tuning.lazy_edges_per_point * n * n)
+    blocks = solver == BLOCKS or (solver == AUTO and default_full_solver(n, tuning) == BLOCKS)
+    return (distance_matrix_bytes(n, BUILD_COPIES) + lp_bytes(rows, 2 * rows)
+            + (block_bytes(n) if blocks else 0))
 
 
 def default_method(n: int, edges: int, tuning: SpannerTuning = SpannerTuning()) -> str:
