@@ -290,8 +290,8 @@ def _accepts_text(mech: Mechanism, lines: list[str]) -> bool:
 
 
 def privatize_lines(mech, lines: list[str], *, rng=None, **options) -> list[str]:
-    """One privatized line per line, every word of every line drawn in one call (a
-    vocabulary-mode mechanism computes each distinct word's row once for the whole text)."""
+    """One privatized line per line (one :func:`privatize` call each), after refusing, before
+    any draw, a text with unknown words (``oov="error"``), naming their lines and positions."""
     rng = check_rng(rng)
     if options.get("oov", "error") == "error" and mech.space.labels is not None:
         # refuse before any draw, with the unknown words' positions line by line
@@ -308,10 +308,6 @@ def privatize_lines(mech, lines: list[str], *, rng=None, **options) -> list[str]
             n_words += n
         if any(ks for _, ks in unknown):
             raise _unknown_words_error(unknown, n_words, len(vocab))
-    if len(lines) > 1 and not any("\n" in s for s in lines):
-        out = privatize("\n".join(lines), mech, rng=rng, **options).split("\n")
-        if len(out) == len(lines):
-            return out
     return [privatize(s, mech, rng=rng, **options) for s in lines]
 
 
