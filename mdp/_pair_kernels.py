@@ -15,7 +15,7 @@ same order (one subtraction, then one division), so the error analysis of
 and ``nsz``, which let the compiler vectorise the maximum: they are sound because the kernels
 are only called on matrices without zeros (the caller checks), where no triple is NaN, and the
 sign of a zero maximum changes nothing downstream (``log1p(+-0) = +-0`` and every bound adds a
-positive margin). ``tests/test_accounting.py`` checks equality with the NumPy path.
+positive margin). ``tests/mdp/test_accounting.py`` checks equality with the NumPy path.
 
 **Pruned divisions (probabilities).** The key ``k_w = fl(fl(P_w - Q_w) / Q_w)`` costs a division
 per triple. With ``r_w = P_w / Q_w``, ``x_w = r_w - 1`` and the unit roundoff ``u = 2^-53``:

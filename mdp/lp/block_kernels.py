@@ -18,8 +18,8 @@ bytes.
 
 :func:`dissected_inverse` builds a block's inverse along a nested dissection of the pair graph
 (:mod:`mdp.lp.dissection`) with BLAS and LAPACK called in place on sub-blocks, through the
-function pointers SciPy exports for Cython. ``tests/test_column_blocks.py`` and
-``tests/test_dissection.py`` check them against dense NumPy.
+function pointers SciPy exports for Cython. ``tests/mdp/lp/test_column_blocks.py`` and
+``tests/mdp/lp/test_dissection.py`` check them against dense NumPy.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ vectors cross the bus.
 Which one runs is :func:`schur_device`'s choice: the GPU when CuPy finds a CUDA device and the
 matrix is large enough to gain (``GPU_MIN_SIZE``), else the CPU. The environment variable
 ``MDP_DEVICE`` overrides it (``cpu``, ``gpu`` or ``auto``). Both compute the same quantities in
-float64; results agree to rounding (``tests/test_dense_schur.py``), and nothing downstream
+float64; results agree to rounding (``tests/mdp/lp/test_dense.py``), and nothing downstream
 trusts them: every matrix built from them is certified on the CPU.
 
 **Two-level elimination (CPU).** Columns of ``L`` with non-zeros in rows ``u`` and ``n + u`` only

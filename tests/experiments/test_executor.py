@@ -21,7 +21,7 @@ from experiments.common import point_task
 from experiments.executor import Task, records_frame, run_sweep
 from experiments.store import ResultStore, config_key
 
-TESTS = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # -- task functions (imported by name in workers: this module is on their path) -----------------
@@ -61,7 +61,7 @@ def marked_task(config: dict) -> dict:
 
 def _concurrent_sweep(db: str, marks: str, ready: str, name: str, workers: int, out: str) -> None:
     """One of two runs sweeping the same store (started with multiprocessing)."""
-    tasks = [Task({"experiment": "concurrent", "task": "test_experiments_sweep:marked_task",
+    tasks = [Task({"experiment": "concurrent", "task": "tests.experiments.test_executor:marked_task",
                    "i": i, "marks": marks, "sleep": 0.3}) for i in range(12)]
     with ResultStore(db) as store:
         Path(ready, name).touch()               # start together: both runs see every task to do
@@ -109,7 +109,7 @@ def test_two_concurrent_runs_compute_each_task_once(tmp_path):
 
 
 def _tasks(log: Path, count: int, **extra) -> list[Task]:
-    return [Task({"experiment": "resume", "task": "test_experiments_sweep:logged_task",
+    return [Task({"experiment": "resume", "task": "tests.experiments.test_executor:logged_task",
                   "i": i, "log": str(log), **extra}) for i in range(count)]
 
 
@@ -123,7 +123,7 @@ _SWEEP = textwrap.dedent("""
     sys.path.insert(0, sys.argv[1])
     from experiments.executor import run_sweep
     from experiments.store import ResultStore
-    from test_experiments_sweep import _tasks
+    from tests.experiments.test_executor import _tasks
     run_sweep(_tasks(Path(sys.argv[2]), 10, sleep=0.4), ResultStore(sys.argv[3]), workers=2,
               progress=False)
 """)
@@ -131,7 +131,7 @@ _SWEEP = textwrap.dedent("""
 
 def test_killed_sweep_resumes_without_recomputing(tmp_path):
     log, db = tmp_path / "calls.log", tmp_path / "r.sqlite"
-    proc = subprocess.Popen([sys.executable, "-c", _SWEEP, str(TESTS), str(log), str(db)],
+    proc = subprocess.Popen([sys.executable, "-c", _SWEEP, str(ROOT), str(log), str(db)],
                             start_new_session=True)
     try:
         deadline = time.time() + 90
@@ -185,7 +185,7 @@ def test_duplicate_configs_run_once(tmp_path):
 
 
 def test_errors_are_recorded_and_retried(tmp_path):
-    tasks = [Task({"experiment": "err", "task": "test_experiments_sweep:failing_task", "i": 7})]
+    tasks = [Task({"experiment": "err", "task": "tests.experiments.test_executor:failing_task", "i": 7})]
     with ResultStore(tmp_path / "r.sqlite") as store:
         (rec,) = run_sweep(tasks, store, workers=0, progress=False)
         assert rec["status"] == "error" and rec["result"]["error"] == "ValueError: bad value 7"
@@ -197,9 +197,9 @@ def test_errors_are_recorded_and_retried(tmp_path):
 
 def test_time_limit_stops_a_task_and_is_stored(tmp_path):
     env_path = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS), env_path) if p)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env_path) if p)
     try:
-        tasks = [Task({"experiment": "limit", "task": "test_experiments_sweep:sleeping_task", "sleep": s})
+        tasks = [Task({"experiment": "limit", "task": "tests.experiments.test_executor:sleeping_task", "sleep": s})
                  for s in (0.0, 60.0)]
         t0 = time.perf_counter()
         with ResultStore(tmp_path / "r.sqlite") as store:

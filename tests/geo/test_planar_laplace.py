@@ -26,7 +26,7 @@ from mdp.errors import ParameterError
 from mdp.exact import check_pure_exact
 from mdp.space import EARTH_RADIUS_KM, haversine_km
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 family = importlib.import_module("geo.planar_laplace_family")   # registers "planar_laplace"
 
 

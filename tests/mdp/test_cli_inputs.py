@@ -13,7 +13,7 @@ import mdp
 from mdp.cli import build_parser, main
 from mdp.cli_args import choose_metric
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs" / "examples"
 
 

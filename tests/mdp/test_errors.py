@@ -87,7 +87,7 @@ def test_data_folder_not_found(tmp_path, monkeypatch):
     assert len(looked) == len(set(looked)) and str(tmp_path / "nowhere") in looked
     for words in ("MDP_DATA_DIR", "Geolife", "Gowalla", "docs/guide/data.md"):
         assert words in message
-    assert (Path(__file__).resolve().parents[1] / "docs" / "guide" / "data.md").exists()
+    assert (Path(__file__).resolve().parents[2] / "docs" / "guide" / "data.md").exists()
 
 
 @pytest.mark.parametrize("func", [mdp.build, mdp.get, mdp.load, mdp.MetricSpace.from_points,

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from reference_gaussian import exact_delta_scipy
 
 import mdp.gaussian
 from mdp.errors import ParameterError
@@ -19,6 +18,7 @@ from mdp.gaussian import (
     gaussian_delta,
     gaussian_sigma,
 )
+from tests.support.reference_gaussian import exact_delta_scipy
 
 # ---------------------------------------------------------------- Gaussian calibration
 

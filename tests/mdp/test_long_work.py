@@ -13,7 +13,7 @@ import mdp
 from mdp.curves import _heartbeat, run_curves
 from mdp.estimate import CostModel, build_seconds, curves_seconds, describe_seconds
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 
 def test_estimates_scale_as_n_cubed():

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
-from reference_lp import optimal_loss_linprog
 
 from mdp import MetricSpace, build, calibrate, lower_bound
 from mdp.lower_bound import farthest_first_order, lower_bounds
+from tests.support.reference_lp import optimal_loss_linprog
 
 
 def spaces():

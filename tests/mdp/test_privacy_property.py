@@ -3,7 +3,6 @@ on the returned matrix passes, including spaces with near-duplicate points."""
 
 import numpy as np
 import pytest
-from accuracy_warnings import build_recording
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +11,7 @@ from mdp import MetricSpace, PrivacyError
 from mdp.exact import check_pure_exact, pure_triple_holds
 from mdp.families.exponential import exponential_log_matrix
 from mdp.sampling import certified_sampler
+from tests.support.accuracy_warnings import build_recording
 
 GAPS = [0.0, 1e-16, 1e-16, 1e-15, 1e-13, 1e-10, 1e-8, 1e-7, 1e-4]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 SHELL_LANGS = {"bash", "sh", "shell", "console"}
 SETUP = re.compile(r"^(pip|python -m pip|pytest|python -m pytest)\b")

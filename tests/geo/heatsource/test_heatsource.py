@@ -7,7 +7,6 @@ import itertools
 import cvxpy as cp
 import numpy as np
 import pytest
-from reference_gaussian import exact_delta_scipy
 from scipy.optimize import linprog
 from scipy.stats import wasserstein_distance
 
@@ -24,6 +23,7 @@ from geo.heatsource import (
     recover,
     sensitivity,
 )
+from tests.support.reference_gaussian import exact_delta_scipy
 
 # ---------------------------------------------------------------- heat matrix and sensitivity
 

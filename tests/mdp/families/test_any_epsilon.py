@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from accuracy_warnings import build_recording
 
 import mdp
 from mdp.errors import SolverError, SolverTimeout
 from mdp.exact import check_pure_exact
 from mdp.families import optimal
 from mdp.space import MetricSpace
+from tests.support.accuracy_warnings import build_recording
 
 N = 14
 EPS_TIMES_MEDIAN = (0.01, 0.1, 1.0, 3.0, 10.0, 30.0, 100.0)

@@ -11,8 +11,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from reference_lp import _solve as worst_case_linprog
-from reference_lp import optimal_loss_linprog
 from scipy.optimize import linprog
 
 import mdp
@@ -22,6 +20,8 @@ from mdp.families.spanner import SpannerTuning, greedy_spanner
 from mdp.lp.column_blocks import BlockResources
 from mdp.space import MetricSpace
 from mdp.verification import certify
+from tests.support.reference_lp import _solve as worst_case_linprog
+from tests.support.reference_lp import optimal_loss_linprog
 
 SPACE = MetricSpace.from_points(np.random.default_rng(11).uniform(0, 3, size=(14, 2)))
 EPS = 1.0

@@ -5,9 +5,6 @@ import dataclasses
 
 import numpy as np
 import pytest
-from reference_lp import optimal_loss_linprog
-from test_block_rounds import random_triples, triples_optimum
-from test_column_blocks import SPACES, dense_blocks, solve_against_linprog, spanner_pairs
 
 import mdp
 from mdp.errors import ParameterError
@@ -17,6 +14,14 @@ from mdp.lp import column_blocks as cb
 from mdp.lp.block_kernels import unpack_symmetric
 from mdp.lp.column_blocks import ColumnBlockLP, TripleBlockLP, solve_worst_case_triples
 from mdp.verification import certify
+from tests.mdp.lp.test_block_rounds import random_triples, triples_optimum
+from tests.mdp.lp.test_column_blocks import (
+    SPACES,
+    dense_blocks,
+    solve_against_linprog,
+    spanner_pairs,
+)
+from tests.support.reference_lp import optimal_loss_linprog
 
 needs_gpu = pytest.mark.skipif(not dense.gpu_available(), reason="no CUDA device for CuPy")
 

@@ -6,10 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from reference_lp import optimal_loss_linprog
 from scipy.optimize import linprog
 from scipy.sparse import coo_matrix, vstack
-from test_column_blocks import grid
 
 import mdp
 from mdp.errors import ParameterError
@@ -23,6 +21,8 @@ from mdp.lp.column_blocks import TripleBlockLP, lagrangian_bound, solve_worst_ca
 from mdp.lp.worst_case import initial_triples, privacy_rows, separate
 from mdp.space import MetricSpace
 from mdp.verification import certify
+from tests.mdp.lp.test_column_blocks import grid
+from tests.support.reference_lp import optimal_loss_linprog
 
 TUNING = br.BlockRoundsTuning()
 OPT_TUNING = OptimalTuning()

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference_lp import optimal_loss_linprog, restricted_optimum_linprog
 from scipy.optimize import linprog
 
 import mdp
@@ -18,6 +17,7 @@ from mdp.lp.column_mix import least_loss_column_mix, lower_envelope
 from mdp.lp.output import balanced_envelope, private_candidate, stochastic_rows
 from mdp.space import MetricSpace
 from mdp.verification import certify_matrix
+from tests.support.reference_lp import optimal_loss_linprog, restricted_optimum_linprog
 
 
 def _points(seed: int, n: int) -> np.ndarray:

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_column_blocks import SPACES, dense_blocks, solve_against_linprog, spanner_pairs
 
 from mdp.lp import LPError, set_threads
 from mdp.lp import column_blocks as cb
@@ -13,6 +12,12 @@ from mdp.lp.block_kernels import unpack_symmetric
 from mdp.lp.column_blocks import ColumnBlockLP, solve_worst_case_blocks
 from mdp.lp.dissection import Dissection, nested_dissection
 from mdp.space import MetricSpace
+from tests.mdp.lp.test_column_blocks import (
+    SPACES,
+    dense_blocks,
+    solve_against_linprog,
+    spanner_pairs,
+)
 
 #: small leaves and any gain: the blocks are inverted along the dissection
 ALONG = cb.BlockResources(leaf_size=4, dissection_gain=1.0)

@@ -115,7 +115,7 @@ def test_certify_refuses_gross_violation():
 
 # -- the engine: options, row generation state machine, failure messages, boundaries -----------
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 ENGINE = ROOT / "mdp" / "lp"
 
 

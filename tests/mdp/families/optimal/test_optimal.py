@@ -6,13 +6,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from reference_lp import optimal_loss_linprog
 from scipy.optimize import linprog
 
 import mdp
 from mdp.families.optimal import OptimalTuning, nonredundant_pairs
 from mdp.lp.worst_case import LazyRoundsTuning, max_privacy_violation, separate
 from mdp.space import MetricSpace
+from tests.support.reference_lp import optimal_loss_linprog
 
 
 def linprog_optimum(D, eps):

@@ -4,13 +4,13 @@ import warnings
 
 import numpy as np
 import pytest
-from reference_lp import optimal_loss_linprog
 
 import mdp
 from mdp.families import optimal
 from mdp.families.optimal import OptimalTuning
 from mdp.families.optimal import build as optimal_build
 from mdp.space import MetricSpace
+from tests.support.reference_lp import optimal_loss_linprog
 
 
 def _space(seed: int, n: int) -> MetricSpace:
