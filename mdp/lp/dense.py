@@ -68,7 +68,7 @@ from .highs import get_threads
 __all__ = ["DEVICE_ENV", "GPU_MIN_SIZE", "SERIAL_BLAS_BELOW", "MAX_BLAS_THREADS",
            "default_blas_threads", "gpu_available", "schur_device", "device_choice",
            "schur_factor", "blas_threads", "gram", "matvec", "rmatvec", "SparseColumns", "CPUSchur",
-           "GPUSchur", "max_step"]
+           "GPUSchur"]
 
 #: Environment variable that picks the device of the dense step: ``auto`` (default), ``cpu``, ``gpu``.
 DEVICE_ENV = "MDP_DEVICE"
@@ -113,13 +113,6 @@ def default_blas_threads(dense_side: int) -> int:
     """
     cores = _physical_cores() - (1 if dense_side < SERIAL_BLAS_BELOW else 0)
     return pool_threads(max(1, min(MAX_BLAS_THREADS, cores)))
-
-
-def max_step(v: np.ndarray, dv: np.ndarray) -> float:
-    """The ratio test of the structured interior point methods: the largest ``a`` in ``[0, 1]``
-    with ``v + a dv >= 0`` for a positive ``v``."""
-    neg = dv < 0
-    return 1.0 if not neg.any() else float(min(1.0, np.min(-v[neg] / dv[neg])))
 
 
 def blas_threads(dense_side: int) -> contextlib.AbstractContextManager:
