@@ -39,7 +39,7 @@ from .highs import (
            set_threads,
 )
 from .output import explain_failures, stochastic_rows
-from .reporting import LPProgress, progress, report
+from .reporting import LPProgress, progress, report, report_every
 from .rowgen import (
            Cuts,
            Phase,
@@ -51,5 +51,5 @@ from .rowgen import (
 
 __all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "HIPO_AVAILABLE", "Phase",
            "RowGenerationPolicy", "Cuts", "RowGenerationState", "RowGenerationResult",
-           "RowGeneration", "explain_failures", "stochastic_rows", "progress", "report", "LPProgress", "set_threads",
+           "RowGeneration", "explain_failures", "stochastic_rows", "progress", "report", "report_every", "LPProgress", "set_threads",
            "get_threads"]
