@@ -27,8 +27,8 @@ general sparse factorisation of the whole LP fills in (``docs/design/lp.md``).
 put in the order of its nested dissection (:mod:`mdp.lp.dissection`) and each inverse is built
 node by node of that tree (dense inverses of the leaves, then each separator through its Schur
 complement) in about ``sum_t n_t^2 s_t`` flops instead of ``n^3``; the blocks are shared among the
-cores. **GPU.** Where ``MDP_DEVICE`` and CuPy allow (:func:`block_device`), the blocks are
-factored in batches on the GPU instead (:mod:`mdp.lp.batched_blocks`).
+cores. **GPU.** Where the device rule of :mod:`mdp.lp.arrays` picks a GPU (:func:`block_device`),
+the blocks are factored in batches there instead (:mod:`mdp.lp.batched_blocks`).
 
 **Warm starts.** Row generation (:mod:`mdp.lp.block_rounds`) solves a sequence of these LPs,
 each with a few percent more rows than the last; a solve can keep an early, well-centred iterate
@@ -56,7 +56,8 @@ import numpy as np
 from scipy.linalg import blas, lapack
 from threadpoolctl import threadpool_limits
 
-from .batched_blocks import BatchedBlockFactor, cupy_backend, device_fits
+from .arrays import DETECT, GPUChoice, device_choice, resolve_gpu
+from .batched_blocks import BatchedBlockFactor, device_fits
 from .block_kernels import (
     accumulate_packed,
     dissected_inverse,
@@ -66,12 +67,7 @@ from .block_kernels import (
     unpack_symmetric,
 )
 from .block_lp import REFINE_RTOL, BlockFactorBase, ColumnBlockLP, TripleBlockLP
-from .dense import (
-    SERIAL_BLAS_BELOW,
-    blas_threads,
-    default_blas_threads,
-    device_choice,
-)
+from .dense import SERIAL_BLAS_BELOW, blas_threads, default_blas_threads
 from .dissection import Dissection, nested_dissection
 from .highs import LPError, LPTimeout, get_threads
 from .interior_point import IPMSettings, Scores, Status, run_interior_point
@@ -108,6 +104,10 @@ class BlockResources:
     leaf_size : int or None
         Parts of the dissection of at most this many points are not split (None:
         :data:`mdp.lp.dissection.LEAF_SIZE`).
+    gpu : ArrayBackend, None or "detect"
+        The backend that stands for the GPU (:func:`mdp.lp.arrays.resolve_gpu`): CuPy's where
+        it sees a device (``"detect"``), none, or a given one (NumPy's runs the GPU path on the
+        CPU).
     """
 
     max_block_bytes: int = 8 * 2 ** 30
@@ -115,6 +115,7 @@ class BlockResources:
     gpu_from_n: int = 300
     dissection_gain: float = 4.0
     leaf_size: int | None = None
+    gpu: GPUChoice = DETECT
 
 
 #: Blocks whose packed inverses are added into the Schur complement's sums together.
@@ -189,21 +190,17 @@ def block_bytes(n: int) -> int:
     return 8 * n * packed_size(n)
 
 
-def _gpu_fits(n: int) -> bool:
-    backend = cupy_backend()
-    return backend is not None and device_fits(backend, n)
-
-
 def block_device(n: int, resources: BlockResources = BlockResources()) -> str | None:
     """Where the column-block method factors its blocks at ``n`` points: ``"gpu"``, ``"cpu"``, or
     ``None`` where neither has the memory.
 
-    The GPU where :func:`mdp.lp.dense.device_choice` picks it (``MDP_DEVICE``, or from
-    ``resources.gpu_from_n`` points where CuPy sees a device) and its free memory holds
-    :func:`mdp.lp.batched_blocks.batched_bytes`; else the CPU where :func:`block_bytes` fit
-    :func:`block_byte_limit`.
+    The GPU ``resources.gpu`` where :func:`mdp.lp.arrays.device_choice` picks it
+    (``MDP_DEVICE``, or from ``resources.gpu_from_n`` points where there is one) and its free
+    memory holds :func:`mdp.lp.batched_blocks.batched_bytes`; else the CPU where
+    :func:`block_bytes` fit :func:`block_byte_limit`.
     """
-    if device_choice(n, resources.gpu_from_n) == "gpu" and _gpu_fits(n):
+    if (device_choice(n, resources.gpu_from_n, resources.gpu) == "gpu"
+            and device_fits(resolve_gpu(resources.gpu), n)):
         return "gpu"
     return "cpu" if block_bytes(n) <= block_byte_limit(resources) else None
 
@@ -233,7 +230,7 @@ def _block_factor(lp: ColumnBlockLP | TripleBlockLP, device: str,
     (if that fits)."""
     if device == "gpu":
         try:
-            return BatchedBlockFactor(lp, cupy_backend())
+            return BatchedBlockFactor(lp, resolve_gpu(resources.gpu))
         except MemoryError:
             if block_bytes(lp.n) > block_byte_limit(resources):
                 raise LPError(f"the column-block method found too little GPU memory at "

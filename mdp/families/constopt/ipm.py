@@ -47,7 +47,9 @@ from scipy.special import logsumexp
 
 from ...errors import SolverError, SolverTimeout
 from ...lp import SparseLP
+from ...lp.arrays import DETECT, GPUChoice
 from ...lp.dense import (
+    GPU_MIN_SIZE,
     CPUSchur,
     SparseColumns,
     blas_threads,
@@ -222,7 +224,7 @@ class RowBlockResult:
 class _RowBlockFactor:
     """Index maps of the elimination (fixed for one LP) and the factorisation of one iteration."""
 
-    def __init__(self, lp: ConstOptLP):
+    def __init__(self, lp: ConstOptLP, *, gpu_from: int = GPU_MIN_SIZE, gpu: GPUChoice = DETECT):
         n, f, nv = lp.n, lp.f, lp.nv
         is_T = np.zeros(nv, bool)
         is_T[:n] = True
@@ -249,7 +251,7 @@ class _RowBlockFactor:
         # entries of their own column: eliminated first, in small blocks (mdp.lp.dense)
         pa, pb = lp.pairs
         self.sparse = SparseColumns(posT[n + jT], lp.fu[jT], (posT[n + pa], posT[n + pb]))
-        self.schur = schur_factor(L_T, self.sparse)
+        self.schur = schur_factor(L_T, self.sparse, gpu_from=gpu_from, gpu=gpu)
         # bound rows of S entries (at most two each: hi and lo), with the coefficient on M (p)
         # and on Y (q)
         rows = np.arange(lp.n_bound)
@@ -317,7 +319,7 @@ class _RowBlockFactor:
         try:
             self.schur.factor(update, *chol, extra)
         except MemoryError:
-            if self.schur.device != "gpu":
+            if self.schur.device == "cpu":
                 raise
             # the GPU ran out of memory (a larger dense part in a later round): the CPU goes on
             self.schur = CPUSchur(self.schur.host, self.schur.sparse)
@@ -466,7 +468,8 @@ def default_start(lp: ConstOptLP) -> tuple:
 def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 200,
                         deadline: float | None = None,
                         on_iteration: Callable[[dict], None] | None = None,
-                        start: tuple | None = None, keep_gap: float = KEEP_GAP) -> RowBlockResult:
+                        start: tuple | None = None, keep_gap: float = KEEP_GAP,
+                        gpu_from: int = GPU_MIN_SIZE, gpu: GPUChoice = DETECT) -> RowBlockResult:
     """Mehrotra predictor-corrector on :class:`ConstOptLP` with the row-block elimination.
 
     Stops when the relative gap ``|c^T x - h^T y| / (1 + |c^T x|)`` and the relative primal and
@@ -478,7 +481,8 @@ def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 20
     iterate within ``keep_gap`` (see :func:`warm_start`). ``on_iteration`` receives ``iteration``,
     ``objective``, ``relative_gap``, ``primal_infeasibility``, ``dual_infeasibility`` and
     ``seconds`` per iteration. The iterations run under :func:`mdp.lp.dense.blas_threads` (BLAS
-    threads by the physical cores and the size of the dense step).
+    threads by the physical cores and the size of the dense step). ``gpu_from`` and ``gpu``: the
+    dense step's device rule (:func:`mdp.lp.dense.schur_factor`).
 
     Raises
     ------
@@ -489,7 +493,7 @@ def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 20
         ``time.perf_counter()`` passed ``deadline``.
     """
     t0 = time.perf_counter()
-    fac = _RowBlockFactor(lp)
+    fac = _RowBlockFactor(lp, gpu_from=gpu_from, gpu=gpu)
     n, nv, mB = lp.n, lp.nv, lp.mB
     if start is None:
         x, w, sL, zL, sB, zB = default_start(lp)
@@ -624,7 +628,9 @@ def fixed_weights_solution(lp: ConstOptLP, Y: np.ndarray, all_pairs: tuple[np.nd
 def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: float, gap: float,
                        *, time_limit: float | None = None, max_rounds: int = 30,
                        max_violated_per_point: float | None = None,
-                       on_round: Callable[[dict], None] | None = None) -> tuple[np.ndarray, dict]:
+                       on_round: Callable[[dict], None] | None = None,
+                       gpu_from: int = GPU_MIN_SIZE, gpu: GPUChoice = DETECT
+                       ) -> tuple[np.ndarray, dict]:
     r"""ConstOPTMech's LP to a certified relative gap by :func:`solve_row_block_ipm`.
 
     Round 0 solves the LP without free-free rows. After every round the solution is made
@@ -642,7 +648,8 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
     rows per point, raise :class:`RowBlockTooDense` (a :class:`~mdp.errors.SolverError`) instead
     of going on (``None``: never).
     Those rows join the dense part of every later round, so a caller with another exact solver
-    (ConstOPTMech's ``solver="auto"``) hands such LPs to it after one cheap round.
+    (ConstOPTMech's ``solver="auto"``) hands such LPs to it after one cheap round. ``gpu_from``
+    and ``gpu``: the device rule of every round's dense step (:func:`solve_row_block_ipm`).
 
     Returns
     -------
@@ -678,14 +685,16 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
 
         try:
             res = solve_row_block_ipm(lp, tol=tol, deadline=deadline, on_iteration=shown,
-                                      start=None if start is None else warm_start(prev, start, lp))
+                                      start=None if start is None else warm_start(prev, start, lp),
+                                      gpu_from=gpu_from, gpu=gpu)
         except (SolverError, ValueError):
             # ValueError: a start the method refuses (an underflowed product); neither is the
             # user's error while the cold start, the tested fall-back, remains
             if not warm:
                 raise
             warm = False
-            res = solve_row_block_ipm(lp, tol=tol, deadline=deadline, on_iteration=shown)
+            res = solve_row_block_ipm(lp, tol=tol, deadline=deadline, on_iteration=shown,
+                                      gpu_from=gpu_from, gpu=gpu)
         start = res.warm_point
         iterations += res.iterations
         L, k_feas = _feasible_objective(feasible_log_matrix(res.x, lp, (all_a, all_b)), lp)
