@@ -625,6 +625,8 @@ class _ColumnBlockSystem:
     refined to ``REFINE_RTOL_EARLY`` while the score exceeds ``REFINE_SWITCH`` (the predictor's
     always), else to ``REFINE_RTOL``."""
 
+    name = "the column-block interior point method"
+
     def __init__(self, lp: ColumnBlockLP | TripleBlockLP, fac: BlockFactorBase):
         self.lp, self.fac, self.rtol = lp, fac, REFINE_RTOL
 
@@ -654,15 +656,6 @@ class _ColumnBlockSystem:
         # the predictor only sets sigma: the loose refinement is enough for it
         rtol = max(self.rtol, REFINE_RTOL_EARLY) if predictor else self.rtol
         return _newton(self.lp, self.fac, p, r, targets, rtol)
-
-    def timeout(self, iterations: int, scores: Scores) -> Exception:
-        return LPTimeout(f"LP time limit reached after {iterations} interior point iterations "
-                         f"of the column-block method (relative gap {scores.gap:.1e})")
-
-    def failure(self, iterations: int, scores: Scores, best: float) -> Exception:
-        return LPError(f"the column-block interior point method stopped after {iterations} "
-                       f"iterations without converging (best relative gap and "
-                       f"infeasibilities {best:.1e})")
 
 
 class _Watch:

@@ -35,7 +35,7 @@ from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 
-from ..errors import SolverError
+from ..errors import SolverError, SolverTimeout
 
 __all__ = ["IPMSettings", "Scores", "NewtonSystem", "IterationState", "Status", "Outcome",
            "run_interior_point", "max_step", "centred_shift"]
@@ -110,8 +110,11 @@ class NewtonSystem(Protocol[P, R]):
     system, as :func:`run_interior_point` uses them.
 
     A point and a direction have the same type. :meth:`pairs` lists the complementary pairs in
-    a fixed order, and the targets passed to :meth:`newton` follow it.
+    a fixed order, and the targets passed to :meth:`newton` follow it. ``name`` names the method
+    in its errors.
     """
+
+    name: str
 
     def default_start(self) -> P:
         """The cold starting point."""
@@ -135,12 +138,6 @@ class NewtonSystem(Protocol[P, R]):
 
     def newton(self, point: P, residuals: R, targets: tuple, predictor: bool) -> P:
         """The Newton direction for the complementarity targets (one per pair)."""
-
-    def timeout(self, iterations: int, scores: Scores) -> Exception:
-        """The error raised when the deadline passes."""
-
-    def failure(self, iterations: int, scores: Scores, best: float) -> Exception:
-        """The error raised without convergence (``best``: the best score)."""
 
 
 class Status(enum.Enum):
@@ -287,10 +284,11 @@ def run_interior_point(system: NewtonSystem, settings: IPMSettings, *, start=Non
 
     Raises
     ------
-    Exception
-        ``system.failure(...)`` without convergence (no iterate within ``stall_accept`` when the
-        iterations end, a non-finite iterate, or a failed factorisation), ``system.timeout(...)``
-        past the deadline.
+    SolverError
+        No convergence: no iterate within ``stall_accept`` when the iterations end, a non-finite
+        iterate, or a failed factorisation (the system's own error) before one.
+    SolverTimeout
+        Past the deadline.
     """
     state = IterationState(point=system.default_start() if start is None else start)
     while True:
@@ -313,9 +311,13 @@ def run_interior_point(system: NewtonSystem, settings: IPMSettings, *, start=Non
         elif state.best_within(settings.stall_accept):
             return _finish(state, Status.STALLED)
         if not np.isfinite(score) or it >= settings.max_iter:
-            raise system.failure(it, scores, np.nan if state.best is None else state.best[0])
+            best = np.nan if state.best is None else state.best[0]
+            raise SolverError(f"{system.name} stopped after {it} iterations without converging "
+                              f"(relative gap {scores.gap:.1e}, infeasibilities "
+                              f"{scores.primal:.1e} / {scores.dual:.1e}; best {best:.1e})")
         if deadline is not None and time.perf_counter() > deadline:
-            raise system.timeout(it, scores)
+            raise SolverTimeout(f"time limit reached after {it} iterations of {system.name} "
+                                f"(relative gap {scores.gap:.1e})")
         try:
             system.factor(p, score)
         except SolverError:

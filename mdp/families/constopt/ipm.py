@@ -385,6 +385,8 @@ class _RowBlockSystem:
     ``N dx = G^T ((rs + Z r_p) / S) + rxw / X - r_d``, then back-substitution.
     """
 
+    name = "the row-block interior point method"
+
     def __init__(self, lp: ConstOptLP, fac: _RowBlockFactor):
         self.lp, self.fac = lp, fac
         self.nh, self.nc = 1.0 + np.linalg.norm(lp.h), 1.0 + np.linalg.norm(lp.c)
@@ -429,15 +431,6 @@ class _RowBlockSystem:
         dsL, dsB = lp.linking(dx) - rpL, lp.local(dx) - rpB
         return _RowBlockPoint(x=dx, w=(rxw - p.w * dx) / p.x, sL=dsL, zL=(rsL - p.zL * dsL) / p.sL,
                               sB=dsB, zB=(rsB - p.zB * dsB) / p.sB)
-
-    def timeout(self, iterations: int, scores: Scores) -> Exception:
-        return SolverTimeout(f"time limit reached after {iterations} interior point iterations "
-                             f"(relative gap {scores.gap:.1e})")
-
-    def failure(self, iterations: int, scores: Scores, best: float) -> Exception:
-        return SolverError(f"the interior point method stopped after {iterations} iterations "
-                           f"without converging (relative gap {scores.gap:.1e}, "
-                           f"infeasibilities {scores.primal:.1e} / {scores.dual:.1e})")
 
 
 def default_start(lp: ConstOptLP) -> tuple:
