@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from mdp.errors import ParameterError
-from mdp.lp import LPError, LPTimeout, SparseLP, conic, highs, progress
+from mdp.lp import LPError, LPTimeout, SparseLP, conic, progress
 from mdp.lp.conic import solve_clarabel
 
 

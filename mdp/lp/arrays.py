@@ -113,7 +113,7 @@ def numpy_backend() -> ArrayBackend:
 def cupy_module():
     """The CuPy module when it imports and sees a CUDA device, else ``None``."""
     try:
-        import cupy                              # optional: the ``gpu`` extra
+        import cupy  # optional: the ``gpu`` extra
         if cupy.cuda.runtime.getDeviceCount() < 1:
             return None
         cupy.zeros(1).sum()                     # a driver or toolkit mismatch fails here
