@@ -98,7 +98,8 @@ def time_parts(lp: ColumnBlockLP, rng: np.random.Generator) -> dict:
 
 def time_batched(lp: ColumnBlockLP, rng: np.random.Generator) -> dict:
     """Seconds of one ``factor`` and one ``_apply`` of the GPU's batched factor."""
-    from mdp.lp.batched_blocks import BatchedBlockFactor, cupy_backend
+    from mdp.lp.arrays import cupy_backend
+    from mdp.lp.batched_blocks import BatchedBlockFactor
 
     n = lp.n
     dB, wx = rng.uniform(0.1, 10, (n, lp.m)), rng.uniform(0.1, 10, (n, n))

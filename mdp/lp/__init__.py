@@ -8,7 +8,9 @@ r"""The LP engine: sparse models on HiGHS, lazy row generation, the worst-case-l
   shared by OPTMech, SpannerMech and ConstOPTMech.
 * :mod:`mdp.lp.worst_case` -- the worst-case-loss LP of OPTMech and SpannerMech (row assembly,
   separation, Lagrangian bound, full and lazy solves).
-* :mod:`mdp.lp.column_blocks` -- the worst-case-loss LP by an interior point method over its column
+* :mod:`mdp.lp.interior_point` -- the one Mehrotra predictor-corrector core of the structured
+  interior point methods, their Newton systems plugged in.
+* :mod:`mdp.lp.column_blocks` -- the worst-case-loss LP by the interior point core over its column
   blocks (SpannerMech's pairs, or OPTMech's row set per column), with
   :mod:`mdp.lp.dissection`, :mod:`mdp.lp.batched_blocks` (GPU) and :mod:`mdp.lp.block_kernels`.
 * :mod:`mdp.lp.block_rounds` -- OPTMech's lazy row generation with each round solved by the
@@ -22,7 +24,9 @@ r"""The LP engine: sparse models on HiGHS, lazy row generation, the worst-case-l
 * :mod:`mdp.lp.build_report` -- :class:`~mdp.lp.build_report.BuildReport`, the typed result of
   an LP build (plan, attempts, bound, gap, seconds per phase), with a read-only mapping view.
 * :mod:`mdp.lp.dense` -- the dense Schur step of the structured interior point methods, on the
-  CPU or, where CuPy finds a CUDA device, on a GPU (``MDP_DEVICE``).
+  CPU or on a GPU.
+* :mod:`mdp.lp.arrays` -- the array backend of the GPU paths (NumPy or CuPy) and the one device
+  rule (``MDP_DEVICE``).
 
 Design notes and measured figures: ``docs/design/lp.md``.
 """
@@ -39,7 +43,7 @@ from .highs import (
            set_threads,
 )
 from .output import explain_failures, stochastic_rows
-from .reporting import LPProgress, progress, report
+from .reporting import LPProgress, progress, report, report_every
 from .rowgen import (
            Cuts,
            Phase,
@@ -51,5 +55,5 @@ from .rowgen import (
 
 __all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "HIPO_AVAILABLE", "Phase",
            "RowGenerationPolicy", "Cuts", "RowGenerationState", "RowGenerationResult",
-           "RowGeneration", "explain_failures", "stochastic_rows", "progress", "report", "LPProgress", "set_threads",
+           "RowGeneration", "explain_failures", "stochastic_rows", "progress", "report", "report_every", "LPProgress", "set_threads",
            "get_threads"]

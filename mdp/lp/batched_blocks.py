@@ -24,66 +24,28 @@ device; each Newton solve sends an ``n x n`` right-hand side and receives the pr
 of every solve against the sparse blocks and everything after the solve (repair, certification)
 run on the CPU, so a GPU changes how fast a point is found, never what is certified.
 
-:class:`ArrayBackend` names the few operations that differ between CuPy and NumPy/SciPy. The
-NumPy backend runs the same code on the CPU: it is what the tests without a GPU check against the
-packed LAPACK path; the CPU method itself stays the packed one (:class:`column_blocks._BlockFactor`),
-which needs half the memory.
+:class:`mdp.lp.arrays.ArrayBackend` names the few operations that differ between CuPy and
+NumPy/SciPy. The NumPy backend runs the same code on the CPU: it is what the tests without a GPU
+check against the packed LAPACK path; the CPU method itself stays the packed one
+(:mod:`mdp.lp.column_blocks`), which needs half the memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 import scipy.sparse as sp
 
+from .arrays import ArrayBackend
 from .block_lp import BlockFactorBase, ColumnBlockLP, TripleBlockLP
-from .dense import cupy_module
 from .highs import LPError
 
-__all__ = ["ArrayBackend", "numpy_backend", "cupy_backend", "BatchedBlockFactor",
-           "batched_bytes", "device_fits", "chunk_size", "CHUNK_BYTES", "GPU_MEMORY_SHARE"]
+__all__ = ["BatchedBlockFactor", "batched_bytes", "device_fits", "chunk_size", "CHUNK_BYTES",
+           "GPU_MEMORY_SHARE"]
 
 #: Work memory of one chunk (the blocks, their factors and inverses being built), in bytes.
 CHUNK_BYTES = 2 * 2 ** 30
 #: Share of the device's free memory the inverses and one chunk may take.
 GPU_MEMORY_SHARE = 0.9
-
-
-@dataclass(frozen=True)
-class ArrayBackend:
-    """The array operations of :class:`BatchedBlockFactor` on one device.
-
-    Attributes
-    ----------
-    name : str
-        ``"gpu"`` or ``"numpy"``.
-    xp : module
-        ``cupy`` or ``numpy``.
-    to_device, to_host : callable
-        Host array to the device's array type and back.
-    sparse_matrix : callable
-        SciPy CSR matrix to the device's sparse matrix type.
-    cholesky : callable
-        Lower Cholesky factors of ``(c, n, n)`` or ``(n, n)``; ``numpy.linalg.LinAlgError`` where
-        one does not exist.
-    lower_inverse : callable
-        Batched ``L^{-1}`` of lower triangular ``(c, n, n)`` factors.
-    free_bytes : callable
-        Bytes the device can still allocate, or ``None`` for no limit (host memory is the CPU
-        path's concern).
-    """
-
-    name: str
-    xp: Any
-    to_device: Callable
-    to_host: Callable
-    sparse_matrix: Callable
-    cholesky: Callable
-    lower_inverse: Callable
-    free_bytes: Callable
 
 
 def _first_failure(cholesky, K) -> int:
@@ -94,50 +56,6 @@ def _first_failure(cholesky, K) -> int:
         except np.linalg.LinAlgError:
             return w
     return 0
-
-
-def numpy_backend() -> ArrayBackend:
-    """The batched path on the CPU with NumPy and SciPy (a reference for tests)."""
-    import scipy.linalg as sl
-
-    def lower_inverse(L):
-        eye = np.broadcast_to(np.eye(L.shape[-1]), L.shape)
-        return sl.solve_triangular(L, eye, lower=True, check_finite=False)
-
-    return ArrayBackend(name="numpy", xp=np, to_device=np.asarray, to_host=np.asarray,
-                        sparse_matrix=sp.csr_matrix, cholesky=np.linalg.cholesky,
-                        lower_inverse=lower_inverse, free_bytes=lambda: None)
-
-
-def cupy_backend() -> ArrayBackend | None:
-    """The batched path on an NVIDIA GPU with CuPy, or ``None`` without a usable device.
-
-    One batched library call per chunk: cuSOLVER ``potrfBatched`` (its info flags checked),
-    cuBLAS batched ``trsm`` and strided-batched GEMM, all in float64. (One call per block was
-    10x slower at n = 500 and 2.8x at n = 1000 on an H200: ``docs/design/lp.md``.)
-    """
-    cp = cupy_module()
-    if cp is None:
-        return None
-    import cupyx
-    import cupyx.scipy.sparse as csp
-    from cupyx.scipy.linalg import solve_triangular
-
-    def free_bytes():
-        pool = cp.get_default_memory_pool()
-        return int(cp.cuda.runtime.memGetInfo()[0] + pool.free_bytes())
-
-    def cholesky(K):
-        with cupyx.errstate(linalg="raise"):        # cuSOLVER's info flags, checked
-            return cp.linalg.cholesky(K)
-
-    def lower_inverse(L):
-        eye = cp.ascontiguousarray(cp.broadcast_to(cp.eye(L.shape[-1]), L.shape))
-        return solve_triangular(L, eye, lower=True)
-
-    return ArrayBackend(name="gpu", xp=cp, to_device=cp.asarray, to_host=cp.asnumpy,
-                        sparse_matrix=csp.csr_matrix, cholesky=cholesky,
-                        lower_inverse=lower_inverse, free_bytes=free_bytes)
 
 
 def chunk_size(n: int, chunk_bytes: int = CHUNK_BYTES) -> int:
@@ -233,7 +151,7 @@ class BatchedBlockFactor(BlockFactorBase):
     """The block inverses and the Schur complement of one iteration, computed in batches.
 
     Same interface and quantities as the CPU's packed factor
-    (:class:`mdp.lp.column_blocks._BlockFactor`); the inverses live on ``backend``'s device.
+    (:mod:`mdp.lp.column_blocks`); the inverses live on ``backend``'s device.
 
     Raises
     ------
@@ -256,13 +174,11 @@ class BatchedBlockFactor(BlockFactorBase):
                           else _SharedPattern(lp, backend))
             self.Kinv = xp.empty((n, n, n))
             self._DT = backend.to_device(lp.DT)
-        except Exception as exc:  # noqa: BLE001 -- CuPy's OutOfMemoryError is not a MemoryError
-            if "OutOfMemory" in type(exc).__name__:
-                raise MemoryError(f"GPU memory: {exc}") from exc
-            raise
+        except backend.out_of_memory as exc:       # CuPy's OutOfMemoryError is not a MemoryError
+            raise MemoryError(f"GPU memory: {exc}") from exc
 
     def factor(self, dB: np.ndarray, wx: np.ndarray, dL_inv: np.ndarray) -> None:
-        """As :meth:`mdp.lp.column_blocks._BlockFactor.factor`."""
+        """As the CPU's packed factor's (:mod:`mdp.lp.column_blocks`)."""
         be, xp, n = self.backend, self.backend.xp, self.lp.n
         weights = self._fill.weights(dB, wx)
         SEE, SLE, SLL = (xp.zeros((n, n)) for _ in range(3))

@@ -8,8 +8,9 @@ pairs ``P`` on that column only. With the rows written as
 
 (the larger coefficient 1, so no coefficient exceeds 1 whatever ``eps * D``), the privacy rows
 are block-diagonal over the columns and only the ``2n`` row-sum and loss rows ``G`` couple them:
-the structure of a multicommodity flow. A Mehrotra predictor-corrector method (Wright 1997,
-ch. 10) solves at every iteration
+the structure of a multicommodity flow. The Mehrotra predictor-corrector method of
+:mod:`mdp.lp.interior_point` (Wright 1997, ch. 10), with Gondzio's centrality correctors, solves
+at every iteration
 
 .. math:: K \Delta M + G^\top \lambda = r, \qquad
           K = \operatorname{blockdiag}_w (B^\top D_w B + W_w X_w^{-1}),
@@ -26,8 +27,8 @@ general sparse factorisation of the whole LP fills in (``docs/design/lp.md``).
 put in the order of its nested dissection (:mod:`mdp.lp.dissection`) and each inverse is built
 node by node of that tree (dense inverses of the leaves, then each separator through its Schur
 complement) in about ``sum_t n_t^2 s_t`` flops instead of ``n^3``; the blocks are shared among the
-cores. **GPU.** Where ``MDP_DEVICE`` and CuPy allow (:func:`block_device`), the blocks are
-factored in batches on the GPU instead (:mod:`mdp.lp.batched_blocks`).
+cores. **GPU.** Where the device rule of :mod:`mdp.lp.arrays` picks a GPU (:func:`block_device`),
+the blocks are factored in batches there instead (:mod:`mdp.lp.batched_blocks`).
 
 **Warm starts.** Row generation (:mod:`mdp.lp.block_rounds`) solves a sequence of these LPs,
 each with a few percent more rows than the last; a solve can keep an early, well-centred iterate
@@ -48,14 +49,15 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
 from scipy.linalg import blas, lapack
 from threadpoolctl import threadpool_limits
 
-from .batched_blocks import BatchedBlockFactor, cupy_backend, device_fits
+from .arrays import DETECT, GPUChoice, device_choice, resolve_gpu
+from .batched_blocks import BatchedBlockFactor, device_fits
 from .block_kernels import (
     accumulate_packed,
     dissected_inverse,
@@ -65,15 +67,10 @@ from .block_kernels import (
     unpack_symmetric,
 )
 from .block_lp import REFINE_RTOL, BlockFactorBase, ColumnBlockLP, TripleBlockLP
-from .dense import (
-    SERIAL_BLAS_BELOW,
-    blas_threads,
-    default_blas_threads,
-    device_choice,
-    max_step,
-)
+from .dense import SERIAL_BLAS_BELOW, blas_threads, default_blas_threads
 from .dissection import Dissection, nested_dissection
 from .highs import LPError, LPTimeout, get_threads
+from .interior_point import IPMSettings, Scores, Status, run_interior_point
 from .plan import BLOCKS
 from .reporting import LPProgress, report
 from .rowgen import warm_rows
@@ -107,6 +104,10 @@ class BlockResources:
     leaf_size : int or None
         Parts of the dissection of at most this many points are not split (None:
         :data:`mdp.lp.dissection.LEAF_SIZE`).
+    gpu : ArrayBackend, None or "detect"
+        The backend that stands for the GPU (:func:`mdp.lp.arrays.resolve_gpu`): CuPy's where
+        it sees a device (``"detect"``), none, or a given one (NumPy's runs the GPU path on the
+        CPU).
     """
 
     max_block_bytes: int = 8 * 2 ** 30
@@ -114,6 +115,7 @@ class BlockResources:
     gpu_from_n: int = 300
     dissection_gain: float = 4.0
     leaf_size: int | None = None
+    gpu: GPUChoice = DETECT
 
 
 #: Blocks whose packed inverses are added into the Schur complement's sums together.
@@ -149,6 +151,13 @@ BETA_MIN, BETA_MAX = 0.1, 10.0
 BOUND_FROM_GAP = 1e-4
 #: Fraction of the largest step to the boundary taken.
 STEP_FACTOR = 0.99
+#: The iteration's rules (:mod:`mdp.lp.interior_point`); ``tol`` and ``max_iter`` are the
+#: caller's.
+SETTINGS = IPMSettings(tol=TOL, max_iter=200, stall_accept=STALL_ACCEPT,
+                       stall_iterations=STALL_ITERATIONS, stall_factor=STALL_FACTOR,
+                       correctors=CORRECTORS, corrector_aim=CORRECTOR_AIM,
+                       corrector_gain=CORRECTOR_GAIN, beta_min=BETA_MIN, beta_max=BETA_MAX,
+                       step_factor=STEP_FACTOR, late_step_factor=0.995, late_gap=1e-6)
 
 
 def available_memory() -> int | None:
@@ -181,21 +190,17 @@ def block_bytes(n: int) -> int:
     return 8 * n * packed_size(n)
 
 
-def _gpu_fits(n: int) -> bool:
-    backend = cupy_backend()
-    return backend is not None and device_fits(backend, n)
-
-
 def block_device(n: int, resources: BlockResources = BlockResources()) -> str | None:
     """Where the column-block method factors its blocks at ``n`` points: ``"gpu"``, ``"cpu"``, or
     ``None`` where neither has the memory.
 
-    The GPU where :func:`mdp.lp.dense.device_choice` picks it (``MDP_DEVICE``, or from
-    ``resources.gpu_from_n`` points where CuPy sees a device) and its free memory holds
-    :func:`mdp.lp.batched_blocks.batched_bytes`; else the CPU where :func:`block_bytes` fit
-    :func:`block_byte_limit`.
+    The GPU ``resources.gpu`` where :func:`mdp.lp.arrays.device_choice` picks it
+    (``MDP_DEVICE``, or from ``resources.gpu_from_n`` points where there is one) and its free
+    memory holds :func:`mdp.lp.batched_blocks.batched_bytes`; else the CPU where
+    :func:`block_bytes` fit :func:`block_byte_limit`.
     """
-    if device_choice(n, resources.gpu_from_n) == "gpu" and _gpu_fits(n):
+    if (device_choice(n, resources.gpu_from_n, resources.gpu) == "gpu"
+            and device_fits(resolve_gpu(resources.gpu), n)):
         return "gpu"
     return "cpu" if block_bytes(n) <= block_byte_limit(resources) else None
 
@@ -225,7 +230,7 @@ def _block_factor(lp: ColumnBlockLP | TripleBlockLP, device: str,
     (if that fits)."""
     if device == "gpu":
         try:
-            return BatchedBlockFactor(lp, cupy_backend())
+            return BatchedBlockFactor(lp, resolve_gpu(resources.gpu))
         except MemoryError:
             if block_bytes(lp.n) > block_byte_limit(resources):
                 raise LPError(f"the column-block method found too little GPU memory at "
@@ -413,13 +418,6 @@ class _BlockFactor(BlockFactorBase):
         return out
 
 
-def _centre(products: np.ndarray, target: float) -> np.ndarray:
-    """Gondzio's corrector term: products moved into ``[BETA_MIN, BETA_MAX] x target``, large
-    ones by at most ``BETA_MAX x target``."""
-    shift = np.clip(products, BETA_MIN * target, BETA_MAX * target) - products
-    return np.maximum(shift, -BETA_MAX * target)
-
-
 @dataclass
 class Iterate:
     """An interior point iterate of the column-block method, as a ``monitor`` sees it.
@@ -494,12 +492,6 @@ class _Point:
         """``(value, direction, multiplier, direction)`` of the three complementary pairs."""
         return ((self.sL, d.sL, self.zL, d.zL), (self.sB, d.sB, self.zB, d.zB),
                 (self.X, d.X, self.W, d.W))
-
-    def steps(self, d: _Point) -> tuple[float, float]:
-        """Largest primal and dual steps (at most 1) along ``d`` that keep the point positive."""
-        ps = self.pairs(d)
-        return (min(max_step(v, dv) for v, dv, _, _ in ps),
-                min(max_step(z, dz) for _, _, z, dz in ps))
 
 
 @dataclass
@@ -627,122 +619,102 @@ def _too_large(n: int, hint: str = "", resources: BlockResources = BlockResource
                    f"available){hint}")
 
 
+class _ColumnBlockSystem:
+    """The Newton system of the column-block LP for :func:`mdp.lp.interior_point.run_interior_point`:
+    points :class:`_Point`, residuals :class:`_Residuals`, the factor ``fac``; each solve is
+    refined to ``REFINE_RTOL_EARLY`` while the score exceeds ``REFINE_SWITCH`` (the predictor's
+    always), else to ``REFINE_RTOL``."""
+
+    name = "the column-block interior point method"
+
+    def __init__(self, lp: ColumnBlockLP | TripleBlockLP, fac: BlockFactorBase):
+        self.lp, self.fac, self.rtol = lp, fac, REFINE_RTOL
+
+    def default_start(self) -> _Point:
+        return _Point.start(self.lp)
+
+    def measure(self, p: _Point) -> tuple[_Residuals, Scores]:
+        r = p.residuals(self.lp)
+        gap, pinf, dinf = r.scores(p)
+        return r, Scores(gap=gap, primal=pinf, dual=dinf, objective=float(p.k),
+                         dual_objective=float(p.yE.sum()))
+
+    def mu(self, p: _Point) -> float:
+        return p.mu()
+
+    def pairs(self, p: _Point, d: _Point) -> tuple:
+        return p.pairs(d)
+
+    def moved(self, p: _Point, d: _Point, ap: float, ad: float) -> _Point:
+        return p.moved(d, ap, ad)
+
+    def factor(self, p: _Point, score: float) -> None:
+        self.rtol = REFINE_RTOL_EARLY if score > REFINE_SWITCH else REFINE_RTOL
+        self.fac.factor(p.zB / p.sB, p.W / p.X, p.sL / p.zL)
+
+    def newton(self, p: _Point, r: _Residuals, targets: tuple, predictor: bool) -> _Point:
+        # the predictor only sets sigma: the loose refinement is enough for it
+        rtol = max(self.rtol, REFINE_RTOL_EARLY) if predictor else self.rtol
+        return _newton(self.lp, self.fac, p, r, targets, rtol)
+
+
+class _Watch:
+    """The inspection of every iterate: the best Lagrangian bound of those within
+    ``BOUND_FROM_GAP`` (``-inf`` if none) and the caller's monitor (``seen``: the iterate at
+    which it stopped the method, else None)."""
+
+    def __init__(self, lp, monitor: Callable[[Iterate], bool] | None):
+        self.lp, self.monitor = lp, monitor
+        self.bound, self.seen = -np.inf, None
+
+    def __call__(self, it: int, p: _Point, scores: Scores) -> bool:
+        seen = Iterate(self.lp, p, scores.gap)
+        if scores.gap <= BOUND_FROM_GAP:
+            # valid for any multipliers: the best over the last iterates, not only the best one's
+            self.bound = max(self.bound, seen.bound())
+        if self.monitor is not None and self.monitor(seen):
+            self.seen = seen
+            return True
+        return False
+
+
 def _solve(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: float | None,
            t0: float, round_no: int = 1, monitor: Callable[[Iterate], bool] | None = None,
            start: _Point | None = None, keep_gap: float | None = None
            ) -> tuple[np.ndarray, dict]:
-    """The interior point iterations on ``lp`` with the factor ``fac``: the best iterate's
-    matrix (in ``lp``'s order; the monitor's iterate where it stopped them) and the statistics."""
+    """The interior point iterations (:func:`mdp.lp.interior_point.run_interior_point`) on
+    ``lp`` with the factor ``fac``: the best iterate's matrix (in ``lp``'s order; the monitor's
+    iterate where it stopped them) and the statistics. ``start``: the first iterate (default
+    :meth:`_Point.start`); ``keep_gap``: see :class:`WarmStart`."""
     n = lp.n
     deadline = None if time_limit is None else t0 + time_limit
+    R = lp.privacy_rows
+    rows = 2 * n + R
+
+    def log(it: int, p: _Point, scores: Scores) -> None:
+        report(LPProgress(round=round_no, rows=rows, objective=scores.objective, gap=scores.gap,
+                          iteration=it, method=BLOCKS))
+
+    watch = _Watch(lp, monitor)
     # BLAS threads by the dense step's side (the Schur complement is 2n square): below the
     # rule's size a step is too short for threads that wait on a busy core (n = 60 beside one
     # other job: over 60 s on two threads, 7-22 s on one; about 2 s quiet either way)
     with blas_threads(2 * n):
-        best, it, stalled, bound, seen, kept = _mehrotra(lp, fac, tol=tol, max_iter=max_iter,
-                                                         deadline=deadline, round_no=round_no,
-                                                         monitor=monitor, start=start,
-                                                         keep_gap=keep_gap)
-    score, _, p, gap = best
-    final = seen if seen is not None else Iterate(lp, p, gap)
+        out = run_interior_point(_ColumnBlockSystem(lp, fac),
+                                 replace(SETTINGS, tol=tol, max_iter=max_iter), start=start,
+                                 deadline=deadline, keep_gap=keep_gap, log=log, inspect=watch)
+    p = out.point
+    final = watch.seen if out.status is Status.STOPPED else Iterate(lp, p, out.scores.gap)
     M = final.matrix()
-    R = lp.privacy_rows
-    stats = dict(solver=BLOCKS, variables=n * n + 1, rows=2 * n + R, nnz=3 * n * n + n + 2 * R,
-                 privacy_rows=R, ipm_iterations=it, seconds=time.perf_counter() - t0,
-                 lp_objective=float(p.k), lower_bound=max(bound, final.bound()),
-                 ipm_relative_gap=float(score), stalled=stalled,
+    stats = dict(solver=BLOCKS, variables=n * n + 1, rows=rows, nnz=3 * n * n + n + 2 * R,
+                 privacy_rows=R, ipm_iterations=out.iterations,
+                 seconds=time.perf_counter() - t0, lp_objective=float(p.k),
+                 lower_bound=max(watch.bound, final.bound()),
+                 ipm_relative_gap=float(out.scores.score), stalled=out.stalled,
                  formulation="worst-case-loss LP (column blocks)", device=fac.device,
                  dissection_levels=0)
     if monitor is not None:
-        stats["monitor_stopped"] = seen is not None
+        stats["monitor_stopped"] = watch.seen is not None
     if keep_gap is not None:
-        stats["warm_start"] = WarmStart(lp.keys, kept if kept is not None else p)
+        stats["warm_start"] = WarmStart(lp.keys, out.kept if out.kept is not None else p)
     return M, stats
-
-
-def _mehrotra(lp: ColumnBlockLP, fac: BlockFactorBase, *, tol: float, max_iter: int,
-              deadline: float | None, round_no: int = 1,
-              monitor: Callable[[Iterate], bool] | None = None, start: _Point | None = None,
-              keep_gap: float | None = None
-              ) -> tuple[tuple, int, bool, float, Iterate | None, _Point | None]:
-    """Iterations of :func:`solve_worst_case_blocks`: ``(best, iterations, stalled, bound,
-    seen, kept)`` with ``best = (score, iteration, point, gap)``, ``bound`` the best Lagrangian
-    bound of the iterates within ``BOUND_FROM_GAP`` (``-inf`` if none), ``seen`` the iterate at
-    which ``monitor`` stopped them (then ``best`` is that iterate), else None, and ``kept`` the
-    first iterate within ``keep_gap`` (:class:`WarmStart`), else None. ``start``: the first
-    iterate (default :meth:`_Point.start`)."""
-    p = _Point.start(lp) if start is None else start
-    kept = None
-    rows = 2 * lp.n + lp.privacy_rows
-    best, bound = None, -np.inf
-    mark = (np.inf, 0)               # last iterate that cut the best score by STALL_FACTOR
-    for it in range(max_iter + 1):
-        r = p.residuals(lp)
-        gap, pinf, dinf = r.scores(p)
-        score = max(gap, pinf, dinf)
-        report(LPProgress(round=round_no, rows=rows, objective=float(p.k), gap=gap, iteration=it,
-                          method=BLOCKS))
-        if not np.isfinite(score):
-            break
-        if best is None or score < best[0]:
-            best = (score, it, p, gap)
-        if kept is None and keep_gap is not None and score <= keep_gap:
-            kept = p
-        seen = Iterate(lp, p, gap)
-        if gap <= BOUND_FROM_GAP:
-            # valid for any multipliers: the best over the last iterates, not only the best one's
-            bound = max(bound, seen.bound())
-        if monitor is not None and monitor(seen):
-            return (score, it, p, gap), it, False, bound, seen, kept
-        if score <= STALL_FACTOR * mark[0]:
-            mark = (score, it)
-        if score <= tol:
-            return best, it, False, bound, None, kept
-        if best[0] <= STALL_ACCEPT and it - mark[1] >= STALL_ITERATIONS:
-            return best, it, True, bound, None, kept
-        if it == max_iter:
-            break
-        if deadline is not None and time.perf_counter() > deadline:
-            raise LPTimeout(f"LP time limit reached after {it} interior point iterations of the "
-                            f"column-block method (relative gap {gap:.1e})")
-        rtol = REFINE_RTOL_EARLY if score > REFINE_SWITCH else REFINE_RTOL
-        try:
-            fac.factor(p.zB / p.sB, p.W / p.X, p.sL / p.zL)
-        except LPError:
-            if best[0] > STALL_ACCEPT:
-                raise
-            return best, it, True, bound, None, kept
-        p = p.moved(*_mehrotra_step(lp, fac, p, r, rtol, gap))
-    if best is not None and best[0] <= STALL_ACCEPT:
-        return best, max_iter, True, bound, None, kept
-    raise LPError(f"the column-block interior point method stopped after {max_iter} iterations "
-                  f"without converging (best relative gap and infeasibilities "
-                  f"{np.nan if best is None else best[0]:.1e})")
-
-
-def _mehrotra_step(lp: ColumnBlockLP, fac: BlockFactorBase, p: _Point, r: _Residuals,
-                   rtol: float, gap: float) -> tuple[_Point, float, float]:
-    """Predictor, corrector and Gondzio's centrality correctors: ``(direction, ap, ad)``."""
-    mu = p.mu()
-    # the predictor only sets sigma: the loose refinement is enough for it
-    aff = _newton(lp, fac, p, r, (-p.sL * p.zL, -p.sB * p.zB, -p.X * p.W),
-                  max(rtol, REFINE_RTOL_EARLY))
-    ap, ad = p.steps(aff)
-    trial = p.moved(aff, ap, ad)
-    sigma = min(1.0, (trial.mu() / mu) ** 3)
-    target = sigma * mu
-    rs = tuple(target - v * z - dv * dz for v, dv, z, dz in p.pairs(aff))
-    d = _newton(lp, fac, p, r, rs, rtol)
-    ap, ad = p.steps(d)
-    for _ in range(CORRECTORS):
-        # aim at longer steps: pull the products of that trial point into the band around target
-        tp, td = min(1.0, ap + CORRECTOR_AIM), min(1.0, ad + CORRECTOR_AIM)
-        shifts = [_centre((v + tp * dv) * (z + td * dz), target) for v, dv, z, dz in p.pairs(d)]
-        rs_c = tuple(a + b for a, b in zip(rs, shifts, strict=True))
-        d_c = _newton(lp, fac, p, r, rs_c, rtol)
-        ap_c, ad_c = p.steps(d_c)
-        if min(ap_c, ad_c) < min(ap, ad) + CORRECTOR_GAIN * CORRECTOR_AIM:
-            break
-        rs, d, ap, ad = rs_c, d_c, ap_c, ad_c
-    eta = STEP_FACTOR if gap > 1e-6 else max(STEP_FACTOR, 0.995)
-    return d, min(1.0, eta * ap), min(1.0, eta * ad)

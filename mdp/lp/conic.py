@@ -30,9 +30,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ParameterError
-from . import highs
 from .highs import LPError, LPSolution, LPTimeout, sigint_sets
-from .reporting import LPProgress, report, reporting
+from .reporting import LPProgress, report, report_interval, reporting
 
 __all__ = ["solve_clarabel", "CLARABEL_ACCEPT", "CLARABEL_TOL"]
 
@@ -58,7 +57,7 @@ class _Callback:
     def __call__(self, info) -> bool:
         if reporting():
             now = time.perf_counter()
-            if now - self.last >= highs.PROGRESS_SECONDS:  # the same pace as HiGHS's reports
+            if now - self.last >= report_interval():    # the same pace as HiGHS's reports
                 self.last = now
                 report(LPProgress(round=1, rows=self.rows, objective=float(info.cost_primal),
                                   gap=float(info.gap_rel), iteration=int(info.iterations),

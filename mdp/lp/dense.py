@@ -17,11 +17,12 @@ right-hand side (``E`` is sparse). At n = 5000 (``t ~ n``) that is ~3e11 flops p
 GPU (cuBLAS and cuSOLVER, float64), keeping ``L`` and the factor on the device so that only
 vectors cross the bus.
 
-Which one runs is :func:`schur_device`'s choice: the GPU when CuPy finds a CUDA device and the
-matrix is large enough to gain (``GPU_MIN_SIZE``), else the CPU. The environment variable
-``MDP_DEVICE`` overrides it (``cpu``, ``gpu`` or ``auto``). Both compute the same quantities in
-float64; results agree to rounding (``tests/mdp/lp/test_dense.py``), and nothing downstream
-trusts them: every matrix built from them is certified on the CPU.
+Which one runs is the device rule of :mod:`mdp.lp.arrays` (:func:`~mdp.lp.arrays.device_choice`:
+``MDP_DEVICE``, else the GPU where one exists and the matrix is large enough to gain, from
+``gpu_from`` columns: ``ConstOPTTuning.gpu_from_size``, default :data:`GPU_MIN_SIZE`). Both
+compute the same quantities in float64; results agree to rounding
+(``tests/mdp/lp/test_dense.py``), and nothing downstream trusts them: every matrix built from
+them is certified on the CPU.
 
 **Two-level elimination (CPU).** Columns of ``L`` with non-zeros in rows ``u`` and ``n + u`` only
 (ConstOPTMech's free entries in free-free rows, :class:`SparseColumns`) need not be dense. With
@@ -37,12 +38,7 @@ stable in any symmetric order), in ``2n d^2 + f d^2 + sum_c f_c^2 d + sum_c f_c^
 flops (``d = |D|``, ``f = |F|``, ``f_c`` a component's size) instead of
 ``2n t^2 + t^3 / 3``.
 
-:func:`device_choice` is the same rule for any step with its own threshold; the column-block
-method of SpannerMech uses it for its batched block inverses (:mod:`mdp.lp.batched_blocks`).
-
-The GPU path is optional: the ``gpu`` extra of this package (``pip install -e ".[gpu]"``,
-CuPy for CUDA 12, which CUDA 13 drivers also run) or ``pip install cupy-cuda13x``. Measured
-figures: ``docs/design/lp.md``, "Devices and threads".
+Measured figures: ``docs/design/lp.md``, "Devices and threads".
 """
 
 from __future__ import annotations
@@ -50,7 +46,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
-import os
 import warnings
 from dataclasses import dataclass
 
@@ -63,17 +58,15 @@ from threadpoolctl import threadpool_limits
 
 from ..errors import ParameterError, SolverError
 from ..threads import pool_threads
+from .arrays import DETECT, GPUChoice, device_choice, resolve_gpu
 from .highs import get_threads
 
-__all__ = ["DEVICE_ENV", "GPU_MIN_SIZE", "SERIAL_BLAS_BELOW", "MAX_BLAS_THREADS",
-           "default_blas_threads", "gpu_available", "schur_device", "device_choice",
+__all__ = ["GPU_MIN_SIZE", "SERIAL_BLAS_BELOW", "MAX_BLAS_THREADS", "default_blas_threads",
            "schur_factor", "blas_threads", "gram", "matvec", "rmatvec", "SparseColumns", "CPUSchur",
-           "GPUSchur", "max_step"]
+           "GPUSchur"]
 
-#: Environment variable that picks the device of the dense step: ``auto`` (default), ``cpu``, ``gpu``.
-DEVICE_ENV = "MDP_DEVICE"
-#: Side of the dense Schur complement from which ``auto`` uses a GPU (below it the transfers and
-#: kernel launches cost more than the flops saved).
+#: Side of the dense Schur complement from which ``MDP_DEVICE=auto`` uses a GPU by default (below
+#: it the transfers and kernel launches cost more than the flops saved).
 GPU_MIN_SIZE = 1000
 
 
@@ -115,13 +108,6 @@ def default_blas_threads(dense_side: int) -> int:
     return pool_threads(max(1, min(MAX_BLAS_THREADS, cores)))
 
 
-def max_step(v: np.ndarray, dv: np.ndarray) -> float:
-    """The ratio test of the structured interior point methods: the largest ``a`` in ``[0, 1]``
-    with ``v + a dv >= 0`` for a positive ``v``."""
-    neg = dv < 0
-    return 1.0 if not neg.any() else float(min(1.0, np.min(-v[neg] / dv[neg])))
-
-
 def blas_threads(dense_side: int) -> contextlib.AbstractContextManager:
     """Context in which the CPU step's BLAS (NumPy's and SciPy's) runs on the right thread count.
 
@@ -131,64 +117,6 @@ def blas_threads(dense_side: int) -> contextlib.AbstractContextManager:
     threads = get_threads()
     return threadpool_limits(default_blas_threads(dense_side) if threads is None else threads,
                              user_api="blas")
-
-
-@functools.lru_cache(maxsize=1)
-def cupy_module():
-    """The CuPy module when it imports and sees a CUDA device, else ``None``."""
-    try:
-        import cupy
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            return None
-        cupy.zeros(1).sum()                     # a driver or toolkit mismatch fails here
-    except Exception:  # noqa: BLE001 -- no CuPy, no driver, no device: all mean "no GPU"
-        return None
-    return cupy
-
-
-def gpu_available() -> bool:
-    """Whether CuPy is installed and sees a usable CUDA device."""
-    return cupy_module() is not None
-
-
-def schur_device(size: int) -> str:
-    """``"gpu"`` or ``"cpu"`` for a dense Schur complement of side ``size``.
-
-    Reads ``MDP_DEVICE``: ``cpu`` and ``gpu`` force a device (``gpu`` without a usable CUDA device
-    is an error), ``auto`` or unset takes the GPU when one is available and
-    ``size >= GPU_MIN_SIZE``.
-
-    Raises
-    ------
-    ParameterError
-        ``MDP_DEVICE`` holds another value, or asks for a GPU that CuPy cannot use.
-    """
-    return device_choice(size, GPU_MIN_SIZE)
-
-
-def device_choice(size: int, min_size: int) -> str:
-    """``"gpu"`` or ``"cpu"`` for a step of size ``size`` that gains on a GPU from ``min_size``.
-
-    ``MDP_DEVICE`` as in :func:`schur_device`.
-
-    Raises
-    ------
-    ParameterError
-        ``MDP_DEVICE`` holds another value, or asks for a GPU that CuPy cannot use.
-    """
-    want = os.environ.get(DEVICE_ENV, "auto").strip().lower() or "auto"
-    if want not in ("auto", "cpu", "gpu"):
-        raise ParameterError(f"environment variable {DEVICE_ENV} must be 'auto', 'cpu' or 'gpu', "
-                             f"got {os.environ[DEVICE_ENV]!r}")
-    if want == "cpu":
-        return "cpu"
-    if want == "gpu":
-        if not gpu_available():
-            raise ParameterError(f"{DEVICE_ENV}=gpu, but CuPy is not installed or sees no CUDA "
-                                 "device (pip install cupy-cuda12x or cupy-cuda13x; "
-                                 f"{DEVICE_ENV}=auto uses the CPU then)")
-        return "gpu"
-    return "gpu" if size >= min_size and gpu_available() else "cpu"
 
 
 @dataclass(frozen=True)
@@ -459,25 +387,26 @@ class CPUSchur:
 
 
 class GPUSchur:
-    """The dense step on an NVIDIA GPU through CuPy (cuBLAS GEMM, cuSOLVER Cholesky), float64.
+    """The dense step on an NVIDIA GPU through an array backend (:mod:`mdp.lp.arrays`; CuPy's:
+    cuBLAS GEMM, cuSOLVER Cholesky), float64.
 
     ``L0``, the updated ``L`` and the Cholesky factor stay on the device; each call moves only
-    vectors and index arrays. Same interface and arithmetic as :class:`CPUSchur`.
+    vectors and index arrays. Same interface and arithmetic as :class:`CPUSchur`. ``gpu``: the
+    backend (:func:`mdp.lp.arrays.resolve_gpu`; NumPy's runs the same code on the CPU).
     """
 
-    device = "gpu"
-
-    def __init__(self, L: np.ndarray, sparse: SparseColumns | None = None):
-        cp = cupy_module()
-        if cp is None:
+    def __init__(self, L: np.ndarray, sparse: SparseColumns | None = None,
+                 gpu: GPUChoice = DETECT):
+        backend = resolve_gpu(gpu)
+        if backend is None:
             raise ParameterError("no usable CUDA device for GPUSchur (CuPy missing or no GPU)")
-        self.cp = cp
+        self.backend, self.device = backend, backend.name
         self.host = np.asarray(L, dtype=float)           # for a fall-back to the CPU
         self.sparse = sparse                              # the CPU's two-level elimination
         try:
-            self.L0 = cp.asarray(self.host)
-            self.L = cp.empty_like(self.L0)
-        except cp.cuda.memory.OutOfMemoryError as exc:
+            self.L0 = backend.to_device(self.host)
+            self.L = backend.xp.empty_like(self.L0)
+        except backend.out_of_memory as exc:
             raise MemoryError(f"GPU memory: {exc}") from exc
         self.n = self.L0.shape[0] // 2
         self.dense_side = self.L0.shape[1]
@@ -487,54 +416,56 @@ class GPUSchur:
         """As :meth:`CPUSchur.factor`; ``MemoryError`` when the GPU's memory runs out."""
         try:
             self._factor(update, a, b, c, extra)
-        except self.cp.cuda.memory.OutOfMemoryError as exc:
+        except self.backend.out_of_memory as exc:
             raise MemoryError(f"GPU memory: {exc}") from exc
 
     def _factor(self, update, a, b, c, extra) -> None:
-        cp, n, L = self.cp, self.n, self.L
-        cp.copyto(L, self.L0)
-        cp.add.at(L, (cp.asarray(update[0]), cp.asarray(update[1])), cp.asarray(update[2]))
-        a, b, c = (cp.asarray(v)[:, None] for v in (a, b, c))
-        G = cp.empty_like(L)
+        be, n, L = self.backend, self.n, self.L
+        xp, dev = be.xp, be.to_device
+        xp.copyto(L, self.L0)
+        xp.add.at(L, (dev(update[0]), dev(update[1])), dev(update[2]))
+        a, b, c = (dev(v)[:, None] for v in (a, b, c))
+        G = xp.empty_like(L)
         G[:n] = a * L[:n] + b * L[n:]
         G[n:] = c * L[n:]
         S = G.T @ G
         del G
-        cp.add.at(S, (cp.asarray(extra[0]), cp.asarray(extra[1])), cp.asarray(extra[2]))
+        xp.add.at(S, (dev(extra[0]), dev(extra[1])), dev(extra[2]))
         # cuSOLVER reports a failed factorisation through its info flag only; NaN in the factor
         # (CuPy's default) or a non-positive pivot both mean "not positive definite"
         try:
-            C = cp.linalg.cholesky(S)
-        except cp.cuda.memory.OutOfMemoryError:
+            C = xp.linalg.cholesky(S)
+        except be.out_of_memory:
             raise
-        except Exception as exc:  # noqa: BLE001 -- CuPy raises LinAlgError or a cuSOLVER error
+        except Exception as exc:  # noqa: BLE001 -- LinAlgError or a cuSOLVER error
             raise SolverError("the interior point method's normal matrix lost positive "
                               "definiteness") from exc
-        diag = cp.diagonal(C)
-        if not bool(cp.all(cp.isfinite(diag) & (diag > 0))):
+        diag = xp.diagonal(C)
+        if not bool(xp.all(xp.isfinite(diag) & (diag > 0))):
             raise SolverError("the interior point method's normal matrix lost positive definiteness")
         self.C = C
 
     def solve(self, r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """As :meth:`CPUSchur.solve`."""
-        from cupyx.scipy.linalg import solve_triangular
-
-        cp = self.cp
-        rhs = cp.asarray(r) - self.L.T @ cp.asarray(c)
-        y = solve_triangular(self.C, rhs, lower=True)
-        d = solve_triangular(self.C, y, lower=True, trans="T")
-        return cp.asnumpy(d), cp.asnumpy(self.L @ d)
+        be = self.backend
+        rhs = be.to_device(r) - self.L.T @ be.to_device(c)
+        y = be.solve_triangular(self.C, rhs)
+        d = be.solve_triangular(self.C, y, trans=True)
+        return be.to_host(d), be.to_host(self.L @ d)
 
 
-def schur_factor(L: np.ndarray, sparse: SparseColumns | None = None) -> CPUSchur | GPUSchur:
-    """The dense step for linking matrix ``L`` on the device :func:`schur_device` picks.
+def schur_factor(L: np.ndarray, sparse: SparseColumns | None = None, *,
+                 gpu_from: int = GPU_MIN_SIZE, gpu: GPUChoice = DETECT) -> CPUSchur | GPUSchur:
+    """The dense step for linking matrix ``L`` on the device that
+    :func:`mdp.lp.arrays.device_choice` picks for its ``t`` columns (from ``gpu_from`` on the
+    GPU ``gpu``).
 
     A GPU without the memory for ``L`` gives the CPU step. ``sparse`` selects the CPU's
     two-level elimination (:class:`CPUSchur`); the GPU factorises the whole matrix densely.
     """
-    if schur_device(L.shape[1]) == "gpu":
+    if device_choice(L.shape[1], gpu_from, gpu) == "gpu":
         try:
-            return GPUSchur(L, sparse)
+            return GPUSchur(L, sparse, gpu)
         except MemoryError:
             pass
     return CPUSchur(L, sparse)

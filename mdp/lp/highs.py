@@ -44,7 +44,7 @@ import scipy.sparse as sp
 from ..errors import ParameterError, SolverError, SolverTimeout
 from ..threads import AUTO, check_threads, fixed_threads, highs_threads, set_default_threads
 from ..validation import check_positive
-from .reporting import LPProgress, report, reporting
+from .reporting import LPProgress, report, report_interval, reporting
 
 __all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "HIPO_AVAILABLE",
            "IPM_CODE", "SIMPLEX_PRICING", "set_threads", "get_threads"]
@@ -138,11 +138,11 @@ def _use_scheduler(threads: int | None) -> None:
         _SCHEDULER_THREADS = threads
 
 
-def _highs_solver_name(solver: str) -> str:
+def _highs_solver_name(solver: str, hipo_available: bool = HIPO_AVAILABLE) -> str:
     """The name passed to HiGHS for ``solver`` (``"hipo"`` falls back to IPX without extras)."""
     if solver == "ipm":
         return IPM_CODE
-    if solver == "hipo" and not HIPO_AVAILABLE:
+    if solver == "hipo" and not hipo_available:
         return "ipx"
     return solver
 
@@ -208,7 +208,8 @@ class _SolveCallback:
     :meth:`SparseLP.solve` then raises ``KeyboardInterrupt``.
 
     **Progress.** Within a :func:`mdp.lp.progress` block the iteration count of HiPO and of the
-    simplex (IPX shares none) is reported at most every :data:`PROGRESS_SECONDS`.
+    simplex (IPX shares none) is reported at most every
+    :func:`mdp.lp.reporting.report_interval` seconds.
 
     The callback holds this object only, not the :class:`SparseLP` (a reference from the C++ object
     back to its owner would be a cycle the garbage collector cannot see).
@@ -225,17 +226,13 @@ class _SolveCallback:
         if not reporting():
             return
         now = time.perf_counter()
-        if now - self.last < PROGRESS_SECONDS:
+        if now - self.last < report_interval():
             return
         iteration = max(int(data_out.ipm_iteration_count), int(data_out.simplex_iteration_count))
         if iteration >= 0:
             self.last = now
             report(LPProgress(round=self.solve, rows=self.rows, objective=math.nan,
                               iteration=iteration, method=self.method))
-
-
-#: Least seconds between two progress reports from inside one HiGHS solve.
-PROGRESS_SECONDS = 1.0
 
 
 @contextlib.contextmanager
@@ -298,6 +295,10 @@ class SparseLP:
     options : dict or None
         Further HiGHS options by their HiGHS names, passed verbatim (an escape hatch for
         experiments; the toolkit itself uses only the named parameters above).
+    hipo_available : bool or None
+        Whether ``"hipo"`` runs HiPO (``None``: :data:`HIPO_AVAILABLE`, whether highspy-extras
+        of this HiGHS release is installed); ``False`` runs IPX in its place, as without the
+        package.
 
     Attributes
     ----------
@@ -318,8 +319,10 @@ class SparseLP:
                  solver: str = "ipm", crossover: bool = True, primal_tolerance: float | None = None,
                  dual_tolerance: float | None = None, ipm_tolerance: float | None = None,
                  time_limit: float | None = None, threads: int | None = None,
-                 simplex_pricing: str = "choose", options: dict | None = None):
+                 simplex_pricing: str = "choose", options: dict | None = None,
+                 hipo_available: bool | None = None):
         _check_solver(solver)
+        self._hipo = HIPO_AVAILABLE if hipo_available is None else bool(hipo_available)
         if time_limit is not None:
             time_limit = check_positive(time_limit, "time_limit")
         c = np.asarray(c, dtype=float).ravel()
@@ -378,7 +381,7 @@ class SparseLP:
     @property
     def runs_ipx(self) -> bool:
         """Whether the current method is IPX (``"ipm"``/``"ipx"``, or ``"hipo"`` without extras)."""
-        return _highs_solver_name(self._solver) == "ipx"
+        return _highs_solver_name(self._solver, self._hipo) == "ipx"
 
     @property
     def time_limit(self) -> float | None:
@@ -389,11 +392,10 @@ class SparseLP:
     def set_solver(self, solver: str) -> None:
         """Method of later solves (e.g. IPM first, warm dual simplex re-solves)."""
         self._solver = _check_solver(solver)
-        self._h.setOptionValue("solver", _highs_solver_name(solver))
+        self._h.setOptionValue("solver", _highs_solver_name(solver, self._hipo))
 
-    @staticmethod
-    def _solver_name(solver: str) -> str:
-        if solver == "hipo" and not HIPO_AVAILABLE:
+    def _solver_name(self, solver: str) -> str:
+        if solver == "hipo" and not self._hipo:
             return "hipo unavailable (highspy-extras of this HiGHS release not installed): ipx"
         return solver
 
@@ -468,7 +470,7 @@ class SparseLP:
         most 10 times the IPM's optimality tolerance (HiPO's own "Unknown" is a failure and is
         never accepted).
         """
-        if self._crossover or _highs_solver_name(self._solver) != "ipx":
+        if self._crossover or _highs_solver_name(self._solver, self._hipo) != "ipx":
             return False
         if int(info.primal_solution_status) < 1 or int(info.dual_solution_status) < 1:
             return False

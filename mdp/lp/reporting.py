@@ -14,7 +14,12 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["LPProgress", "progress", "report", "reporting"]
+__all__ = ["LPProgress", "progress", "report", "reporting", "report_every", "report_interval",
+           "REPORT_SECONDS"]
+
+#: Least seconds between two reports from inside one solver call (HiGHS's, Clarabel's), unless
+#: :func:`report_every` or :func:`progress` sets another pace.
+REPORT_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -64,16 +69,41 @@ class LPProgress:
 
 _CALLBACK: contextvars.ContextVar[Callable[[LPProgress], None] | None] = contextvars.ContextVar(
     "mdp_lp_progress", default=None)
+_EVERY: contextvars.ContextVar[float] = contextvars.ContextVar("mdp_lp_progress_every",
+                                                              default=REPORT_SECONDS)
 
 
 @contextlib.contextmanager
-def progress(callback: Callable[[LPProgress], None]) -> Iterator[None]:
-    """Within the block, every LP solve that reports calls ``callback(event)``."""
+def progress(callback: Callable[[LPProgress], None], *,
+             every: float | None = None) -> Iterator[None]:
+    """Within the block, every LP solve that reports calls ``callback(event)``; from inside one
+    solver call at most every ``every`` seconds (``None``: the enclosing pace,
+    :func:`report_interval`)."""
     token = _CALLBACK.set(callback)
+    try:
+        if every is None:
+            yield
+        else:
+            with report_every(every):
+                yield
+    finally:
+        _CALLBACK.reset(token)
+
+
+@contextlib.contextmanager
+def report_every(seconds: float) -> Iterator[None]:
+    """Within the block, reports from inside one solver call come at most every ``seconds``
+    (0: at every iteration the solver shows), whichever :func:`progress` block listens."""
+    token = _EVERY.set(float(seconds))
     try:
         yield
     finally:
-        _CALLBACK.reset(token)
+        _EVERY.reset(token)
+
+
+def report_interval() -> float:
+    """Least seconds between two reports from inside one solver call, here."""
+    return _EVERY.get()
 
 
 def report(event: LPProgress) -> None:

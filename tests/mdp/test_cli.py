@@ -9,6 +9,7 @@ import pytest
 
 import mdp
 from mdp.cli import build_parser, main
+from mdp.lp import report_every
 
 
 def run(args, capsys):
@@ -215,13 +216,13 @@ def test_numeric_commands_take_threads(command):
 
 def test_build_progress_from_inside_one_highs_solve(tmp_path, capsys, monkeypatch):
     # SpannerMech's full LP is one HiGHS solve: its iterations are shown while it runs
-    monkeypatch.setattr("mdp.lp.highs.PROGRESS_SECONDS", 0.0)
     pts = tmp_path / "pts.csv"
     xy = np.random.default_rng(3).random((20, 2)) * 5
     pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1]}).to_csv(pts, index=False)
     monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
-    code, o, e = run(["build", "--space", str(pts), "--mechanism", "spanner", "--epsilon", "1",
-                      "-o", str(tmp_path / "m.npz")], capsys)
+    with report_every(0.0):
+        code, o, e = run(["build", "--space", str(pts), "--mechanism", "spanner", "--epsilon",
+                          "1", "-o", str(tmp_path / "m.npz")], capsys)
     assert code == 0
     assert re.search(r"LP solve 1 \(hipo\), iteration \d+: [\d,]+ rows, \d+ s", e)
     # the column-block method reports its iterate's primal-dual gap too

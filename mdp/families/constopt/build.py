@@ -276,7 +276,8 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
                 try:
                     L, lp_stats = solve_constopt_gap(
                         D, e, free, lam_i, target, time_limit=time_limit,
-                        max_violated_per_point=max_violated)
+                        max_violated_per_point=max_violated, gpu_from=tuning.gpu_from_size,
+                        gpu=tuning.gpu)
                 except RowBlockTooDense as exc:
                     ipm_failure = too_dense = str(exc)
                 except LPError as exc:

@@ -7,7 +7,8 @@ free-free rows of one column. HiGHS factorises this as a general sparse LP (the 
 it ~1e10 flops per iteration at n = 1000, ``docs/design/lp.md``). This module exploits the
 structure instead.
 
-**Newton systems.** A Mehrotra predictor-corrector method (Wright 1997, ch. 10) on
+**Newton systems.** The Mehrotra predictor-corrector method of :mod:`mdp.lp.interior_point`
+(Wright 1997, ch. 10) on
 ``min k`` s.t. ``x >= 0``, ``L x >= h`` (linking rows), ``B x >= 0`` (local rows) solves at every
 iteration ``N dx = r`` with ``N = B^T D_B B + W X^{-1} + L^T D_L L``. The free entries in no
 free-free row (set ``S``) appear only in the two linking rows of their matrix row ``u``, in their
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -46,15 +47,17 @@ from scipy.special import logsumexp
 
 from ...errors import SolverError, SolverTimeout
 from ...lp import SparseLP
+from ...lp.arrays import DETECT, GPUChoice
 from ...lp.dense import (
+    GPU_MIN_SIZE,
     CPUSchur,
     SparseColumns,
     blas_threads,
     matvec,
-    max_step,
     rmatvec,
     schur_factor,
 )
+from ...lp.interior_point import IPMSettings, Scores, run_interior_point
 from ...lp.reporting import LPProgress, report
 from ...lp.rowgen import warm_rows
 from .formulation import free_free_pairs, lipschitz_log_matrix, log_bound_factors
@@ -89,6 +92,11 @@ ROUND_TOL = 1e-8
 ROUND_TOL_MIN = 1e-10
 #: Every multiplier of :func:`default_start` (1 and 1e-3 took more iterations on Geolife cells).
 START_DUAL = 1e-2
+#: The iteration's rules (:mod:`mdp.lp.interior_point`): Mehrotra's corrector alone (Gondzio's
+#: correctors are the column-block method's); ``tol`` and ``max_iter`` are the caller's.
+SETTINGS = IPMSettings(tol=1e-9, max_iter=200, stall_accept=STALL_ACCEPT,
+                       stall_iterations=STALL_ITERATIONS, stall_factor=1.0, correctors=0,
+                       step_factor=0.99, late_step_factor=0.995, late_gap=1e-6)
 
 
 class ConstOptLP:
@@ -216,7 +224,7 @@ class RowBlockResult:
 class _RowBlockFactor:
     """Index maps of the elimination (fixed for one LP) and the factorisation of one iteration."""
 
-    def __init__(self, lp: ConstOptLP):
+    def __init__(self, lp: ConstOptLP, *, gpu_from: int = GPU_MIN_SIZE, gpu: GPUChoice = DETECT):
         n, f, nv = lp.n, lp.f, lp.nv
         is_T = np.zeros(nv, bool)
         is_T[:n] = True
@@ -243,7 +251,7 @@ class _RowBlockFactor:
         # entries of their own column: eliminated first, in small blocks (mdp.lp.dense)
         pa, pb = lp.pairs
         self.sparse = SparseColumns(posT[n + jT], lp.fu[jT], (posT[n + pa], posT[n + pb]))
-        self.schur = schur_factor(L_T, self.sparse)
+        self.schur = schur_factor(L_T, self.sparse, gpu_from=gpu_from, gpu=gpu)
         # bound rows of S entries (at most two each: hi and lo), with the coefficient on M (p)
         # and on Y (q)
         rows = np.arange(lp.n_bound)
@@ -311,7 +319,7 @@ class _RowBlockFactor:
         try:
             self.schur.factor(update, *chol, extra)
         except MemoryError:
-            if self.schur.device != "gpu":
+            if self.schur.device == "cpu":
                 raise
             # the GPU ran out of memory (a larger dense part in a later round): the CPU goes on
             self.schur = CPUSchur(self.schur.host, self.schur.sparse)
@@ -352,18 +360,77 @@ class _RowBlockFactor:
         return out
 
 
-def _newton_step(lp: ConstOptLP, fac: _RowBlockFactor, point: tuple, rsL: np.ndarray,
-                 rsB: np.ndarray, rxw: np.ndarray) -> tuple[np.ndarray, ...]:
-    """One Newton direction ``(dx, ds_L, ds_B, dz_L, dz_B, dw)`` for the complementarity targets given.
+@dataclass
+class _RowBlockPoint:
+    """A primal-dual iterate (or a direction): ``x``, the multipliers ``w`` of ``x >= 0``, slacks
+    and multipliers of the linking and local rows."""
+
+    x: np.ndarray
+    w: np.ndarray
+    sL: np.ndarray
+    zL: np.ndarray
+    sB: np.ndarray
+    zB: np.ndarray
+
+    def astuple(self) -> tuple:
+        """``(x, w, s_link, z_link, s_local, z_local)``, as :func:`default_start` gives it."""
+        return self.x, self.w, self.sL, self.zL, self.sB, self.zB
+
+
+class _RowBlockSystem:
+    """The Newton system of :class:`ConstOptLP` for
+    :func:`mdp.lp.interior_point.run_interior_point`, solved by :class:`_RowBlockFactor`.
 
     From ``G dx - ds = r_p``, ``G^T dz + dw = r_d``, ``Z ds + S dz = rs``, ``W dx + X dw = rxw``:
     ``N dx = G^T ((rs + Z r_p) / S) + rxw / X - r_d``, then back-substitution.
     """
-    x, w, sL, sB, zL, zB, rpL, rpB, rd = point
-    r = lp.linking_t((rsL + zL * rpL) / sL) + lp.local_t((rsB + zB * rpB) / sB) + rxw / x - rd
-    dx = fac.solve(r)
-    dsL, dsB = lp.linking(dx) - rpL, lp.local(dx) - rpB
-    return dx, dsL, dsB, (rsL - zL * dsL) / sL, (rsB - zB * dsB) / sB, (rxw - w * dx) / x
+
+    name = "the row-block interior point method"
+
+    def __init__(self, lp: ConstOptLP, fac: _RowBlockFactor):
+        self.lp, self.fac = lp, fac
+        self.nh, self.nc = 1.0 + np.linalg.norm(lp.h), 1.0 + np.linalg.norm(lp.c)
+        self.m_all = 2 * lp.n + lp.mB + lp.nv
+
+    def default_start(self) -> _RowBlockPoint:
+        return _RowBlockPoint(*default_start(self.lp))
+
+    def measure(self, p: _RowBlockPoint) -> tuple[tuple, Scores]:
+        lp = self.lp
+        rpL = lp.h - lp.linking(p.x) + p.sL
+        rpB = -lp.local(p.x) + p.sB
+        rd = lp.c - lp.linking_t(p.zL) - lp.local_t(p.zB) - p.w
+        pobj, dobj = float(lp.c @ p.x), float(lp.h @ p.zL)
+        gap = abs(pobj - dobj) / (1.0 + abs(pobj))
+        pinf = float(np.sqrt(rpL @ rpL + rpB @ rpB)) / self.nh
+        dinf = float(np.linalg.norm(rd)) / self.nc
+        return (rpL, rpB, rd), Scores(gap=gap, primal=pinf, dual=dinf, objective=pobj,
+                                      dual_objective=dobj)
+
+    def mu(self, p: _RowBlockPoint) -> float:
+        return float(p.sL @ p.zL + p.sB @ p.zB + p.x @ p.w) / self.m_all
+
+    def pairs(self, p: _RowBlockPoint, d: _RowBlockPoint) -> tuple:
+        return (p.sL, d.sL, p.zL, d.zL), (p.sB, d.sB, p.zB, d.zB), (p.x, d.x, p.w, d.w)
+
+    def moved(self, p: _RowBlockPoint, d: _RowBlockPoint, ap: float, ad: float) -> _RowBlockPoint:
+        return _RowBlockPoint(x=p.x + ap * d.x, w=p.w + ad * d.w, sL=p.sL + ap * d.sL,
+                              zL=p.zL + ad * d.zL, sB=p.sB + ap * d.sB, zB=p.zB + ad * d.zB)
+
+    def factor(self, p: _RowBlockPoint, score: float) -> None:
+        self.fac.factor(p.zL / p.sL, p.zB / p.sB, p.w / p.x)
+
+    def newton(self, p: _RowBlockPoint, residuals: tuple, targets: tuple,
+               predictor: bool) -> _RowBlockPoint:
+        lp = self.lp
+        rpL, rpB, rd = residuals
+        rsL, rsB, rxw = targets
+        r = (lp.linking_t((rsL + p.zL * rpL) / p.sL) + lp.local_t((rsB + p.zB * rpB) / p.sB)
+             + rxw / p.x - rd)
+        dx = self.fac.solve(r)
+        dsL, dsB = lp.linking(dx) - rpL, lp.local(dx) - rpB
+        return _RowBlockPoint(x=dx, w=(rxw - p.w * dx) / p.x, sL=dsL, zL=(rsL - p.zL * dsL) / p.sL,
+                              sB=dsB, zB=(rsB - p.zB * dsB) / p.sB)
 
 
 def default_start(lp: ConstOptLP) -> tuple:
@@ -394,7 +461,8 @@ def default_start(lp: ConstOptLP) -> tuple:
 def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 200,
                         deadline: float | None = None,
                         on_iteration: Callable[[dict], None] | None = None,
-                        start: tuple | None = None, keep_gap: float = KEEP_GAP) -> RowBlockResult:
+                        start: tuple | None = None, keep_gap: float = KEEP_GAP,
+                        gpu_from: int = GPU_MIN_SIZE, gpu: GPUChoice = DETECT) -> RowBlockResult:
     """Mehrotra predictor-corrector on :class:`ConstOptLP` with the row-block elimination.
 
     Stops when the relative gap ``|c^T x - h^T y| / (1 + |c^T x|)`` and the relative primal and
@@ -406,7 +474,8 @@ def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 20
     iterate within ``keep_gap`` (see :func:`warm_start`). ``on_iteration`` receives ``iteration``,
     ``objective``, ``relative_gap``, ``primal_infeasibility``, ``dual_infeasibility`` and
     ``seconds`` per iteration. The iterations run under :func:`mdp.lp.dense.blas_threads` (BLAS
-    threads by the physical cores and the size of the dense step).
+    threads by the physical cores and the size of the dense step). ``gpu_from`` and ``gpu``: the
+    dense step's device rule (:func:`mdp.lp.dense.schur_factor`).
 
     Raises
     ------
@@ -417,7 +486,7 @@ def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 20
         ``time.perf_counter()`` passed ``deadline``.
     """
     t0 = time.perf_counter()
-    fac = _RowBlockFactor(lp)
+    fac = _RowBlockFactor(lp, gpu_from=gpu_from, gpu=gpu)
     n, nv, mB = lp.n, lp.nv, lp.mB
     if start is None:
         x, w, sL, zL, sB, zB = default_start(lp)
@@ -426,91 +495,27 @@ def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 20
         if ([len(v) for v in (x, w, sL, zL, sB, zB)] != [nv, nv, 2 * n, 2 * n, mB, mB]
                 or not all(np.all(v > 0) and np.all(np.isfinite(v)) for v in (x, w, sL, zL, sB, zB))):
             raise ValueError("start must be positive, finite vectors sized for the LP")
-    with blas_threads(fac.schur.dense_side):
-        return _mehrotra(lp, fac, (x, w, sL, zL, sB, zB), tol=tol, max_iter=max_iter,
-                         deadline=deadline, on_iteration=on_iteration, keep_gap=keep_gap, t0=t0)
+    system = _RowBlockSystem(lp, fac)
 
-
-def _mehrotra(lp: ConstOptLP, fac: _RowBlockFactor, start: tuple, *, tol: float, max_iter: int,
-              deadline: float | None, on_iteration: Callable[[dict], None] | None,
-              keep_gap: float, t0: float) -> RowBlockResult:
-    """The iterations of :func:`solve_row_block_ipm` from ``start`` (same arguments)."""
-    n, mB, nv = lp.n, lp.mB, lp.nv
-    x, w, sL, zL, sB, zB = start
-    kept = None
-    nh, nc = 1.0 + np.linalg.norm(lp.h), 1.0 + np.linalg.norm(lp.c)
-    m_all = 2 * n + mB + nv
-    it = 0
-    best = None
-    stalled = False
-    while True:
-        rpL = lp.h - lp.linking(x) + sL
-        rpB = -lp.local(x) + sB
-        rd = lp.c - lp.linking_t(zL) - lp.local_t(zB) - w
-        pobj, dobj = float(lp.c @ x), float(lp.h @ zL)
-        gap = abs(pobj - dobj) / (1.0 + abs(pobj))
-        pinf = float(np.sqrt(rpL @ rpL + rpB @ rpB)) / nh
-        dinf = float(np.linalg.norm(rd)) / nc
+    def log(it: int, p: _RowBlockPoint, scores: Scores) -> None:
         if on_iteration is not None:
-            on_iteration({"iteration": it, "objective": pobj, "relative_gap": gap,
-                          "primal_infeasibility": pinf, "dual_infeasibility": dinf,
+            on_iteration({"iteration": it, "objective": scores.objective,
+                          "relative_gap": scores.gap, "primal_infeasibility": scores.primal,
+                          "dual_infeasibility": scores.dual,
                           "seconds": time.perf_counter() - t0})
-        if gap <= tol and pinf <= tol and dinf <= tol:
-            break
-        score = max(gap, pinf, dinf)
-        if best is None or score < best[0]:
-            best = (score, it, x, zL, zB, w, pobj, dobj, gap, pinf, dinf)
-        if kept is None and gap <= keep_gap and max(pinf, dinf) <= keep_gap:
-            kept = (x, w, sL, zL, sB, zB)
-        if best[0] <= STALL_ACCEPT and (it - best[1] >= STALL_ITERATIONS or it >= max_iter
-                                        or not np.isfinite(score)):
-            # stalled near the optimum (the last digits of the dual residual stop improving
-            # on some instances): the best iterate is returned; callers certify its bound
-            _, _, x, zL, zB, w, pobj, dobj, gap, pinf, dinf = best
-            stalled = True
-            break
-        if not np.isfinite(gap + pinf + dinf) or it >= max_iter:
-            raise SolverError(f"the interior point method stopped after {it} iterations without "
-                              f"converging (relative gap {gap:.1e}, infeasibilities {pinf:.1e} / "
-                              f"{dinf:.1e})")
-        if deadline is not None and time.perf_counter() > deadline:
-            raise SolverTimeout(f"time limit reached after {it} interior point iterations "
-                                f"(relative gap {gap:.1e})")
-        it += 1
-        mu = (sL @ zL + sB @ zB + x @ w) / m_all
-        try:
-            fac.factor(zL / sL, zB / sB, w / x)
-        except SolverError:
-            if best[0] > STALL_ACCEPT:
-                raise
-            # the scaling of the last iterations ruins the factorisation before the tolerance
-            # is reached (Geolife cells at n = 2000, relative gap 2e-9): the best iterate is
-            # as good as a stall's, and callers certify its bound the same way
-            _, _, x, zL, zB, w, pobj, dobj, gap, pinf, dinf = best
-            stalled = True
-            break
 
-        point = (x, w, sL, sB, zL, zB, rpL, rpB, rd)
-        dx, dsL, dsB, dzL, dzB, dw = _newton_step(lp, fac, point, -sL * zL, -sB * zB, -x * w)
-        ap = min(max_step(x, dx), max_step(sL, dsL), max_step(sB, dsB))
-        ad = min(max_step(zL, dzL), max_step(zB, dzB), max_step(w, dw))
-        mu_aff = ((sL + ap * dsL) @ (zL + ad * dzL) + (sB + ap * dsB) @ (zB + ad * dzB)
-                  + (x + ap * dx) @ (w + ad * dw)) / m_all
-        sigma = min(1.0, (mu_aff / mu) ** 3)
-        dx, dsL, dsB, dzL, dzB, dw = _newton_step(lp, fac, point, sigma * mu - sL * zL - dsL * dzL,
-                                                  sigma * mu - sB * zB - dsB * dzB,
-                                                  sigma * mu - x * w - dx * dw)
-        eta = 0.99 if gap > 1e-6 else 0.995
-        ap = min(1.0, eta * min(max_step(x, dx), max_step(sL, dsL), max_step(sB, dsB)))
-        ad = min(1.0, eta * min(max_step(zL, dzL), max_step(zB, dzB), max_step(w, dw)))
-        x = x + ap * dx
-        sL, sB = sL + ap * dsL, sB + ap * dsB
-        zL, zB, w = zL + ad * dzL, zB + ad * dzB, w + ad * dw
-    return RowBlockResult(x=x, y_link=zL, y_local=zB, w=w, objective=pobj, dual_objective=dobj,
-                          iterations=it, relative_gap=gap, primal_infeasibility=pinf,
-                          dual_infeasibility=dinf, seconds=time.perf_counter() - t0,
-                          dense_size=fac.nT, stats={"stalled": stalled, "device": fac.schur.device},
-                          warm_point=kept)
+    with blas_threads(fac.schur.dense_side):
+        out = run_interior_point(system, replace(SETTINGS, tol=tol, max_iter=max_iter),
+                                 start=_RowBlockPoint(x, w, sL, zL, sB, zB), deadline=deadline,
+                                 keep_gap=keep_gap, log=log)
+    p, sc = out.point, out.scores
+    return RowBlockResult(x=p.x, y_link=p.zL, y_local=p.zB, w=p.w, objective=sc.objective,
+                          dual_objective=sc.dual_objective, iterations=out.iterations,
+                          relative_gap=sc.gap, primal_infeasibility=sc.primal,
+                          dual_infeasibility=sc.dual, seconds=time.perf_counter() - t0,
+                          dense_size=fac.nT,
+                          stats={"stalled": out.stalled, "device": fac.schur.device},
+                          warm_point=None if out.kept is None else out.kept.astuple())
 
 
 def warm_start(prev: ConstOptLP, point: tuple, lp: ConstOptLP) -> tuple:
@@ -616,7 +621,9 @@ def fixed_weights_solution(lp: ConstOptLP, Y: np.ndarray, all_pairs: tuple[np.nd
 def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: float, gap: float,
                        *, time_limit: float | None = None, max_rounds: int = 30,
                        max_violated_per_point: float | None = None,
-                       on_round: Callable[[dict], None] | None = None) -> tuple[np.ndarray, dict]:
+                       on_round: Callable[[dict], None] | None = None,
+                       gpu_from: int = GPU_MIN_SIZE, gpu: GPUChoice = DETECT
+                       ) -> tuple[np.ndarray, dict]:
     r"""ConstOPTMech's LP to a certified relative gap by :func:`solve_row_block_ipm`.
 
     Round 0 solves the LP without free-free rows. After every round the solution is made
@@ -634,7 +641,8 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
     rows per point, raise :class:`RowBlockTooDense` (a :class:`~mdp.errors.SolverError`) instead
     of going on (``None``: never).
     Those rows join the dense part of every later round, so a caller with another exact solver
-    (ConstOPTMech's ``solver="auto"``) hands such LPs to it after one cheap round.
+    (ConstOPTMech's ``solver="auto"``) hands such LPs to it after one cheap round. ``gpu_from``
+    and ``gpu``: the device rule of every round's dense step (:func:`solve_row_block_ipm`).
 
     Returns
     -------
@@ -670,14 +678,16 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
 
         try:
             res = solve_row_block_ipm(lp, tol=tol, deadline=deadline, on_iteration=shown,
-                                      start=None if start is None else warm_start(prev, start, lp))
+                                      start=None if start is None else warm_start(prev, start, lp),
+                                      gpu_from=gpu_from, gpu=gpu)
         except (SolverError, ValueError):
             # ValueError: a start the method refuses (an underflowed product); neither is the
             # user's error while the cold start, the tested fall-back, remains
             if not warm:
                 raise
             warm = False
-            res = solve_row_block_ipm(lp, tol=tol, deadline=deadline, on_iteration=shown)
+            res = solve_row_block_ipm(lp, tol=tol, deadline=deadline, on_iteration=shown,
+                                      gpu_from=gpu_from, gpu=gpu)
         start = res.warm_point
         iterations += res.iterations
         L, k_feas = _feasible_objective(feasible_log_matrix(res.x, lp, (all_a, all_b)), lp)

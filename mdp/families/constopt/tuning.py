@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...lp.arrays import DETECT, GPUChoice
+from ...lp.dense import GPU_MIN_SIZE
 from ...lp.worst_case import MAX_COEFFICIENTS
 
 __all__ = ["ConstOPTTuning"]
@@ -56,6 +58,12 @@ class ConstOPTTuning:
         (:class:`mdp.lp.RowGeneration`).
     max_coefficients : tuple of float, default (1e12, 1e7, 1e5)
         Coefficient limits of HiGHS's LP, tried in order.
+    gpu_from_size : int, default 1000
+        Side of the row-block method's dense Schur complement from which ``MDP_DEVICE=auto``
+        factors it on a GPU where there is one (:func:`mdp.lp.arrays.device_choice`; below it
+        the transfers and kernel launches cost more than the flops saved).
+    gpu : ArrayBackend, None or "detect"
+        The backend that stands for the GPU (:func:`mdp.lp.arrays.resolve_gpu`).
     """
 
     row_block_min_n: int = 300
@@ -66,3 +74,5 @@ class ConstOPTTuning:
     highs_solver: str = "hipo"
     warm_pricing: str = "devex"
     max_coefficients: tuple[float, ...] = MAX_COEFFICIENTS
+    gpu_from_size: int = GPU_MIN_SIZE
+    gpu: GPUChoice = DETECT

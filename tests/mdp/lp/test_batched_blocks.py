@@ -8,9 +8,11 @@ import pytest
 
 import mdp
 from mdp.errors import ParameterError
-from mdp.lp import LPError, dense
+from mdp.families.optimal import OptimalTuning
+from mdp.lp import LPError
 from mdp.lp import batched_blocks as bb
 from mdp.lp import column_blocks as cb
+from mdp.lp.arrays import cupy_backend, gpu_available, numpy_backend
 from mdp.lp.block_kernels import unpack_symmetric
 from mdp.lp.column_blocks import ColumnBlockLP, TripleBlockLP, solve_worst_case_triples
 from mdp.verification import certify
@@ -23,7 +25,7 @@ from tests.mdp.lp.test_column_blocks import (
 )
 from tests.support.reference_lp import optimal_loss_linprog
 
-needs_gpu = pytest.mark.skipif(not dense.gpu_available(), reason="no CUDA device for CuPy")
+needs_gpu = pytest.mark.skipif(not gpu_available(), reason="no CUDA device for CuPy")
 
 
 def spanner_lp(space, level, seed):
@@ -41,7 +43,7 @@ def spanner_lp(space, level, seed):
 def test_numpy_batched_factor_equals_the_packed_factor(chunk_blocks):
     D, n, pu, pv, lp, dB, wx, dL_inv, rng = spanner_lp(SPACES[2], 0.9, 5)
     packed = cb._BlockFactor(lp)
-    batched = bb.BatchedBlockFactor(lp, bb.numpy_backend(),
+    batched = bb.BatchedBlockFactor(lp, numpy_backend(),
                                     chunk_bytes=chunk_blocks * 4 * 8 * n * n)
     assert batched.chunk == min(n, chunk_blocks)
     for fac in (packed, batched):
@@ -91,7 +93,7 @@ def dense_triple_blocks(D, eps, u, v, w, dB, wx):
 def test_numpy_batched_factor_of_column_rows_equals_the_packed_factor(chunk_blocks):
     D, n, u, v, w, lp, dB, wx, dL_inv, rng = triple_lp(SPACES[2], 0.7, 8)
     packed = cb._BlockFactor(lp)
-    batched = bb.BatchedBlockFactor(lp, bb.numpy_backend(),
+    batched = bb.BatchedBlockFactor(lp, numpy_backend(),
                                     chunk_bytes=chunk_blocks * 4 * 8 * n * n)
     for fac in (packed, batched):
         fac.factor(dB, wx, dL_inv)
@@ -117,50 +119,46 @@ def test_entry_map_fills_the_dense_blocks():
 def test_a_block_that_is_not_positive_definite_is_named():
     D, n, pu, pv, lp, dB, wx, dL_inv, _ = spanner_lp(SPACES[0], 0.5, 2)
     wx[7, 3] = -1e6
-    fac = bb.BatchedBlockFactor(lp, bb.numpy_backend(), chunk_bytes=3 * 4 * 8 * n * n)
+    fac = bb.BatchedBlockFactor(lp, numpy_backend(), chunk_bytes=3 * 4 * 8 * n * n)
     with pytest.raises(LPError, match="column 7"):
         fac.factor(dB, wx, dL_inv)
 
 
-def _fake_gpu(monkeypatch, free_bytes=None):
-    """Route the GPU branch to NumPy's backend, with ``free_bytes`` of device memory."""
-    backend = bb.numpy_backend()
+def fake_gpu(free_bytes=None, **kw):
+    """Resources whose GPU is NumPy's backend, with ``free_bytes`` of device memory."""
+    backend = numpy_backend()
     if free_bytes is not None:
         backend = dataclasses.replace(backend, free_bytes=lambda: free_bytes)
-    monkeypatch.setattr(bb, "cupy_backend", lambda: backend)
-    monkeypatch.setattr(cb, "cupy_backend", lambda: backend)          # as column_blocks calls it
-    monkeypatch.setattr(dense, "cupy_module", lambda: object())       # gpu_available() -> True
+    return cb.BlockResources(gpu=backend, **kw)
 
 
 @pytest.mark.parametrize("level", [0.05, 2.0])
 def test_the_method_on_the_batched_path_matches_linprog(monkeypatch, level):
-    _fake_gpu(monkeypatch)
     monkeypatch.setenv("MDP_DEVICE", "gpu")
     D = SPACES[3].distances
     pu, pv = spanner_pairs(D)
-    _, stats = solve_against_linprog(D, pu, pv, level)
+    _, stats = solve_against_linprog(D, pu, pv, level, resources=fake_gpu())
     assert stats["device"] == "numpy"
 
 
 @pytest.mark.parametrize("eps", [0.3, 2.0])
 def test_the_triples_method_on_the_batched_path_matches_linprog(monkeypatch, eps):
-    _fake_gpu(monkeypatch)
     monkeypatch.setenv("MDP_DEVICE", "gpu")
     D = SPACES[1].distances
     u, v, w = random_triples(D.shape[0], np.random.default_rng(2), share=0.3)
     ref = triples_optimum(D, eps, u, v, w)
-    M, stats = solve_worst_case_triples(D, u, v, w, eps)
+    M, stats = solve_worst_case_triples(D, u, v, w, eps, resources=fake_gpu())
     assert stats["device"] == "numpy"
     assert ref - 2e-5 * (1 + ref) <= stats["lower_bound"] <= ref + 1e-9
     assert stats["lp_objective"] == pytest.approx(ref, abs=2e-5 * (1 + ref))
 
 
 def test_optmech_block_rounds_on_the_batched_path_are_exact_and_private(monkeypatch):
-    _fake_gpu(monkeypatch)
     monkeypatch.setenv("MDP_DEVICE", "gpu")
     space = SPACES[2]
     ref, _ = optimal_loss_linprog(space.distances, 1.5)
-    mech = mdp.build("optimal", space, 1.5, method="blocks")
+    mech = mdp.build("optimal", space, 1.5, method="blocks",
+                     tuning=OptimalTuning(resources=fake_gpu()))
     st = mech.stats
     assert st["device"] == "numpy" and st["plan"]["solver"] == "blocks"
     assert st["lower_bound"] <= ref * (1 + 3e-7) and st["loss"] >= ref * (1 - 3e-7)
@@ -170,39 +168,40 @@ def test_optmech_block_rounds_on_the_batched_path_are_exact_and_private(monkeypa
 
 def test_device_choice_and_memory_rules(monkeypatch):
     monkeypatch.delenv("MDP_DEVICE", raising=False)
-    monkeypatch.setattr(dense, "cupy_module", lambda: None)
-    gpu_from_n = cb.BlockResources().gpu_from_n
-    assert cb.block_device(gpu_from_n) == "cpu"                   # no GPU
+    no_gpu = cb.BlockResources(gpu=None)
+    gpu_from_n = no_gpu.gpu_from_n
+    assert cb.block_device(gpu_from_n, no_gpu) == "cpu"           # no GPU
     monkeypatch.setenv("MDP_DEVICE", "gpu")
     with pytest.raises(ParameterError, match="MDP_DEVICE=gpu"):
-        cb.block_device(20)
+        cb.block_device(20, no_gpu)
     # a GPU with 8 n^3 bytes and a chunk free takes n from gpu_from_n under "auto"
     n = gpu_from_n
-    _fake_gpu(monkeypatch, free_bytes=int(bb.batched_bytes(n) / bb.GPU_MEMORY_SHARE) + 1)
+    gpu = fake_gpu(free_bytes=int(bb.batched_bytes(n) / bb.GPU_MEMORY_SHARE) + 1)
     monkeypatch.setenv("MDP_DEVICE", "auto")
-    assert cb.block_device(n) == "gpu"
-    assert cb.block_device(n - 1) == "cpu"
-    assert cb.block_device(n + 10) == "cpu"                        # too little device memory
+    assert cb.block_device(n, gpu) == "gpu"
+    assert cb.block_device(n - 1, gpu) == "cpu"
+    assert cb.block_device(n + 10, gpu) == "cpu"                   # too little device memory
+    assert cb.block_device(n - 1, dataclasses.replace(gpu, gpu_from_n=n - 1)) == "gpu"
     monkeypatch.setenv("MDP_DEVICE", "cpu")
-    assert cb.block_device(n) == "cpu"
+    assert cb.block_device(n, gpu) == "cpu"
     # on neither device: None, and the method refuses with the sizes
     monkeypatch.setenv("MDP_DEVICE", "auto")
-    tight = cb.BlockResources(max_block_bytes=cb.block_bytes(n))
+    tight = dataclasses.replace(gpu, max_block_bytes=cb.block_bytes(n))
     assert cb.block_device(n + 10, tight) is None and not cb.fits_in_memory(n + 10, tight)
     assert cb.fits_in_memory(n, tight)
 
 
-def test_short_device_memory_falls_back_to_the_cpu(monkeypatch):
+def test_short_device_memory_falls_back_to_the_cpu():
     space = SPACES[0]
     D = space.distances
     pu, pv = spanner_pairs(D)
     lp = ColumnBlockLP(D, pu, pv, 0.5)
-    _fake_gpu(monkeypatch, free_bytes=1000)
+    short = fake_gpu(free_bytes=1000)
     with pytest.raises(MemoryError, match="GiB"):
-        bb.BatchedBlockFactor(lp, bb.cupy_backend())
-    assert cb._block_factor(lp, "gpu").device == "cpu"
+        bb.BatchedBlockFactor(lp, short.gpu)
+    assert cb._block_factor(lp, "gpu", resources=short).device == "cpu"
     with pytest.raises(LPError, match="GPU memory"):
-        cb._block_factor(lp, "gpu", resources=cb.BlockResources(max_block_bytes=10))
+        cb._block_factor(lp, "gpu", resources=dataclasses.replace(short, max_block_bytes=10))
 
 
 def test_chunk_sizes():
@@ -215,11 +214,11 @@ def test_chunk_sizes():
 @needs_gpu
 def test_gpu_factor_equals_the_numpy_factor():
     D, n, pu, pv, lp, dB, wx, dL_inv, rng = spanner_lp(SPACES[4], 0.9, 3)
-    ref = bb.BatchedBlockFactor(lp, bb.numpy_backend())
-    gpu = bb.BatchedBlockFactor(lp, bb.cupy_backend(), chunk_bytes=7 * 4 * 8 * n * n)
+    ref = bb.BatchedBlockFactor(lp, numpy_backend())
+    gpu = bb.BatchedBlockFactor(lp, cupy_backend(), chunk_bytes=7 * 4 * 8 * n * n)
     for fac in (ref, gpu):
         fac.factor(dB, wx, dL_inv)
-    assert np.allclose(bb.cupy_backend().to_host(gpu.Kinv), ref.Kinv, rtol=1e-9, atol=0)
+    assert np.allclose(cupy_backend().to_host(gpu.Kinv), ref.Kinv, rtol=1e-9, atol=0)
     R = rng.normal(size=(n, n))
     assert np.allclose(gpu._apply(R), ref._apply(R), rtol=1e-9, atol=1e-12)
     r, rE = rng.normal(size=(n, n)), rng.normal(size=n)
@@ -243,11 +242,11 @@ def test_gpu_method_matches_linprog(monkeypatch, level):
 @needs_gpu
 def test_gpu_factor_of_column_rows_equals_the_numpy_factor():
     D, n, u, v, w, lp, dB, wx, dL_inv, rng = triple_lp(SPACES[4], 0.9, 4)
-    ref = bb.BatchedBlockFactor(lp, bb.numpy_backend())
-    gpu = bb.BatchedBlockFactor(lp, bb.cupy_backend(), chunk_bytes=7 * 4 * 8 * n * n)
+    ref = bb.BatchedBlockFactor(lp, numpy_backend())
+    gpu = bb.BatchedBlockFactor(lp, cupy_backend(), chunk_bytes=7 * 4 * 8 * n * n)
     for fac in (ref, gpu):
         fac.factor(dB, wx, dL_inv)
-    assert np.allclose(bb.cupy_backend().to_host(gpu.Kinv), ref.Kinv, rtol=1e-9, atol=0)
+    assert np.allclose(cupy_backend().to_host(gpu.Kinv), ref.Kinv, rtol=1e-9, atol=0)
     r, rE = rng.normal(size=(n, n)), rng.normal(size=n)
     for a, b in zip(gpu.solve(r, rE, 0.3), ref.solve(r, rE, 0.3), strict=True):
         assert np.allclose(a, b, rtol=1e-8, atol=1e-10)

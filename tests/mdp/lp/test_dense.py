@@ -5,6 +5,7 @@ The CPU step is checked against an explicitly formed matrix and numpy's dense so
 whole interior point method, against linprog.
 """
 
+import dataclasses
 import os
 
 import numpy as np
@@ -15,7 +16,8 @@ from mdp.errors import ParameterError, SolverError
 from mdp.families.constopt import constopt_lp, nn_replacement
 from mdp.families.constopt.ipm import ConstOptLP, free_free_pairs, solve_row_block_ipm
 from mdp.lp import dense
-from mdp.lp.dense import CPUSchur, GPUSchur, SparseColumns, gpu_available, schur_device
+from mdp.lp.arrays import device_choice, gpu_available, numpy_backend
+from mdp.lp.dense import CPUSchur, GPUSchur, SparseColumns, schur_factor
 from mdp.space import MetricSpace
 
 needs_gpu = pytest.mark.skipif(not gpu_available(), reason="no CUDA device for CuPy")
@@ -134,16 +136,16 @@ def test_two_level_step_refuses_a_wrong_structure():
 
 
 def test_interior_point_method_two_level_equals_one_dense_factorisation(monkeypatch):
-    from mdp.families.constopt import ipm as constopt_ipm
-
+    # NumPy's backend as "the GPU", from size 0: the whole matrix factored densely
+    monkeypatch.setenv("MDP_DEVICE", "auto")
     space = MetricSpace.from_points(np.random.default_rng(9).random((30, 2)) * 5)
     D, e = space.distances, 0.6
     free = nn_replacement(D, 5)
     fu, fv = np.nonzero(free)
     lp = ConstOptLP(D, e, free, 0.1, free_free_pairs(fu, fv))
-    two = solve_row_block_ipm(lp)
-    monkeypatch.setattr(constopt_ipm, "schur_factor", lambda L, sparse=None: CPUSchur(L))
-    flat = solve_row_block_ipm(lp)
+    two = solve_row_block_ipm(lp, gpu=None)
+    flat = solve_row_block_ipm(lp, gpu_from=0, gpu=numpy_backend())
+    assert two.stats["device"] == "cpu" and flat.stats["device"] == "numpy"
     assert two.iterations == flat.iterations
     assert two.objective == pytest.approx(flat.objective, rel=1e-9)
     np.testing.assert_allclose(two.x, flat.x, rtol=1e-6, atol=1e-9)
@@ -217,27 +219,51 @@ def test_indefinite_matrix_is_a_solver_error():
 
 
 def test_device_choice_reads_the_environment(monkeypatch):
+    fake = numpy_backend()
     monkeypatch.setenv("MDP_DEVICE", "cpu")
-    assert schur_device(10 ** 6) == "cpu"
+    assert device_choice(10 ** 6, dense.GPU_MIN_SIZE, fake) == "cpu"
     monkeypatch.setenv("MDP_DEVICE", "tpu")
     with pytest.raises(ParameterError, match="MDP_DEVICE.*'tpu'"):
-        schur_device(10)
+        device_choice(10, dense.GPU_MIN_SIZE)
     monkeypatch.setenv("MDP_DEVICE", "auto")
-    assert schur_device(dense.GPU_MIN_SIZE - 1) == "cpu"
-    assert schur_device(dense.GPU_MIN_SIZE) == ("gpu" if gpu_available() else "cpu")
+    assert device_choice(dense.GPU_MIN_SIZE - 1, dense.GPU_MIN_SIZE, fake) == "cpu"
+    assert device_choice(dense.GPU_MIN_SIZE, dense.GPU_MIN_SIZE, fake) == "gpu"
+    assert device_choice(dense.GPU_MIN_SIZE, dense.GPU_MIN_SIZE) == (
+        "gpu" if gpu_available() else "cpu")
     monkeypatch.delenv("MDP_DEVICE")
-    assert schur_device(dense.GPU_MIN_SIZE) == ("gpu" if gpu_available() else "cpu")
+    assert device_choice(dense.GPU_MIN_SIZE, dense.GPU_MIN_SIZE, fake) == "gpu"
+    assert device_choice(dense.GPU_MIN_SIZE, dense.GPU_MIN_SIZE, None) == "cpu"
+    with pytest.raises(ParameterError, match="gpu must be"):
+        device_choice(10 ** 6, 1, "cuda")
 
 
 def test_forced_gpu_without_one_is_a_parameter_error(monkeypatch):
-    monkeypatch.setattr(dense, "cupy_module", lambda: None)
     monkeypatch.setenv("MDP_DEVICE", "gpu")
     with pytest.raises(ParameterError, match="MDP_DEVICE=gpu"):
-        schur_device(5000)
+        device_choice(5000, dense.GPU_MIN_SIZE, None)
+    with pytest.raises(ParameterError, match="MDP_DEVICE=gpu"):
+        schur_factor(np.zeros((4, 2)), gpu=None)
     with pytest.raises(ParameterError, match="no usable CUDA device"):
-        GPUSchur(np.zeros((4, 2)))
+        GPUSchur(np.zeros((4, 2)), gpu=None)
     monkeypatch.setenv("MDP_DEVICE", "auto")
-    assert schur_device(5000) == "cpu"
+    assert device_choice(5000, dense.GPU_MIN_SIZE, None) == "cpu"
+    assert schur_factor(np.zeros((4, 2)), gpu=None).device == "cpu"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_gpu_step_on_numpys_backend_equals_the_cpu_step(seed):
+    L0, upd, a, b, c, ext = _instance(seed, n=30, t=45)
+    rng = np.random.default_rng(seed)
+    r, y = rng.normal(size=45), rng.normal(size=60)
+    cpu, gpu = CPUSchur(L0), GPUSchur(L0, gpu=numpy_backend())
+    for step in (cpu, gpu):
+        step.factor(upd, a, b, c, ext)
+    (d1, l1), (d2, l2) = cpu.solve(r, y), gpu.solve(r, y)
+    np.testing.assert_allclose(d2, d1, rtol=1e-8, atol=1e-10 * np.abs(d1).max())
+    np.testing.assert_allclose(l2, l1, rtol=1e-8, atol=1e-10 * np.abs(l1).max())
+    t = L0.shape[1]
+    with pytest.raises(SolverError, match="positive definiteness"):
+        gpu.factor(upd, a, b, c, (np.arange(t), np.arange(t), np.full(t, -1e6)))
 
 
 def test_interior_point_method_reports_its_device(monkeypatch):
@@ -277,27 +303,26 @@ def test_gpu_interior_point_method_matches_linprog(monkeypatch):
     assert res.objective == pytest.approx(ref.fun, rel=1e-7)
 
 
-class _GPUOutOfMemory(CPUSchur):
-    """A stand-in GPU step whose memory runs out at the first factorisation."""
+def _out_of_memory_after(calls):
+    """NumPy's backend as a GPU whose memory runs out after ``calls`` transfers to it."""
+    done = []
 
-    device = "gpu"
+    def to_device(a):
+        done.append(1)
+        if len(done) > calls:
+            raise MemoryError("out of memory allocating 1 GB")
+        return np.asarray(a)
 
-    def __init__(self, L, sparse=None):
-        super().__init__(L, sparse)
-        self.host = L
-
-    def factor(self, *args):
-        raise MemoryError("GPU memory: out of memory allocating 1 GB")
+    return dataclasses.replace(numpy_backend(), to_device=to_device)
 
 
 def test_gpu_out_of_memory_falls_back_to_the_cpu(monkeypatch):
-    from mdp.families.constopt import ipm as constopt_ipm
-
-    monkeypatch.setattr(constopt_ipm, "schur_factor", _GPUOutOfMemory)
+    # the dense step starts on "the GPU" (its matrix fits) and runs out at its first factorisation
+    monkeypatch.setenv("MDP_DEVICE", "gpu")
     space = MetricSpace.from_points(np.random.default_rng(5).random((25, 2)) * 5)
     D, e = space.distances, 0.5
     free = nn_replacement(D, 4)
-    res = solve_row_block_ipm(ConstOptLP(D, e, free, 0.1))
+    res = solve_row_block_ipm(ConstOptLP(D, e, free, 0.1), gpu=_out_of_memory_after(1))
     assert res.stats["device"] == "cpu"
     c, A, lo, hi, _, n_base = constopt_lp(D, e, free, 0.1, split=True)
     A, lo, hi = A[:n_base], lo[:n_base], hi[:n_base]

@@ -407,19 +407,19 @@ def test_lp_size_stats_are_read_by_key():
 
 
 @pytest.mark.parametrize("hipo_installed", [True, False])
-def test_hipo_solver_or_its_fallback(monkeypatch, hipo_installed):
+def test_hipo_solver_or_its_fallback(hipo_installed):
     # "hipo" (HiGHS's HiPO interior point, from highspy-extras) reaches linprog's optimum; without
     # the package the solve falls back to IPX and the statistics say so
     import mdp.lp.highs as highs
 
     if hipo_installed and not highs.HIPO_AVAILABLE:
         pytest.skip("highspy-extras is not installed")
-    monkeypatch.setattr(highs, "HIPO_AVAILABLE", hipo_installed)
-    assert highs._highs_solver_name("hipo") == ("hipo" if hipo_installed else "ipx")
-    assert highs._highs_solver_name("ipm") == "ipx"
+    assert highs._highs_solver_name("hipo", hipo_installed) == ("hipo" if hipo_installed else "ipx")
+    assert highs._highs_solver_name("ipm", hipo_installed) == "ipx"
     m, n = 40, 25
     c, A, b, ref = _box_lp(5, m, n, 0.3, 0.1)
-    lp = SparseLP(c, A, row_upper=b, col_upper=np.ones(n), solver="hipo")
+    lp = SparseLP(c, A, row_upper=b, col_upper=np.ones(n), solver="hipo",
+                  hipo_available=hipo_installed)
     assert lp.runs_ipx is (not hipo_installed)
     got = lp.solve()
     assert got.objective == pytest.approx(ref, abs=1e-8)
@@ -564,16 +564,15 @@ def test_ctrl_c_stops_a_highs_solve_at_its_next_iteration(monkeypatch, solver):
 
 
 @pytest.mark.parametrize("solver", ["hipo", "simplex"])
-def test_progress_from_inside_a_highs_solve(monkeypatch, solver):
+def test_progress_from_inside_a_highs_solve(solver):
     # a long single solve (SpannerMech's full LP: minutes at n = 200) reports its iterations
-    from mdp.lp import highs, progress
+    from mdp.lp import progress
 
-    monkeypatch.setattr(highs, "PROGRESS_SECONDS", 0.0)
     c, A, b, ref = _box_lp(11, 400, 300, 0.05, 0.05)
     lp = SparseLP(c, A, row_upper=b, col_lower=np.zeros(300), col_upper=np.ones(300), solver=solver,
                   crossover=False)
     events = []
-    with progress(events.append):
+    with progress(events.append, every=0.0):
         assert lp.solve().objective == pytest.approx(ref, rel=1e-8)
     assert len(events) >= 3
     assert {(e.round, e.rows, e.method) for e in events} == {(1, 400, solver)}
@@ -582,7 +581,7 @@ def test_progress_from_inside_a_highs_solve(monkeypatch, solver):
     # outside a progress block nothing is reported, and the next solve counts as the second
     lp.cold_start()
     lp.solve()
-    with progress(events.append):
+    with progress(events.append, every=0.0):
         lp.cold_start()
         lp.solve()
     assert events[-1].round == 3

