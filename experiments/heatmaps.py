@@ -31,6 +31,7 @@ import pandas as pd
 from scipy import stats
 from tqdm import tqdm
 
+from geo.checkins import read_checkins
 from geo.heatmap import (
     dp_sparse_emd_aggregate,
     gaussian_heatmap,
@@ -42,7 +43,7 @@ from geo.saliency import cc, kl, sim
 from mdp.emd import block_sum, emd_grid
 from mdp.io import atomic_write, atomic_write_text
 
-from .realdata import real_data_file
+from .realdata import SYNTHETIC_NOTE, checkins_file
 
 DESCRIPTION = "DP heatmaps on Gowalla NYC: sparse EMD aggregation vs Laplace (Ghazi et al. 2023, Figs 1-2)"
 
@@ -92,12 +93,7 @@ def _config(args) -> dict:
 
 def load_cells(path: Path, min_users: int) -> list[dict]:
     """Check-ins grouped by the paper's grid cell; cells with >= ``min_users`` users, largest first."""
-    try:
-        from geo.checkins import read_checkins
-
-        df = read_checkins(path)[["user", "lat", "lon"]]
-    except ImportError:  # pragma: no cover - geo.checkins ships with the toolkit
-        df = pd.read_csv(path, sep="\t", header=None, usecols=[0, 2, 3], names=["user", "lat", "lon"])
+    df = read_checkins(path)[["user", "lat", "lon"]]
     ci = np.floor((df.lon.to_numpy() - US_LON[0]) / CELL_LON).astype(int)
     cj = np.floor((df.lat.to_numpy() - US_LAT[0]) / CELL_LAT).astype(int)
     df = df.assign(ci=ci, cj=cj)
@@ -279,7 +275,7 @@ def _claims(eps_sum: pd.DataFrame, delta_sum: pd.DataFrame) -> str:
 def main(args) -> None:
     out = Path(args.out or "results/heatmaps")
     cfg = _config(args)
-    data = real_data_file("heatmaps", DATA_FILE, "the Gowalla check-ins", args.data)
+    data, synthetic = checkins_file("heatmaps", DATA_FILE, args.data, args.quick, out)
     cells = load_cells(data, args.min_users)
     if not cells:
         raise ValueError(f"no cell of {data} has >= {args.min_users} users")
@@ -334,6 +330,7 @@ def main(args) -> None:
 
     ours_secs = raw.loc[(raw.algorithm == OURS) & (raw.delta == 256), "seconds"]
     md = [f"# Heatmaps experiment ({'quick' if args.quick else 'full'})", "",
+          *([SYNTHETIC_NOTE, ""] if synthetic else []),
           f"Data: {data.name}; sigma={args.sigma:g}; EMD exact (L1, unit square) at "
           f"{args.emd_resolution}x{args.emd_resolution}; seed {args.seed}; "
           f"run time {time.perf_counter() - t_start:.0f} s; dp_sparse_emd_aggregate at Delta=256: "
