@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import json
 
+from mdp.cli_args import MEMORY_HELP, memory_size
 from mdp.loading import load
 from mdp.plugins import Command
 
@@ -24,6 +25,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__.split("\n\n")[0]
     parser.add_argument("file", help="mechanism file (mdp build) on a haversine lat,lon space")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON record")
+    parser.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE",
+                        help=MEMORY_HELP)
 
 
 def run_cli(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mdp.cli_args import MEMORY_HELP, memory_size
 from mdp.errors import FileFormatError, ParameterError
 from mdp.io import open_binary
 from mdp.loading import load
@@ -71,6 +72,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-snap-km", type=float, default=None,
                         help="refuse an input farther than this from every point")
     parser.add_argument("-o", "--output", required=True, help="HTML page to write")
+    parser.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE",
+                        help=MEMORY_HELP)
 
 
 def run_cli(args: argparse.Namespace) -> int:

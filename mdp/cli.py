@@ -35,6 +35,7 @@ from .lp import progress
 from .plugins import COMMANDS
 from .registry import build, get, mechanisms
 from .release import SEED_WARNING, output_line
+from .resources import memory_limit
 from .spaces import load_space
 from .threads import check_threads, use_threads
 
@@ -375,7 +376,8 @@ def main(argv: list[str] | None = None) -> int:
             warnings.showwarning = show
             if getattr(args, "unavailable", None):
                 raise ValueError(args.unavailable)
-            with use_threads(getattr(args, "threads", None)):
+            with use_threads(getattr(args, "threads", None)), \
+                    memory_limit(getattr(args, "max_memory", None)):
                 if getattr(args, "plugin", None) is not None:
                     return int(args.plugin.run(args) or 0)
                 return int(args.func(args) or 0)

@@ -8,16 +8,22 @@ with :class:`~mdp.errors.ResourceLimitError` stating the estimate and the limit,
 numpy's ``MemoryError`` traceback (or the machine swapping) halfway through.
 
 The default limit is half the machine's physical memory (:func:`default_max_memory`); every
-function that checks takes ``max_memory=`` (bytes) to change it.
+function that checks takes ``max_memory=`` (bytes) to change it. Code that cannot pass it down
+(a space plugin's loader, which takes only its spec) runs inside :func:`memory_limit`, whose
+limit every check without its own ``max_memory`` then uses; the CLI runs each command inside the
+limit of its ``--max-memory``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
+from collections.abc import Iterator
 
 from .errors import ParameterError, ResourceLimitError
 
-__all__ = ["default_max_memory", "check_memory", "distance_matrix_bytes", "format_bytes",
+__all__ = ["default_max_memory", "check_memory", "memory_limit", "distance_matrix_bytes", "format_bytes",
            "lp_bytes", "parse_bytes", "SPACE_COPIES", "LP_BYTES_PER_NONZERO", "LP_BYTES_PER_ROW"]
 
 #: ``n x n`` float64 arrays alive at once while a space is built from points (pairwise distances,
@@ -33,6 +39,9 @@ LP_BYTES_PER_NONZERO = 48
 #: Bytes per row of an LP: bounds, dual value and basis status in HiGHS, and the toolkit's own
 #: row arrays while it builds them (an estimate, as :data:`LP_BYTES_PER_NONZERO`).
 LP_BYTES_PER_ROW = 64
+
+#: The limit of the innermost :func:`memory_limit` (None outside any).
+_SCOPED_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar("max_memory", default=None)
 
 _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -90,6 +99,32 @@ def parse_bytes(text: str) -> int:
     return int(value)
 
 
+@contextlib.contextmanager
+def memory_limit(max_memory: int | None) -> Iterator[None]:
+    """Within the block, checks given no ``max_memory`` use this one (``None``: no change).
+
+    Parameters
+    ----------
+    max_memory : int or None
+        Limit in bytes; None leaves the current limit (an enclosing block's, else the default).
+
+    Raises
+    ------
+    ParameterError
+        ``max_memory`` is not a positive integer.
+    """
+    if max_memory is None:
+        yield
+        return
+    if isinstance(max_memory, bool) or not isinstance(max_memory, int) or max_memory <= 0:
+        raise ParameterError(f"max_memory must be a positive number of bytes, got {max_memory!r}")
+    token = _SCOPED_LIMIT.set(max_memory)
+    try:
+        yield
+    finally:
+        _SCOPED_LIMIT.reset(token)
+
+
 def check_memory(estimate: int, what: str, max_memory: int | None = None) -> None:
     """Refuse work whose memory ``estimate`` (bytes) is above ``max_memory``.
 
@@ -100,7 +135,8 @@ def check_memory(estimate: int, what: str, max_memory: int | None = None) -> Non
     what : str
         The work, for the message (``"a space of 20,000 points"``).
     max_memory : int or None
-        The limit in bytes; None uses :func:`default_max_memory`.
+        The limit in bytes; None uses the enclosing :func:`memory_limit`'s, else
+        :func:`default_max_memory`.
 
     Raises
     ------
@@ -109,6 +145,8 @@ def check_memory(estimate: int, what: str, max_memory: int | None = None) -> Non
     ParameterError
         ``max_memory`` is not a positive integer.
     """
+    if max_memory is None:
+        max_memory = _SCOPED_LIMIT.get()
     limit = default_max_memory() if max_memory is None else max_memory
     if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
         raise ParameterError(f"max_memory must be a positive number of bytes, got {max_memory!r}")

@@ -32,7 +32,7 @@ from pathlib import Path
 from .errors import FileFormatError, MissingFileError, ParameterError
 from .io import load_points_csv, read_npy
 from .plugins import SPACES
-from .resources import check_memory
+from .resources import check_memory, memory_limit
 from .space import MetricSpace
 
 __all__ = ["load_space", "DEFAULT_SPACE"]
@@ -62,7 +62,7 @@ def load_space(spec: str | None, *, metric: str | None = None,
         Limit in bytes on the space's arrays, checked before they are allocated (from the
         number of points of a ``FILE.csv``, from the size of a ``FILE.npy``); None: half the
         machine's memory (:func:`mdp.resources.default_max_memory`). Plugin specs check their
-        own sizes with the default limit.
+        own sizes against it too (:func:`mdp.resources.memory_limit`).
 
     Raises
     ------
@@ -72,7 +72,8 @@ def load_space(spec: str | None, *, metric: str | None = None,
     spec = DEFAULT_SPACE if spec is None else str(spec)
     prefix, _, rest = spec.partition(":")
     if rest and prefix in SPACES:
-        space = SPACES.get(prefix)(spec)
+        with memory_limit(max_memory):
+            space = SPACES.get(prefix)(spec)
         if metric is not None and metric != space.metric:
             raise ParameterError(f"--metric {metric}: the space {spec!r} has its own metric, "
                                  f"{space.metric}; --metric applies to FILE.csv spaces")

@@ -14,7 +14,7 @@ import mdp
 from mdp.cli import main
 from mdp.errors import FileFormatError, ResourceLimitError
 from mdp.io import load_points_csv
-from mdp.resources import check_memory, distance_matrix_bytes, format_bytes
+from mdp.resources import check_memory, distance_matrix_bytes, format_bytes, memory_limit
 
 
 def test_check_memory_states_estimate_and_limit():
@@ -217,3 +217,40 @@ def test_cli_max_memory_bad_value_is_a_clear_error(tmp_path, capsys):
               "--max-memory", "lots", "-o", str(tmp_path / "m.npz")])
     err = capsys.readouterr().err
     assert info.value.code == 2 and "--max-memory" in err and "'lots'" in err and "8GB" in err
+
+
+def test_memory_limit_reaches_checks_that_cannot_take_it():
+    """A scoped limit applies to every check without its own; an explicit one still wins."""
+    check_memory(10**6, "work")
+    with memory_limit(1000):
+        with pytest.raises(ResourceLimitError, match="limit of 1000 B"):
+            check_memory(10**6, "work")
+        check_memory(10**6, "work", max_memory=10**7)
+        with memory_limit(None):          # None keeps the enclosing limit
+            with pytest.raises(ResourceLimitError):
+                check_memory(2000, "work")
+    check_memory(10**6, "work")           # the limit ends with its block
+    with pytest.raises(mdp.errors.ParameterError, match="max_memory"):
+        with memory_limit(0):
+            pass
+
+
+def test_max_memory_reaches_plugin_spaces_and_the_geo_commands(tmp_path, capsys):
+    """glove:N builds its space inside the plugin; mdp map and mdp explain load files."""
+    with pytest.raises(ResourceLimitError, match="200 points"):
+        mdp.spaces.load_space("glove:200:0", max_memory=10**5)
+    assert mdp.spaces.load_space("glove:200:0", max_memory=10**8).n == 200
+    code = main(["lower-bound", "--space", "glove:200:0", "--epsilon", "1", "--max-memory", "100KB"])
+    assert code == 2 and "200 points needs about" in capsys.readouterr().err
+    pts = tmp_path / "city.csv"
+    pts.write_text("lat,lon\n" + "\n".join(f"{48.85 + 0.01 * i},{2.35 + 0.013 * (i % 3)}"
+                                           for i in range(8)) + "\n")
+    mech = tmp_path / "m.npz"
+    assert main(["build", "--space", str(pts), "--mechanism", "exponential", "--epsilon", "1",
+                 "-o", str(mech)]) == 0
+    capsys.readouterr()
+    for argv in (["explain", str(mech)], ["map", str(mech), "--input", "48.86,2.36", "-o", str(tmp_path / "m.html")]):
+        assert main(argv + ["--max-memory", "100B"]) == 2, argv
+        assert "limit of 100 B" in capsys.readouterr().err, argv
+        assert main(argv + ["--max-memory", "1GB"]) == 0, argv
+        capsys.readouterr()
