@@ -197,7 +197,8 @@ class ScreenedNearest:
         self._points = P
         n, d = P.shape
         self.n, self.dim = n, d
-        Y32 = np.asarray(P, dtype=np.float32)
+        with np.errstate(over="ignore"):
+            Y32 = np.asarray(P, dtype=np.float32)
         finite32 = bool(np.all(np.isfinite(Y32)))
         sq = np.zeros(n)
         for s in range(0, n, self.tuning.exact_chunk):       # float64 without a wide copy
