@@ -208,6 +208,11 @@ class MadlibRows(VocabularyMechanism):
                 "covers": "the continuous mechanism exactly; the float64 noise up to its "
                           "rounding (no float is released, Mironov 2012), not bit-exact"}
 
+    @property
+    def nearest_index(self) -> NearestIndex:
+        """The exact index that snaps the noisy points (its ``last_stats``: the latest query)."""
+        return self._index
+
     def sample_indices(self, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         idx = np.asarray(idx, dtype=np.int64)
         noise = madlib_noise(len(idx), self.space.dim, self.epsilon, rng=rng)
