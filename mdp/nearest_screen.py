@@ -226,7 +226,8 @@ class ScreenedNearest:
         """``e(z)`` of the module docstring for each row of ``z`` (float64, rounded up)."""
         d = self.dim
         K = d + 1
-        zn = np.sqrt(np.einsum("ij,ij->i", z, z)) * (1 + 1e-9)
+        with np.errstate(over="ignore"):
+            zn = np.sqrt(np.einsum("ij,ij->i", z, z)) * (1 + 1e-9)
         delta_z = U32 * zn + math.sqrt(d) * 2.0 ** -149
         a = zn + delta_z
         R = self._R
@@ -283,8 +284,9 @@ class ScreenedNearest:
         stats = {"queries": m, "workers": 0, "candidates_mean": 0.0, "candidates_max": 0,
                  "exact_pass": {"too_many_candidates": 0, "not_screenable": 0}}
         margin = self.screen_margin(Z) if self.screenable else None
-        ok = (np.zeros(m, bool) if margin is None
-              else np.sqrt(np.einsum("ij,ij->i", Z, Z)) <= SCREEN_MAX_NORM)
+        with np.errstate(over="ignore"):
+            ok = (np.zeros(m, bool) if margin is None
+                  else np.sqrt(np.einsum("ij,ij->i", Z, Z)) <= SCREEN_MAX_NORM)
         stats["exact_pass"]["not_screenable"] = int(m - ok.sum())
         sel = np.flatnonzero(ok)
         if len(sel):
