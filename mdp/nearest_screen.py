@@ -111,7 +111,7 @@ class ScreenTuning:
 
 def _exact_squared(z: np.ndarray, y: np.ndarray) -> Fraction:
     """``||z - y||^2`` as an exact rational (float coordinates are dyadic rationals)."""
-    return sum(((Fraction(float(a)) - Fraction(float(b))) ** 2 for a, b in zip(z, y)),
+    return sum(((Fraction(float(a)) - Fraction(float(b))) ** 2 for a, b in zip(z, y, strict=True)),
                Fraction(0))
 
 

@@ -17,7 +17,7 @@ SMALL = ScreenTuning(query_block=16, point_block=64)
 
 
 def _exact_sq(z, y) -> Fraction:
-    return sum((Fraction(float(a)) - Fraction(float(b))) ** 2 for a, b in zip(z, y))
+    return sum((Fraction(float(a)) - Fraction(float(b))) ** 2 for a, b in zip(z, y, strict=True))
 
 
 def reference(Z, X) -> np.ndarray:
@@ -164,6 +164,8 @@ def test_bad_queries_and_tuning_are_refused():
         index.query([[0.0, 0.0]])
     with pytest.raises(ParameterError, match="point_block"):
         ScreenTuning(point_block=0)
+    with pytest.raises(ParameterError, match="screen must be a ScreenTuning"):
+        NearestPlan(screen={"point_block": 64})
 
 
 def test_nearest_index_defaults_to_the_screen():
