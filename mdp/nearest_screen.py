@@ -88,9 +88,10 @@ class ScreenTuning:
     query_block : int
         Queries per block (a task of one worker thread).
     point_block : int
-        Points per block; ``query_block x point_block`` float32 values (1 MiB by default) stay
-        in a core's cache between the product and its minimum (measured: 256 x 1024 ran at
-        75 GFLOPS on one core, 256 x 4096 at 28-40).
+        Points per block; ``point_block x query_block`` float32 values (1 MiB by default) stay
+        in a core's cache between the product and its minimum (measured on one core, CPU
+        seconds per 256 queries against GloVe's 400,000 words: 0.14 at 1024 x 256 and 512 x
+        256, 0.165 at 2048 x 128, 0.161 at 256 x 1024).
     max_candidates : int
         Candidates per query above which the query is answered by the exact float64 pass.
     exact_chunk : int
@@ -237,16 +238,17 @@ class ScreenedNearest:
         return e * (1 + 1e-6)
 
     # -- queries --------------------------------------------------------------------------------
-    def _screen_block(self, Z32: np.ndarray, thr_margin: np.ndarray):
-        """Candidates ``(query, point)`` of one block of queries, and the block's minima."""
+    def _screen_block(self, ZT: np.ndarray, thr_margin: np.ndarray):
+        """Candidates ``(query, point)`` of one block of queries (``ZT``: its ``[z32, 1]`` as
+        columns) and the block's minima. Points by queries: 17% less CPU than queries by
+        points in the product, measured."""
         tb = self.tuning.point_block
-        n = self.n
-        starts = range(0, n, tb)
-        mins = np.empty((len(starts), len(Z32)), dtype=np.float32)
+        starts = range(0, self.n, tb)
+        mins = np.empty((len(starts), ZT.shape[1]), dtype=np.float32)
         aug = self._aug
         for t, s in enumerate(starts):
-            G = Z32 @ aug[s:s + tb].T
-            G.min(axis=1, out=mins[t])
+            G = aug[s:s + tb] @ ZT
+            G.min(axis=0, out=mins[t])
         M = mins.min(axis=0).astype(np.float64)
         thr = M + 2.0 * thr_margin
         t_flag, q_flag = np.nonzero(mins <= thr[None, :])
@@ -254,8 +256,8 @@ class ScreenedNearest:
         for t in np.unique(t_flag):
             qs = q_flag[t_flag == t]
             s = int(t) * tb
-            H = Z32[qs] @ aug[s:s + tb].T
-            r, c = np.nonzero(H <= thr[qs][:, None])
+            H = aug[s:s + tb] @ ZT[:, qs]
+            c, r = np.nonzero(H <= thr[qs][None, :])
             rows.append(qs[r])
             cols.append(c + s)
         return np.concatenate(rows), np.concatenate(cols)
@@ -291,16 +293,16 @@ class ScreenedNearest:
         sel = np.flatnonzero(ok)
         if len(sel):
             qb = self.tuning.query_block
-            Z32 = np.empty((len(sel), self.dim + 1), dtype=np.float32)
-            Z32[:, :self.dim] = Z[sel]
-            Z32[:, self.dim] = 1.0
+            ZT = np.empty((self.dim + 1, len(sel)), dtype=np.float32)
+            ZT[:self.dim] = Z[sel].T
+            ZT[self.dim] = 1.0
             blocks = [(s, min(s + qb, len(sel))) for s in range(0, len(sel), qb)]
             workers = pool_threads(min(available_cpus(), len(blocks)))
             stats["workers"] = workers
 
             def task(bounds):
                 a, b = bounds
-                r, c = self._screen_block(Z32[a:b], margin[sel[a:b]])
+                r, c = self._screen_block(np.ascontiguousarray(ZT[:, a:b]), margin[sel[a:b]])
                 return r + a, c
 
             with threadpool_limits(limits=1, user_api="blas"):
