@@ -19,7 +19,8 @@ matrix product of the queries by the points gives a block of ``g`` at once. Its 
    \gamma_K (2aR + R^2) + 2u R^2 + \delta (2(a + R) + \delta) + (K + 2)\,2^{-148},
 
 with ``u = 2^-24``, :math:`\gamma_K = Ku/(1 - Ku)` (a dot product of ``K`` terms in any order,
-fused multiply-adds included, Higham 2002, section 3.1), ``a >= ||z32||``, ``R >= ||y32||`` for
+fused multiply-adds included, Higham 2002, section 3.1; BLAS is taken to compute ``sgemm`` in
+IEEE float32 arithmetic, as OpenBLAS and MKL do), ``a >= ||z32||``, ``R >= ||y32||`` for
 every point, ``2u R^2`` the rounding of ``q``, :math:`\delta \ge \lVert z - z_{32}\rVert +
 \lVert y - y_{32}\rVert` the rounding of the coordinates to float32 (``0`` for float32 points;
 :math:`|\,\lVert z-y\rVert^2 - \lVert z_{32}-y_{32}\rVert^2| \le \delta(2\lVert z_{32}-y_{32}
@@ -119,8 +120,9 @@ def _exact_squared(z: np.ndarray, y: np.ndarray) -> Fraction:
 def _interval(s: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
     """Bounds ``lo <= s <= hi`` of exact squared distances from their float64 direct sums
     (an overflowed sum is at least the largest float)."""
-    g = _gamma(d + 2, U64) * (1 + 1e-6)
-    slack = (d + 2) * 2.0 ** -1074
+    # gamma_{d+2} for the sum, 4u for the two roundings of s (1 -/+ g) themselves
+    g = _gamma(d + 2, U64) * (1 + 1e-6) + 4 * U64
+    slack = (d + 4) * 2.0 ** -1074
     finite = np.isfinite(s)
     with np.errstate(over="ignore", invalid="ignore"):
         lo = np.where(finite, s * (1 - g) - slack, _DBL_MAX * (1 - g))
