@@ -9,10 +9,14 @@ Cases (each in its own process, so that its peak resident memory is its own):
 Each prints the seconds to load the embedding, to build, to privatize a text of 10^4 words
 (tokens drawn from the 10,000 most frequent alphabetic words with Zipf frequencies, seeded) in
 wall-clock and in CPU seconds of the process (all its threads), the peak resident memory of the
-process, and the machine's load average (the machine may be shared).
+process, and the machine's load average (the machine may be shared). For Madlib it also
+prints the nearest-neighbour algorithm (``--index``: ``screened``, the default, or
+scikit-learn's ``brute``) and what the screen did (worker threads, candidates per query,
+queries answered by the exact float64 pass).
 
     python benchmarks/vocabulary_scale.py                 # both cases
     python benchmarks/vocabulary_scale.py --case madlib --words 10000
+    python benchmarks/vocabulary_scale.py --case madlib --index brute
 """
 
 from __future__ import annotations
@@ -37,9 +41,10 @@ def _text(words: np.ndarray, n_tokens: int, seed: int) -> str:
     return "\n".join(" ".join(tokens[i:i + 12]) for i in range(0, n_tokens, 12))
 
 
-def run_case(case: str, n_tokens: int, epsilon: float, seed: int) -> None:
+def run_case(case: str, n_tokens: int, epsilon: float, seed: int, index: str) -> None:
     import mdp
     import text
+    from mdp.families.analytic_rows import MadlibRows
 
     family, n_words = CASES[case]
     load1 = os.getloadavg()[0]
@@ -48,6 +53,9 @@ def run_case(case: str, n_tokens: int, epsilon: float, seed: int) -> None:
     t_load = time.perf_counter() - t0
     t0 = time.perf_counter()
     mech = mdp.build(family, space, epsilon, rng=seed)
+    if family == "madlib" and index != mech.nearest_index.plan.algorithm:
+        # the same vocabulary-mode Madlib on another exact index (a parameter of the class)
+        mech = MadlibRows(space, epsilon, "madlib", {"index": index}, {"mode": mech.stats["mode"]})
     t_build = time.perf_counter() - t0
     words = np.array([w for w in space.labels[:12_000].tolist() if w.isalpha()][:10_000])
     doc = _text(words, n_tokens, seed)
@@ -60,6 +68,14 @@ def run_case(case: str, n_tokens: int, epsilon: float, seed: int) -> None:
           f"load {t_load:5.1f} s, build {t_build:5.1f} s, privatize {n_tokens} words "
           f"{t_priv:5.1f} s (CPU {c_priv:5.1f} s; {changed:.0%} replaced), peak {peak_gib:.2f} GiB, load average "
           f"{load1:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    if family == "madlib":
+        st = mech.nearest_index.last_stats
+        extra = ""
+        if st:
+            extra = (f": {st['workers']} worker threads, candidates per query mean "
+                     f"{st['candidates_mean']:.4f} max {st['candidates_max']}, exact float64 "
+                     f"pass {st['exact_pass']}")
+        print(f"{'':12s} nearest index {index}{extra} (latest query)", flush=True)
 
 
 def main() -> None:
@@ -68,13 +84,16 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=10_000)
     parser.add_argument("--epsilon", type=float, default=10.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--index", choices=["screened", "brute"], default="screened",
+                        help="Madlib's exact nearest-neighbour algorithm")
     args = parser.parse_args()
     if args.case is not None:
-        run_case(args.case, args.words, args.epsilon, args.seed)
+        run_case(args.case, args.words, args.epsilon, args.seed, args.index)
         return
     for case in CASES:
         subprocess.run([sys.executable, __file__, "--case", case, "--words", str(args.words),
-                        "--epsilon", str(args.epsilon), "--seed", str(args.seed)], check=True)
+                        "--epsilon", str(args.epsilon), "--seed", str(args.seed),
+                        "--index", args.index], check=True)
 
 
 if __name__ == "__main__":

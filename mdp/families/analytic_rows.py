@@ -191,14 +191,14 @@ class MadlibRows(VocabularyMechanism):
     """Madlib in vocabulary mode: fresh noise, then the exact nearest point (module docstring).
 
     ``params["index"]``: a :class:`~mdp.nearest.NearestPlan` algorithm name (default
-    ``"brute"``). ``params["outputs_per_input"]``: draws per input for loss estimates
+    ``"screened"``). ``params["outputs_per_input"]``: draws per input for loss estimates
     (default 50; each draw is a nearest-neighbour query, so 200 inputs by default).
     """
 
     default_inputs = 200
 
     def _prepare(self) -> dict:
-        algorithm = self.params.get("index", "brute")
+        algorithm = self.params.get("index", "screened")
         self._index = NearestIndex(self.space.points, NearestPlan(algorithm=algorithm))
         return {"guarantee": "analytic", "claimed_eps": self.epsilon, "delta": 0.0,
                 "sampling": f"float64 noise (Gamma(d, 1/eps) radius, uniform direction); exact "
@@ -208,11 +208,16 @@ class MadlibRows(VocabularyMechanism):
                 "covers": "the continuous mechanism exactly; the float64 noise up to its "
                           "rounding (no float is released, Mironov 2012), not bit-exact"}
 
+    @property
+    def nearest_index(self) -> NearestIndex:
+        """The exact index that snaps the noisy points (its ``last_stats``: the latest query)."""
+        return self._index
+
     def sample_indices(self, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         idx = np.asarray(idx, dtype=np.int64)
         noise = madlib_noise(len(idx), self.space.dim, self.epsilon, rng=rng)
         z = np.asarray(self.space.points[idx], dtype=np.float64) + noise
-        return self._index.query(z.astype(self.space.points.dtype))
+        return self._index.query(z)
 
     def _row_losses(self, idx, rng):
         k = int(self.params.get("outputs_per_input", 50))
