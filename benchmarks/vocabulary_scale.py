@@ -45,6 +45,7 @@ def run_case(case: str, n_tokens: int, epsilon: float, seed: int, index: str) ->
     import mdp
     import text
     from mdp.families.analytic_rows import MadlibRows
+    from text.privatize import privatize_lines
 
     family, n_words = CASES[case]
     load1 = os.getloadavg()[0]
@@ -62,11 +63,16 @@ def run_case(case: str, n_tokens: int, epsilon: float, seed: int, index: str) ->
     t0, c0 = time.perf_counter(), time.process_time()
     out = text.privatize(doc, mech, rng=seed + 1)
     t_priv, c_priv = time.perf_counter() - t0, time.process_time() - c0
+    lines = doc.split("\n")
+    t0 = time.perf_counter()
+    privatize_lines(mech, lines, rng=seed + 2)
+    t_lines = time.perf_counter() - t0
     peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     changed = np.mean([a != b for a, b in zip(doc.split(), out.split(), strict=True)])
     print(f"{case:12s} n={space.n:7d} eps={epsilon:g} mode={mech.stats['mode']['mode']}: "
           f"load {t_load:5.1f} s, build {t_build:5.1f} s, privatize {n_tokens} words "
-          f"{t_priv:5.1f} s (CPU {c_priv:5.1f} s; {changed:.0%} replaced), peak {peak_gib:.2f} GiB, load average "
+          f"{t_priv:5.1f} s (CPU {c_priv:5.1f} s; {changed:.0%} replaced), as {len(lines)} lines "
+          f"(mdp privatize) {t_lines:5.1f} s, peak {peak_gib:.2f} GiB, load average "
           f"{load1:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     if family == "madlib":
         st = mech.nearest_index.last_stats

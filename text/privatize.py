@@ -196,6 +196,21 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
     >>> mech = mdp.build("madlib", space, 8.0, rng=0)                    # doctest: +SKIP
     >>> text.privatize("The cat sat.", mech, rng=1, oov="mask")          # doctest: +SKIP
     """
+    plan = _plan(mechanism, oov, punctuation, lowercase, mask_token)
+    rng = check_rng(rng)
+    tokens, actions = _tokens_and_actions(text_or_tokens, plan, tokenizer)
+    if oov == "error" and any(a[0] == "oov" for a in actions):
+        positions, n_words = _unknown_positions(actions)
+        raise _unknown_words_error([(None, positions)], n_words, len(plan.vocab))
+    _warn_unprotected([(tokens, actions)], oov, preserve_case)
+    released = _release([(tokens, actions)], mechanism, rng, oov, preserve_case, mask_token)[0]
+    if not isinstance(text_or_tokens, str):
+        return released
+    return " ".join(released)
+
+
+def _plan(mechanism, oov: str, punctuation: str, lowercase: bool, mask_token: str) -> _Plan:
+    """The token plan of a word space, after checking the mechanism and the policies."""
     if not isinstance(mechanism, (Mechanism, VocabularyMechanism)):
         raise ParameterTypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
     if mechanism.space.labels is None:
@@ -207,10 +222,12 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
                              f"got {punctuation!r}")
     if not isinstance(mask_token, str):
         raise ParameterTypeError(f"mask_token must be a string, got {type(mask_token).__name__}")
-    rng = check_rng(rng)
     vocab = {str(w): i for i, w in enumerate(mechanism.space.labels.tolist())}
-    plan = _Plan(vocab, oov, punctuation, lowercase)
+    return _Plan(vocab, oov, punctuation, lowercase)
 
+
+def _tokens_and_actions(text_or_tokens, plan: _Plan, tokenizer) -> tuple[list[str], list[tuple]]:
+    """The tokens of a text (or a token list), checked, and the plan's action for each."""
     if isinstance(text_or_tokens, str):
         text = text_or_tokens
         if tokenizer is None:
@@ -236,44 +253,49 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
     else:
         for k, tok in enumerate(tokens):
             check_utf8(tok, f"token {k}")
+    return tokens, [plan(tok) for tok in tokens]
 
-    actions = [plan(tok) for tok in tokens]
-    unknown = [tok for tok, a in zip(tokens, actions, strict=True) if a[0] == "oov"]
-    if unknown and oov == "error":
-        positions, n_words = _unknown_positions(actions)
-        raise _unknown_words_error([(None, positions)], n_words, len(vocab))
+
+def _warn_unprotected(texts: list[tuple[list[str], list[tuple]]], oov: str,
+                      preserve_case: bool) -> None:
+    """One warning per kind of token released without protection, over all the texts."""
+    unknown = sum(a[0] == "oov" for _, actions in texts for a in actions)
     if unknown and oov == "keep":
-        warnings.warn(f"oov='keep': {len(unknown)} token(s) not in the mechanism's space were "
-                      "released unchanged, without privacy protection", UserWarning, stacklevel=2)
-    kept = sum(1 for a in actions if a[0] == "keep")
+        warnings.warn(f"oov='keep': {unknown} token(s) not in the mechanism's space were "
+                      "released unchanged, without privacy protection", UserWarning, stacklevel=3)
+    kept = sum(a[0] == "keep" for _, actions in texts for a in actions)
     if kept:
         warnings.warn(f"punctuation='keep': {kept} non-word token(s) (punctuation, symbols, "
                       "invisible characters) were released unchanged, without privacy "
-                      "protection", UserWarning, stacklevel=2)
+                      "protection", UserWarning, stacklevel=3)
     if preserve_case and any(a[0] == "word" and tok != tok.lower()
+                             for tokens, actions in texts
                              for tok, a in zip(tokens, actions, strict=True)):
         warnings.warn("preserve_case=True: the case pattern of the input words (capitals) is "
-                      "released unchanged, without privacy protection", UserWarning, stacklevel=2)
-    actions = [(oov,) if a[0] == "oov" else a for a in actions]
-    to_sample = [a[1] for a in actions if a[0] == "word"]
-    # One vectorised call: every token gets its own independent draw.
-    drawn = iter(np.atleast_1d(mechanism.sample(to_sample, rng=rng)).tolist() if to_sample else [])
-    out: list[str | None] = []
-    for tok, a in zip(tokens, actions, strict=True):
-        if a[0] == "word":
-            w = str(next(drawn))
-            out.append(_restore_case(tok, w) if preserve_case else w)
-        elif a[0] == "keep":
-            out.append(tok)
-        elif a[0] == "mask":
-            out.append(mask_token)
-        else:
-            out.append(None)
+                      "released unchanged, without privacy protection", UserWarning, stacklevel=3)
 
-    released = [t for t in out if t is not None]
-    if not isinstance(text_or_tokens, str):
-        return released
-    return " ".join(released)
+
+def _release(texts: list[tuple[list[str], list[tuple]]], mechanism, rng, oov: str,
+             preserve_case: bool, mask_token: str) -> list[list[str]]:
+    """The released tokens of every text: one vectorised draw for all their words, each word
+    its own independent draw (the same draws as one call per text, in order)."""
+    to_sample = [a[1] for _, actions in texts for a in actions if a[0] == "word"]
+    drawn = iter(np.atleast_1d(mechanism.sample(to_sample, rng=rng)).tolist() if to_sample else [])
+    released = []
+    for tokens, actions in texts:
+        out: list[str] = []
+        for tok, a in zip(tokens, actions, strict=True):
+            if a[0] == "word":
+                w = str(next(drawn))
+                out.append(_restore_case(tok, w) if preserve_case else w)
+            elif a[0] == "keep":
+                out.append(tok)
+            elif a[0] == "mask" or (a[0] == "oov" and oov == "mask"):
+                out.append(mask_token)
+            elif a[0] == "oov" and oov == "keep":
+                out.append(tok)
+        released.append(out)
+    return released
 
 
 def _accepts_text(mech: Mechanism, lines: list[str]) -> bool:
@@ -289,26 +311,28 @@ def _accepts_text(mech: Mechanism, lines: list[str]) -> bool:
                for s in lines)
 
 
-def privatize_lines(mech, lines: list[str], *, rng=None, **options) -> list[str]:
-    """One privatized line per line (one :func:`privatize` call each), after refusing, before
-    any draw, a text with unknown words (``oov="error"``), naming their lines and positions."""
+def privatize_lines(mech, lines: list[str], *, rng=None, tokenizer=None, oov: str = "error",
+                    punctuation: str = "drop", lowercase: bool = True,
+                    preserve_case: bool = False, mask_token: str = "<unk>") -> list[str]:
+    """One privatized line per line, as :func:`privatize` gives each, with one draw for all.
+
+    Every line is tokenized and checked first: with ``oov="error"`` (the default) a text with
+    unknown words is refused before any draw, naming their lines and positions. Then the words
+    of all the lines are drawn in one vectorised call (each word its own independent draw), so a
+    file of many short lines costs one pass of the mechanism, not one per line.
+    """
+    plan = _plan(mech, oov, punctuation, lowercase, mask_token)
     rng = check_rng(rng)
-    if options.get("oov", "error") == "error" and mech.space.labels is not None:
-        # refuse before any draw, with the unknown words' positions line by line
-        vocab = {str(w): i for i, w in enumerate(mech.space.labels.tolist())}
-        plan = _Plan(vocab, "error", options.get("punctuation", "drop"),
-                     options.get("lowercase", True))
-        tokenizer = options.get("tokenizer") or TOKEN_PATTERN.findall
+    texts = [_tokens_and_actions(s, plan, tokenizer) for s in lines]
+    if oov == "error" and any(a[0] == "oov" for _, actions in texts for a in actions):
         unknown, n_words = [], 0
-        for line, s in enumerate(lines, start=1):
-            positions, n = _unknown_positions([plan(t) for t in tokenizer(s)]
-                                              if isinstance(s, str) and callable(tokenizer)
-                                              else [])
+        for line, (_, actions) in enumerate(texts, start=1):
+            positions, n = _unknown_positions(actions)
             unknown.append((line, positions))
             n_words += n
-        if any(ks for _, ks in unknown):
-            raise _unknown_words_error(unknown, n_words, len(vocab))
-    return [privatize(s, mech, rng=rng, **options) for s in lines]
+        raise _unknown_words_error(unknown, n_words, len(plan.vocab))
+    _warn_unprotected(texts, oov, preserve_case)
+    return [" ".join(out) for out in _release(texts, mech, rng, oov, preserve_case, mask_token)]
 
 
 #: ``mdp privatize`` input format: free text on a word space (one privatized line per line).
