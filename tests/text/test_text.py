@@ -13,6 +13,7 @@ from mdp.errors import MDPError, ParameterError, ParameterTypeError
 from mdp.privatize import privatize_inputs
 from text import Embeddings, load_glove, privatize, sample_vocabulary, tokenize, train_lee_fasttext
 from text.fasttext import lee_corpus_path
+from text.privatize import privatize_lines
 from text.vocabulary import space_from_spec
 
 
@@ -405,3 +406,22 @@ def test_vocabulary_neighbours_in_one_query_give_the_same_words(monkeypatch):
     batched = sample_vocabulary(emb, 300, rng=4)
     assert batched.labels.tolist() == one_by_one.labels.tolist()
     np.testing.assert_array_equal(batched.distances, one_by_one.distances)
+
+
+def test_privatize_lines_draws_all_lines_at_once(space, monkeypatch):
+    """One vectorised draw for the words of every line: the same words as privatizing the
+    joined tokens in one call with the same seed; blank lines stay blank; one warning per kind."""
+    mech = mdp.build("exponential", space, 2.0)
+    w = [str(x) for x in space.labels]
+    lines = [f"{w[0]} {w[1]} , {w[2]}", "", f"{w[3]}", f"{w[4]} ; {w[5]} {w[6]}"]
+    calls = []
+    real = mech.sample
+    monkeypatch.setattr(mech, "sample", lambda xs, rng=None: calls.append(len(xs)) or real(xs, rng=rng))
+    out = privatize_lines(mech, lines, rng=11)
+    assert calls == [7]
+    assert out[1] == "" and [len(s.split()) for s in out] == [3, 0, 1, 3]
+    joined = privatize([t for s in lines for t in tokenize(s) if t not in ",;"], mech, rng=11)
+    assert " ".join(out).split() == joined
+    with pytest.warns(UserWarning, match="2 non-word") as record:
+        privatize_lines(mech, lines, rng=1, punctuation="keep")
+    assert len(record) == 1
