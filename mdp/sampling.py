@@ -409,8 +409,11 @@ class ExactSampler:
 
 
 def certified_sampler(matrix, distances, epsilon: float, *, log: bool = False,
-                      repair: bool = True):
+                      repair: bool = True, points=None):
     """Certify a candidate and build the exact sampler of the certified matrix, in one call.
+
+    ``points``: as :func:`mdp.verification.certify_matrix` (Euclidean coordinates that allow
+    the ``O(n^2 d)`` bounds of a log matrix of the exponential form).
 
     Returns
     -------
@@ -424,7 +427,7 @@ def certified_sampler(matrix, distances, epsilon: float, *, log: bool = False,
     BuildError
         The certified matrix is beyond the exact sampler's range (:data:`MAX_ROW_BITS`).
     """
-    cert = certify_matrix(matrix, distances, epsilon, repair=repair, log=log)
+    cert = certify_matrix(matrix, distances, epsilon, repair=repair, log=log, points=points)
     sampler = ExactSampler(cert.matrix, log=log)
     cert.report["sampling"] = sampler.certify(distances, epsilon,
                                               pair_log_ratios=cert.pair_log_ratios)
