@@ -581,15 +581,37 @@ def eps_tight(matrix, distances, delta: float = 0.0, *, log: bool = False,
     # order of the off-diagonal pairs; the diagonal's bounds are 0 and never visited, since
     # only bounds above the running maximum >= 0 are): no n^2 index arrays of u and v.
     bound = E.ravel()
-    order = np.argsort(np.negative(bound), kind="stable")
     best = 0.0
     step = max(256, int(2e6 // n))
-    for s in range(0, len(order), step):
-        idx = order[s:s + step]
+    for idx in _descending_chunks(bound, step):
         if bound[idx[0]] <= best:
             break
         idx = idx[bound[idx] > best]
         lv = _delta_levels(Pm, D, idx // n, idx % n, delta, bound[idx], log)
         best = max(best, float(lv.max()))
     return best
+
+
+def _descending_chunks(values: np.ndarray, step: int):
+    """Successive chunks of ``step`` indices of ``values`` in decreasing order (ties by index):
+    the chunks of ``np.argsort(-values, kind="stable")``.
+
+    The first chunk is selected in linear time (a partition at its last value, the ties at the
+    boundary taken in index order), since the scan of :func:`eps_tight` usually stops there; the
+    full sort is made only when a second chunk is asked for.
+    """
+    neg = np.negative(values)
+    if step < len(neg):
+        kth = np.partition(neg, step - 1)[step - 1]
+        head = np.flatnonzero(neg <= kth)
+        if len(head) > step:        # ties at kth: the smallest indices, as a stable sort has
+            ties = np.flatnonzero(neg[head] == kth)
+            head = np.delete(head, ties[step - (len(head) - len(ties)):])
+        yield head[np.argsort(neg[head], kind="stable")]
+        start = step
+    else:
+        start = 0
+    order = np.argsort(neg, kind="stable")
+    for s in range(start, len(order), step):
+        yield order[s:s + step]
 

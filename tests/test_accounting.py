@@ -4,6 +4,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mdp import MetricSpace, build, eps_tight, loss
 from mdp.accounting import pairwise_eps
@@ -326,3 +328,18 @@ def test_eps_tight_reuses_the_certification_bounds(family, monkeypatch):
         assert mech.eps_tight(d) == value
     with pytest.raises(AssertionError, match="second pass"):
         mech.eps_tight(0.0)          # the pure level refines with the lower bounds: full pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 1.0, 2.5, np.inf, -1.0]), min_size=1, max_size=60)
+       | st.lists(st.floats(-1e3, 1e3), min_size=1, max_size=60),
+       st.integers(1, 70))
+def test_descending_chunks_are_the_stable_sort(values, step):
+    # eps_tight's pair scan selects its first chunk without sorting everything: the chunks must
+    # be exactly those of the stable descending sort (ties by index), whatever the ties
+    from mdp.accounting import _descending_chunks
+
+    v = np.array(values, dtype=float)
+    chunks = list(_descending_chunks(v, step))
+    assert np.array_equal(np.concatenate(chunks), np.argsort(-v, kind="stable"))
+    assert all(len(c) == step for c in chunks[:-1]) and 0 < len(chunks[-1]) <= step
