@@ -54,6 +54,7 @@ import math
 from collections.abc import Callable
 from fractions import Fraction
 
+import numba as nb
 import numpy as np
 
 from .accounting import check_distances, check_matrix, pair_log_ratio_bounds
@@ -130,46 +131,78 @@ def _randbelow(rng: np.random.Generator, N: int) -> int:
             return x
 
 
-def _alias_tables(W: np.ndarray, C: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Exact integer alias tables of every row of ``W`` (each row sums to ``m C``).
+@nb.njit(cache=True, boundscheck=False)
+def _alias_rows(q: np.ndarray, total: int, C: int, thr: np.ndarray, item: np.ndarray,
+                alias: np.ndarray) -> bool:  # pragma: no cover (compiled)
+    """:func:`_alias_tables` row by row (compiled): the weights of row ``u`` are ``q[u]`` and the
+    residual item ``total - sum q[u]``; writes ``thr``, ``item``, ``alias`` of shape
+    ``(rows, k + 1)`` for ``q`` of shape ``(rows, k)`` and returns whether every row kept the
+    invariant."""
+    rows, n = q.shape
+    m = n + 1
+    w = np.empty(m, dtype=np.int64)
+    al = np.empty(m, dtype=np.int64)
+    ok = True
+    for u in range(rows):
+        s = 0
+        for k in range(n):
+            w[k] = q[u, k]
+            s += q[u, k]
+        w[n] = total - s
+        order = np.argsort(w, kind="mergesort")          # stable, as NumPy's "stable"
+        ws = w[order]
+        i = 0
+        j = m - 1
+        rem = ws[m - 1]
+        for _ in range(m - 1):
+            if rem < C:                   # the large item became small: place it
+                thr[u, j] = rem
+                al[j] = j - 1
+                rem = ws[max(j - 1, 0)] - (C - rem)
+                j -= 1
+            else:
+                wi = ws[i]
+                thr[u, i] = wi
+                al[i] = j
+                rem = rem - (C - wi)
+                i += 1
+        thr[u, j] = rem
+        al[j] = j
+        if rem != C:
+            ok = False
+        for k in range(m):
+            t = thr[u, k]
+            if t < 0 or t > C:
+                ok = False
+            item[u, k] = order[k]
+            alias[u, k] = order[al[k]]
+    return ok
 
-    Two-pointer form of Vose's method on the weights sorted ascending, all rows in lockstep:
-    the current *large* item ``j`` (from the right) fills the column of the next *small* item
-    (from the left) or, once its remainder is below ``C``, its own column with alias ``j - 1``.
-    The invariant "unplaced weight = C times the number of unplaced items" makes every
-    threshold lie in ``[0, C]``; this is checked.
+
+def _alias_tables(q: np.ndarray, C: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact integer alias tables of every row of weights ``[q[u], m C - sum q[u]]``
+    (``q`` of shape ``(rows, m - 1)``).
+
+    Two-pointer form of Vose's method on the weights sorted ascending (stable): the current
+    *large* item ``j`` (from the right) fills the column of the next *small* item (from the
+    left) or, once its remainder is below ``C``, its own column with alias ``j - 1``. The
+    invariant "unplaced weight = C times the number of unplaced items" makes every threshold
+    lie in ``[0, C]``; this is checked. Compiled, one row at a time (:func:`_alias_rows`): no
+    ``n x n`` temporaries beyond the tables themselves.
 
     Returns
     -------
     thr, item, alias : flat arrays of length ``n m`` (row-major): column ``j`` of row ``u``
         yields ``item`` if ``V < thr`` else ``alias``.
     """
-    n, m = W.shape
-    order = np.argsort(W, axis=1, kind="stable")
-    w = np.take_along_axis(W, order, axis=1)
-    thr = np.empty((n, m), dtype=np.int64)
-    alias = np.empty((n, m), dtype=np.int64)
-    rows = np.arange(n)
-    i = np.zeros(n, dtype=np.int64)
-    j = np.full(n, m - 1, dtype=np.int64)
-    rem = w[:, m - 1].copy()
-    for _ in range(m - 1):
-        own = rem < C                          # the large item became small: place it
-        col = np.where(own, j, i)
-        wi = w[rows, i]
-        thr[rows, col] = np.where(own, rem, wi)
-        alias[rows, col] = np.where(own, j - 1, j)
-        rem = np.where(own, w[rows, np.maximum(j - 1, 0)] - (C - rem), rem - (C - wi))
-        i = np.where(own, i, i + 1)
-        j = np.where(own, j - 1, j)
-    thr[rows, j] = rem
-    alias[rows, j] = j
-    if np.any(rem != C) or thr.min() < 0 or thr.max() > C:
-        raise RuntimeError("alias table construction failed its invariant (a bug)")
-    item = order
-    alias_item = np.take_along_axis(order, alias, axis=1)
+    rows, m = q.shape[0], q.shape[1] + 1
     small = np.int32 if m < 2 ** 31 else np.int64
-    return thr.ravel(), item.astype(small).ravel(), alias_item.astype(small).ravel()
+    thr = np.empty((rows, m), dtype=np.int64)
+    item = np.empty((rows, m), dtype=small)
+    alias = np.empty((rows, m), dtype=small)
+    if not _alias_rows(np.ascontiguousarray(q, dtype=np.int64), m * C, C, thr, item, alias):
+        raise RuntimeError("alias table construction failed its invariant (a bug)")
+    return thr.ravel(), item.ravel(), alias.ravel()
 
 
 class ExactSampler:
@@ -219,11 +252,9 @@ class ExactSampler:
         with np.errstate(under="ignore"):
             y = np.ldexp(self._mant, ek) * fac[:, None]
         q = np.floor(y).astype(np.int64)
-        W = np.empty((self.n, m), dtype=np.int64)
-        W[:, :self.n] = q
-        W[:, self.n] = m * self._C - q.sum(axis=1)
+        del y
         self._q = q
-        self._thr, self._item, self._alias = _alias_tables(W, self._C)
+        self._thr, self._item, self._alias = _alias_tables(q, self._C)
         self._residual: dict[int, tuple[list[int], int]] = {}
         keys: dict[bytes, int] = {}
         self._group = np.array([keys.setdefault(self._mant[u].tobytes() + self._expo[u].tobytes(), u)

@@ -3,6 +3,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import mdp
@@ -47,7 +49,7 @@ def test_alias_tables_reproduce_integer_weights_exactly():
     W = W[W[:, -1] >= 0]
     W[0] = 0
     W[0, 3] = m * C                                       # one certain item
-    thr, item, alias = _alias_tables(W, C)
+    thr, item, alias = _alias_tables(W[:, :-1], C)          # the last item is the residual
     for u in range(len(W)):
         mass = np.zeros(m, dtype=np.int64)
         sl = slice(u * m, (u + 1) * m)
@@ -183,3 +185,56 @@ def test_large_epsilon_within_range_samples_the_certified_matrix_exactly():
     ratio = row[2] / row[1]
     log_ratio = (ratio.numerator.bit_length() - ratio.denominator.bit_length()) * math.log(2)
     assert abs(log_ratio - (-1.5e5)) < 2.0
+
+
+def _lockstep_alias_reference(W, C):
+    """Vose's two-pointer method, all rows in lockstep in NumPy (the compiled kernel's reference)."""
+    n, m = W.shape
+    order = np.argsort(W, axis=1, kind="stable")
+    w = np.take_along_axis(W, order, axis=1)
+    thr = np.empty((n, m), dtype=np.int64)
+    alias = np.empty((n, m), dtype=np.int64)
+    rows = np.arange(n)
+    i = np.zeros(n, dtype=np.int64)
+    j = np.full(n, m - 1, dtype=np.int64)
+    rem = w[:, m - 1].copy()
+    for _ in range(m - 1):
+        own = rem < C
+        col = np.where(own, j, i)
+        wi = w[rows, i]
+        thr[rows, col] = np.where(own, rem, wi)
+        alias[rows, col] = np.where(own, j - 1, j)
+        rem = np.where(own, w[rows, np.maximum(j - 1, 0)] - (C - rem), rem - (C - wi))
+        i = np.where(own, i, i + 1)
+        j = np.where(own, j - 1, j)
+    thr[rows, j] = rem
+    alias[rows, j] = j
+    return thr.ravel(), order.ravel(), np.take_along_axis(order, alias, axis=1).ravel()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 30), st.integers(3, 40), st.sampled_from(["random", "ties", "one"]),
+       st.integers(0, 2**32))
+def test_compiled_alias_tables_equal_the_lockstep_reference(n, bits, kind, seed):
+    # the compiled per-row tables are the lockstep NumPy method's, entry for entry (ties in the
+    # weights included: both sort stably), and every row's exact masses are its weights
+    rng = np.random.default_rng(seed)
+    m, C = n + 1, 1 << bits
+    if kind == "random":
+        q = rng.integers(0, C, size=(n, n), dtype=np.int64)
+    elif kind == "ties":
+        q = rng.integers(0, 3, size=(n, n), dtype=np.int64) * (C // 2)
+    else:
+        q = np.zeros((n, n), dtype=np.int64)
+        q[:, rng.integers(n)] = m * C // 2
+    W = np.concatenate([q, (m * C - q.sum(axis=1))[:, None]], axis=1)
+    got = _alias_tables(q, C)
+    for a, b in zip(_lockstep_alias_reference(W, C), got, strict=True):
+        assert np.array_equal(a, b)
+    thr, item, alias = (x.reshape(n, m) for x in got)
+    for u in range(n):
+        mass = np.zeros(m, dtype=object)
+        for t, it, al in zip(thr[u].tolist(), item[u].tolist(), alias[u].tolist(), strict=True):
+            mass[it] += t
+            mass[al] += C - t
+        assert mass.tolist() == W[u].tolist()
