@@ -205,6 +205,22 @@ def _alias_tables(q: np.ndarray, C: int) -> tuple[np.ndarray, np.ndarray, np.nda
     return thr.ravel(), item.ravel(), alias.ravel()
 
 
+def _row_sum_bounds(mant: np.ndarray, expo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of ``S_u - 1`` for the exact row sums ``S_u = sum_w mant 2^expo`` (per row given)."""
+    rows = mant.shape[0]
+    lo = np.empty(rows)
+    hi = np.empty(rows)
+    normal = expo >= -1020           # mant * 2^expo is then an exact float64
+    with np.errstate(under="ignore"):
+        vals = np.where(normal, np.ldexp(mant, np.clip(expo, -1100, 1100).astype(np.int32)), 0.0)
+    tail = np.count_nonzero(~normal & (mant > 0), axis=1) * 2.0 ** -1020
+    for u in range(rows):
+        s = math.fsum([*vals[u].tolist(), -1.0])       # correctly rounded
+        lo[u] = s - abs(s) * 2.0 ** -52 - 2.0 ** -1070
+        hi[u] = s + abs(s) * 2.0 ** -52 + 2.0 ** -1070 + tail[u] * 1.01
+    return lo, hi
+
+
 class ExactSampler:
     """Exact sampler of the row-normalised certified matrix (module docstring).
 
@@ -233,63 +249,71 @@ class ExactSampler:
                 f"({bits[u]:.3g} bits of exact weights, the limit is {MAX_ROW_BITS}); such a "
                 "mechanism releases its input almost surely: lower epsilon")
         self.log = bool(log)
-        self._source = np.array(A, copy=True)
+        # the certified matrix is shared when it is read-only (mdp.sampling.certified_sampler
+        # makes it so): an n x n copy less per mechanism
+        shared = not A.flags.writeable and A.flags.owndata
+        self._source = A if shared else np.array(A, copy=True)
         self._source.setflags(write=False)
-        if log:
-            self._mant, self._expo, eta = _exp_extended(A)
-            self._eta_row = eta.max(axis=1)
-        else:
-            mant, e = np.frexp(A)
-            self._mant, self._expo = mant, e.astype(np.int64)
-            self._eta_row = np.zeros(self.n)
-        self._sigma_lo, self._sigma_hi = self._row_sum_bounds()
         m = self.n + 1
         k = TABLE_BITS - (m - 1).bit_length()
-        self._m, self._C = m, 1 << k
-        # q_w <= m C p_w / S: the factor (1 - 2^-50) covers the roundings of this float formula
-        fac = float(m) * (1.0 - 2.0 ** -50) / (1.0 + self._sigma_hi)
-        ek = np.clip(self._expo + k, -1100, 1100).astype(np.int32)
-        with np.errstate(under="ignore"):
-            y = np.ldexp(self._mant, ek) * fac[:, None]
-        q = np.floor(y).astype(np.int64)
-        del y
-        self._q = q
-        self._thr, self._item, self._alias = _alias_tables(q, self._C)
-        self._residual: dict[int, tuple[list[int], int]] = {}
+        self._m, self._C, self._k = m, 1 << k, k
+        # What the privacy measurement of the sampled matrix needs (row sums, the exp error,
+        # identical rows) from blocks of rows; the n x n tables are built at the first draw, by
+        # the same deterministic functions of the same read-only matrix (a mechanism that is
+        # only measured, as in a calibration, never holds them)
+        self._eta_row = np.zeros(self.n)
+        self._sigma_lo, self._sigma_hi = np.empty(self.n), np.empty(self.n)
         keys: dict[bytes, int] = {}
-        self._group = np.array([keys.setdefault(self._mant[u].tobytes() + self._expo[u].tobytes(), u)
-                                for u in range(self.n)])
+        group = []
+        block = max(1, int(2e6 // max(self.n, 1)))
+        for s in range(0, self.n, block):
+            mant, expo, eta = self._dyadic(slice(s, s + block))
+            self._eta_row[s:s + block] = eta.max(axis=1)
+            self._sigma_lo[s:s + block], self._sigma_hi[s:s + block] = _row_sum_bounds(mant, expo)
+            group += [keys.setdefault(mant[i].tobytes() + expo[i].tobytes(), s + i)
+                      for i in range(len(mant))]
+        self._group = np.array(group)
+        self._tables = None
+        self._residual: dict[int, tuple[list[int], int]] = {}
 
-    # -- exact row sums ---------------------------------------------------------------------------
-    def _row_sum_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Bounds of ``S_u - 1`` for the exact row sums ``S_u = sum_w mant 2^expo``."""
-        lo = np.empty(self.n)
-        hi = np.empty(self.n)
-        normal = self._expo >= -1020           # mant * 2^expo is then an exact float64
-        with np.errstate(under="ignore"):
-            vals = np.where(normal, np.ldexp(self._mant, np.clip(self._expo, -1100, 1100)
-                                             .astype(np.int32)), 0.0)
-        tail = np.count_nonzero(~normal & (self._mant > 0), axis=1) * 2.0 ** -1020
-        for u in range(self.n):
-            s = math.fsum([*vals[u].tolist(), -1.0])       # correctly rounded
-            lo[u] = s - abs(s) * 2.0 ** -52 - 2.0 ** -1070
-            hi[u] = s + abs(s) * 2.0 ** -52 + 2.0 ** -1070 + tail[u] * 1.01
-        return lo, hi
+    def _dyadic(self, rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(mant, expo, eta)`` of the sampled weights of ``rows`` (elementwise, so any block
+        of rows gives the same numbers as the whole matrix)."""
+        A = self._source[rows]
+        if self.log:
+            return _exp_extended(A)
+        mant, e = np.frexp(A)
+        return mant, e.astype(np.int64), np.zeros(A.shape)
+
+    def _table(self):
+        """``(mant, expo, q, thr, item, alias)`` of every row, built once (at the first draw)."""
+        if self._tables is None:
+            mant, expo, _ = self._dyadic(slice(None))
+            # q_w <= m C p_w / S: the factor (1 - 2^-50) covers the roundings of this float formula
+            fac = float(self._m) * (1.0 - 2.0 ** -50) / (1.0 + self._sigma_hi)
+            ek = np.clip(expo + self._k, -1100, 1100).astype(np.int32)
+            with np.errstate(under="ignore"):
+                y = np.ldexp(mant, ek) * fac[:, None]
+            q = np.floor(y).astype(np.int64)
+            del y, ek
+            self._tables = (mant, expo, q, *_alias_tables(q, self._C))
+        return self._tables
 
     # -- sampling ---------------------------------------------------------------------------------
     def _residual_table(self, u: int) -> tuple[list[int], int]:
         """Cumulative exact residual weights ``R_w = m C P_w - q_w T`` of row ``u`` (lazily)."""
         if u in self._residual:
             return self._residual[u]
-        m = self._mant[u]
+        mant, expo, q = self._table()[:3]
+        m = mant[u]
         pos = m > 0
         M53 = (m * 2.0 ** 53).astype(np.int64).tolist()
-        E = (self._expo[u] - 53).tolist()
+        E = (expo[u] - 53).tolist()
         g = min(e for e, p in zip(E, pos.tolist(), strict=True) if p)
         P = [mm << (e - g) if p else 0 for mm, e, p in zip(M53, E, pos.tolist(), strict=True)]
         T = sum(P)
         mC = self._m * self._C
-        R = [p * mC - qq * T for p, qq in zip(P, self._q[u].tolist(), strict=True)]
+        R = [p * mC - qq * T for p, qq in zip(P, q[u].tolist(), strict=True)]
         if min(R) < 0:
             raise RuntimeError(f"sampler table of row {u} exceeds the exact probabilities")
         cum = list(itertools.accumulate(R))
@@ -305,8 +329,9 @@ class ExactSampler:
               below: Callable[[int], int]) -> np.ndarray:
         """Outputs for alias columns ``cols``, table words ``V`` and a residual source
         ``below(N)`` uniform on ``[0, N)`` (the random inputs are explicit for testing)."""
+        thr, item, alias = self._table()[3:]
         idx = rows * self._m + cols
-        out = np.where(V < self._thr[idx], self._item[idx], self._alias[idx]).astype(np.int64)
+        out = np.where(V < thr[idx], item[idx], alias[idx]).astype(np.int64)
         for i in np.flatnonzero(out == self.n).tolist():
             u = int(rows[i])
             _, total = self._residual_table(u)
@@ -347,8 +372,9 @@ class ExactSampler:
         m, C = self._m, self._C
         sl = slice(u * m, (u + 1) * m)
         mass = [0] * m
-        for thr, item, alias in zip(self._thr[sl].tolist(), self._item[sl].tolist(),
-                                    self._alias[sl].tolist(), strict=True):
+        thrs, items, aliases = self._table()[3:]
+        for thr, item, alias in zip(thrs[sl].tolist(), items[sl].tolist(),
+                                    aliases[sl].tolist(), strict=True):
             mass[item] += thr
             mass[alias] += C - thr
         cum, total = self._residual_table(u)
@@ -360,18 +386,20 @@ class ExactSampler:
         """The sampled probabilities rounded to float64 (for display; :meth:`row_distribution`
         is exact)."""
         with np.errstate(under="ignore"):
-            vals = np.ldexp(self._mant, np.clip(self._expo, -1100, 1100).astype(np.int32))
+            mant, expo = self._table()[:2]
+            vals = np.ldexp(mant, np.clip(expo, -1100, 1100).astype(np.int32))
         return vals / (1.0 + (self._sigma_lo + self._sigma_hi) / 2)[:, None]
 
     # -- privacy of what is sampled -----------------------------------------------------------------
     def _pair_upper_direct(self, u: int, v: int) -> float:
         """Upper bound of ``max_w ln(p_hat[u, w] / p_hat[v, w])`` measured on ``p_hat`` itself."""
-        mu, mv = self._mant[u], self._mant[v]
+        mant, expo, _ = self._dyadic([u, v])
+        mu, mv = mant[0], mant[1]
         pos = mu > 0
         if np.any(pos & (mv == 0)):
             return math.inf
         mu, mv = mu[pos], mv[pos]
-        de = self._expo[u][pos] - self._expo[v][pos]
+        de = expo[0][pos] - expo[1][pos]
         small = np.abs(de) <= 1000
         with np.errstate(over="ignore"):
             x = (np.ldexp(mu[small], de[small].astype(np.int32)) - mv[small]) / mv[small]
@@ -459,6 +487,7 @@ def certified_sampler(matrix, distances, epsilon: float, *, log: bool = False,
         The certified matrix is beyond the exact sampler's range (:data:`MAX_ROW_BITS`).
     """
     cert = certify_matrix(matrix, distances, epsilon, repair=repair, log=log, points=points)
+    cert.matrix.setflags(write=False)      # what is sampled: shared with the sampler, not copied
     sampler = ExactSampler(cert.matrix, log=log)
     cert.report["sampling"] = sampler.certify(distances, epsilon,
                                               pair_log_ratios=cert.pair_log_ratios)

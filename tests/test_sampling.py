@@ -77,7 +77,7 @@ def test_one_in_1e30_is_reachable():
     assert S.row_distribution(0)[1] == Fraction(1e-30) / (1 + Fraction(1e-30))
     # force the alias draw onto the residual item, then the residual integer onto output 1
     m, C = S._m, S._C
-    thr, item, alias = S._thr[:m], S._item[:m], S._alias[:m]
+    thr, item, alias = (t[:m] for t in S._table()[3:])
     j = next(c for c in range(m) if item[c] == S.n or alias[c] == S.n)
     V = 0 if item[j] == S.n else C - 1
     assert V < thr[j] if item[j] == S.n else V >= thr[j]
@@ -238,3 +238,31 @@ def test_compiled_alias_tables_equal_the_lockstep_reference(n, bits, kind, seed)
             mass[it] += t
             mass[al] += C - t
         assert mass.tolist() == W[u].tolist()
+
+
+def test_measurement_from_row_blocks_equals_the_whole_tables():
+    # the privacy measurement is made from blocks of rows at construction, the tables at the
+    # first draw: both must describe the same exact weights
+    from mdp.sampling import _row_sum_bounds
+
+    s = space(40, 3)
+    L = exponential_log_matrix(s.distances, 2.0)
+    for A, log in ((L, True), (np.exp(L), False)):
+        S = ExactSampler(A, log=log)
+        before = S.measure_eps(s.distances)
+        mant, expo = S._table()[:2]
+        lo, hi = _row_sum_bounds(mant, expo)
+        assert np.array_equal(lo, S._sigma_lo) and np.array_equal(hi, S._sigma_hi)
+        assert S.measure_eps(s.distances) == before
+        keys = [mant[u].tobytes() + expo[u].tobytes() for u in range(s.n)]
+        assert S._group.tolist() == [keys.index(k) for k in keys]
+
+
+def test_a_writeable_matrix_is_copied_a_read_only_one_shared():
+    A = np.array([[0.5, 0.5], [0.25, 0.75]])
+    S = ExactSampler(A)
+    A[0] = [1.0, 0.0]                       # the caller's array changes: the sampler does not
+    assert S.row_distribution(0) == [Fraction(1, 2), Fraction(1, 2)]
+    B = np.array([[0.5, 0.5], [0.25, 0.75]])
+    B.setflags(write=False)
+    assert ExactSampler(B)._source is B
