@@ -118,3 +118,31 @@ def pair_max_prob(A: np.ndarray, R: np.ndarray, us: np.ndarray,
                     for w in range(n):
                         m = max(m, (A[u, w] - A[v, w]) / A[v, w])
                 out[i, v] = m
+
+
+@nb.njit(cache=True, boundscheck=False)
+def pure_levels_kernel(R: np.ndarray, D: np.ndarray, rel: float, slack: float, sign: float,
+                       out: np.ndarray) -> None:  # pragma: no cover (compiled)
+    """``out = max(0, side(max(R, 0) / D))`` with ``side(x) = x + sign (|x| rel) + sign slack``
+    for finite ``x`` (:func:`mdp.rounding.round_up` for ``sign = 1``, ``round_down`` for -1);
+    diagonal 0. The same IEEE operations per entry as :func:`mdp.accounting.pure_levels`'s
+    NumPy expression, without its ``n x n`` temporaries."""
+    n = R.shape[0]
+    for u in range(n):
+        for v in range(n):
+            if u == v:
+                out[u, v] = 0.0
+                continue
+            r = R[u, v]
+            if r < 0.0:
+                r = 0.0
+            d = D[u, v]
+            if not d > 0.0:
+                d = 1.0
+            x = r / d
+            if np.isfinite(x):
+                x = x + sign * (abs(x) * rel)
+                x = x + sign * slack
+            if x < 0.0:
+                x = 0.0
+            out[u, v] = x

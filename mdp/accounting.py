@@ -47,6 +47,7 @@ from .rounding import (
     DIFF_REL,
     LIBM_RTOL,
     LOG_REL,
+    SUBNORMAL_SLACK,
     UNIT_ROUNDOFF,
     X_REL,
     round_down,
@@ -352,6 +353,15 @@ def pure_levels(R: np.ndarray, D: np.ndarray, side) -> np.ndarray:
     ``side`` is :func:`~mdp.rounding.round_up` (a rigorous upper bound of each level, given
     upper bounds ``R`` of the log ratios) or :func:`~mdp.rounding.round_down` (lower bounds).
     """
+    n = R.shape[0]
+    if n >= KERNEL_MIN_N and side in (round_up, round_down):
+        # the same operations per entry, compiled: no n x n temporaries
+        from ._pair_kernels import pure_levels_kernel
+
+        E = np.empty((n, n))
+        pure_levels_kernel(np.ascontiguousarray(R, dtype=float), np.ascontiguousarray(D, dtype=float),
+                           DIFF_REL, SUBNORMAL_SLACK, 1.0 if side is round_up else -1.0, E)
+        return E
     with np.errstate(divide="ignore", invalid="ignore"):
         E = side(np.maximum(R, 0.0) / np.where(D > 0, D, 1.0), DIFF_REL)
     E = np.maximum(E, 0.0)

@@ -343,3 +343,27 @@ def test_descending_chunks_are_the_stable_sort(values, step):
     chunks = list(_descending_chunks(v, step))
     assert np.array_equal(np.concatenate(chunks), np.argsort(-v, kind="stable"))
     assert all(len(c) == step for c in chunks[:-1]) and 0 < len(chunks[-1]) <= step
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_compiled_pure_levels_equal_the_numpy_expression(seed):
+    # from KERNEL_MIN_N points pure_levels is compiled: the same floats bit for bit (signs of
+    # zeros included) on ratios and distances spanning the whole float64 range, infinities,
+    # zeros and subnormals
+    from mdp.accounting import KERNEL_MIN_N, pure_levels
+    from mdp.rounding import DIFF_REL, round_down, round_up
+
+    rng = np.random.default_rng(seed)
+    n = KERNEL_MIN_N + 7
+    R = rng.normal(size=(n, n)) * 10.0 ** rng.integers(-300, 300, size=(n, n))
+    for value, share in ((np.inf, 0.05), (-np.inf, 0.05), (0.0, 0.05), (-0.0, 0.02), (5e-324, 0.02)):
+        R[rng.random((n, n)) < share] = value
+    D = np.abs(rng.normal(size=(n, n))) * 10.0 ** rng.integers(-300, 300, size=(n, n))
+    np.fill_diagonal(D, 0.0)
+    for side in (round_up, round_down):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            want = side(np.maximum(R, 0.0) / np.where(D > 0, D, 1.0), DIFF_REL)
+        want = np.maximum(want, 0.0)
+        np.fill_diagonal(want, 0.0)
+        got = pure_levels(R, D, side)
+        assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
