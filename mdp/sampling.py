@@ -59,7 +59,7 @@ import numpy as np
 
 from .accounting import check_distances, check_matrix, pair_log_ratio_bounds
 from .errors import BuildError, ParameterError, PrivacyError
-from .rounding import DIFF_REL, LIBM_RTOL, LOG_REL, UNIT_ROUNDOFF, X_REL, round_up
+from .rounding import DIFF_REL, LIBM_RTOL, LOG_REL, SUBNORMAL_SLACK, UNIT_ROUNDOFF, X_REL, round_up
 from .validation import check_epsilon, check_rng
 from .verification import PURE_EPS_RTOL, certify_matrix
 
@@ -203,6 +203,52 @@ def _alias_tables(q: np.ndarray, C: int) -> tuple[np.ndarray, np.ndarray, np.nda
     if not _alias_rows(np.ascontiguousarray(q, dtype=np.int64), m * C, C, thr, item, alias):
         raise RuntimeError("alias table construction failed its invariant (a bug)")
     return thr.ravel(), item.ravel(), alias.ravel()
+
+
+@nb.njit(cache=True, boundscheck=False)
+def _up_kept(x: float, rel: float, slack: float) -> float:  # pragma: no cover (compiled)
+    """:func:`mdp.rounding.round_up` of one float (infinities and NaN kept)."""
+    if np.isfinite(x):
+        return (x + abs(x) * rel) + slack
+    return x
+
+
+@nb.njit(cache=True, boundscheck=False)
+def _sampled_levels(R, D, sig_lo, sig_hi, eta_row, group, rel, slack, cut, us, vs,
+                    Es):  # pragma: no cover (compiled)
+    """Per pair ``E[u, v]`` of :meth:`ExactSampler.measure_eps` (the same operations in the same
+    order as its NumPy form: ``corr``, ``eta``, the total and the division, each rounded up;
+    pairs of one group are 0). Returns the largest ``E`` at most ``cut`` and the number of
+    pairs above ``cut``, which it writes to ``us, vs, Es`` when they are large enough to hold
+    them; ``(nan, 0)`` when some ``E`` is NaN."""
+    n = R.shape[0]
+    best = 0.0
+    count = 0
+    for u in range(n):
+        for v in range(n):
+            if group[u] == group[v]:
+                continue
+            c = _up_kept(_up_kept(sig_hi[v] - sig_lo[u], rel, slack) / (1.0 + sig_lo[u]), rel, slack)
+            eta = eta_row[u] + eta_row[v]
+            total = _up_kept(_up_kept(R[u, v] + eta, rel, slack) + c, rel, slack)
+            if total < 0.0:
+                total = 0.0
+            d = D[u, v]
+            if not d > 0.0:
+                d = 1.0
+            e = _up_kept(total / d, rel, slack)
+            if e != e:                      # NaN: no bound (the measurement refuses)
+                return np.nan, 0
+            if e <= cut:
+                if e > best:
+                    best = e
+            else:
+                if count < us.shape[0]:
+                    us[count] = u
+                    vs[count] = v
+                    Es[count] = e
+                count += 1
+    return best, count
 
 
 def _row_sum_bounds(mant: np.ndarray, expo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -426,19 +472,23 @@ class ExactSampler:
         R = np.asarray(R, dtype=float)
         if R.shape != (self.n, self.n):
             raise ParameterError(f"pair_log_ratios must have shape ({self.n}, {self.n}), got {R.shape}")
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            corr = round_up(round_up(self._sigma_hi[None, :] - self._sigma_lo[:, None], DIFF_REL)
-                       / (1.0 + self._sigma_lo[:, None]), DIFF_REL)
-            eta = self._eta_row[:, None] + self._eta_row[None, :]
-            total = round_up(round_up(R + eta, DIFF_REL) + corr, DIFF_REL)
-            E = round_up(np.maximum(total, 0.0) / np.where(D > 0, D, 1.0), DIFF_REL)
-        E[self._group[:, None] == self._group[None, :]] = 0.0
-        if limit is not None and self.log:
-            for u, v in zip(*np.nonzero(E > limit), strict=True):
-                r = round_up(self._pair_upper_direct(int(u), int(v)), DIFF_REL)
-                direct = round_up(max(round_up(r + float(corr[u, v]), DIFF_REL), 0.0) / D[u, v], DIFF_REL)
-                E[u, v] = min(E[u, v], float(direct))
-        return float(E.max(initial=0.0))
+        R = np.ascontiguousarray(R)
+        cut = math.inf if limit is None or not self.log else float(limit)
+        args = (R, D, self._sigma_lo, self._sigma_hi, self._eta_row, self._group, DIFF_REL,
+                SUBNORMAL_SLACK, cut)
+        best, count = _sampled_levels(*args, np.empty(0, np.int64), np.empty(0, np.int64),
+                                      np.empty(0))
+        if count:
+            us, vs, Es = np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count)
+            _sampled_levels(*args, us, vs, Es)
+            for u, v, e in zip(us.tolist(), vs.tolist(), Es.tolist(), strict=True):
+                with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                    corr = round_up(round_up(self._sigma_hi[v] - self._sigma_lo[u], DIFF_REL)
+                                    / (1.0 + self._sigma_lo[u]), DIFF_REL)
+                    r = round_up(self._pair_upper_direct(u, v), DIFF_REL)
+                    direct = round_up(max(round_up(r + corr, DIFF_REL), 0.0) / D[u, v], DIFF_REL)
+                best = max(best, min(e, float(direct)))
+        return float(best)
 
     def certify(self, distances, epsilon: float, *, pair_log_ratios=None) -> dict:
         """Check that the sampled matrix is ``epsilon``-mDP (same limit as :func:`mdp.certify`).

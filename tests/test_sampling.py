@@ -266,3 +266,48 @@ def test_a_writeable_matrix_is_copied_a_read_only_one_shared():
     B = np.array([[0.5, 0.5], [0.25, 0.75]])
     B.setflags(write=False)
     assert ExactSampler(B)._source is B
+
+
+def _measure_eps_reference(S, distances, R, limit):
+    """The NumPy form of ExactSampler.measure_eps (n x n arrays), the compiled kernel's reference."""
+    from mdp.accounting import check_distances
+    from mdp.rounding import DIFF_REL, round_up
+
+    D = check_distances(distances, S.n)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        corr = round_up(round_up(S._sigma_hi[None, :] - S._sigma_lo[:, None], DIFF_REL)
+                        / (1.0 + S._sigma_lo[:, None]), DIFF_REL)
+        eta = S._eta_row[:, None] + S._eta_row[None, :]
+        total = round_up(round_up(R + eta, DIFF_REL) + corr, DIFF_REL)
+        E = round_up(np.maximum(total, 0.0) / np.where(D > 0, D, 1.0), DIFF_REL)
+    E[S._group[:, None] == S._group[None, :]] = 0.0
+    if limit is not None and S.log:
+        for u, v in zip(*np.nonzero(E > limit), strict=True):
+            r = round_up(S._pair_upper_direct(int(u), int(v)), DIFF_REL)
+            direct = round_up(max(round_up(r + float(corr[u, v]), DIFF_REL), 0.0) / D[u, v], DIFF_REL)
+            E[u, v] = min(E[u, v], float(direct))
+    return float(E.max(initial=0.0))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 30), st.floats(0.1, 30.0), st.booleans(), st.integers(0, 2**32))
+def test_compiled_sampled_level_equals_the_numpy_form(n, eps, twin, seed):
+    # the sampled matrix's level, measured pair by pair in compiled code, is the NumPy form's
+    # float, with identical rows, pairs re-measured over a limit and a NaN bound
+    from mdp.accounting import pair_log_ratio_bounds
+
+    s = MetricSpace.from_points(np.random.default_rng(seed).normal(size=(n, 2)))
+    L = exponential_log_matrix(s.distances, eps)
+    if twin:
+        L[1] = L[0]
+    for log in (True, False):
+        S = ExactSampler(L if log else np.exp(L), log=log)
+        R, _ = pair_log_ratio_bounds(S._source, log)
+        for limit in (None, eps, 0.5 * eps, 0.0):
+            assert S.measure_eps(s.distances, pair_log_ratios=R, limit=limit) == \
+                _measure_eps_reference(S, s.distances, R, limit)
+        R[0, n - 1] = np.nan                # a NaN bound is no bound (unless the rows are one)
+        want = _measure_eps_reference(S, s.distances, R, None)
+        got = S.measure_eps(s.distances, pair_log_ratios=R)
+        assert got == want or (math.isnan(got) and math.isnan(want))
+        assert math.isnan(got) == (S._group[0] != S._group[n - 1])
