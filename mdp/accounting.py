@@ -55,7 +55,7 @@ from .rounding import (
 )
 from .validation import check_probability
 
-__all__ = ["loss", "row_losses", "eps_tight", "pairwise_eps", "pair_log_ratios",
+__all__ = ["loss", "row_losses", "eps_tight", "pairwise_eps", "pair_log_ratios", "row_logsumexp",
            "check_distances", "check_matrix", "LIBM_RTOL", "MEASURE_ROWSUM_ATOL"]
 
 #: Measurements accept rows whose sum is within this of 1 (certification asks 1e-12).
@@ -120,11 +120,30 @@ def check_distances(distances, n: int | None = None, name: str = "distances") ->
     return np.minimum(D, D.T)
 
 
+#: Elements per block of rows in :func:`row_logsumexp` (a few MB: its temporaries stay in cache).
+_LSE_BLOCK = 1 << 18
+
+
+def row_logsumexp(A: np.ndarray) -> np.ndarray:
+    """``scipy.special.logsumexp(A, axis=1)``, by blocks of rows.
+
+    The same floats (each row is computed alone either way), without ``n x n`` temporaries:
+    at n = 5,000 SciPy's whole-matrix call holds several 200 MB arrays.
+    """
+    A = np.asarray(A, dtype=float)
+    out = np.empty(A.shape[0])
+    b = max(1, _LSE_BLOCK // max(1, A.shape[1]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for s in range(0, A.shape[0], b):
+            out[s:s + b] = logsumexp(A[s:s + b], axis=1)
+    return out
+
+
 def _row_sum_error(A: np.ndarray, log: bool) -> np.ndarray:
     """``sum_w p_w - 1`` per row (for log rows ``exp(logsumexp) - 1``), in float64."""
     if log:
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.expm1(logsumexp(A, axis=1))
+            return np.expm1(row_logsumexp(A))
     return A.sum(axis=1) - 1.0
 
 
@@ -606,22 +625,26 @@ def _descending_chunks(values: np.ndarray, step: int):
     """Successive chunks of ``step`` indices of ``values`` in decreasing order (ties by index):
     the chunks of ``np.argsort(-values, kind="stable")``.
 
-    The first chunk is selected in linear time (a partition at its last value, the ties at the
-    boundary taken in index order), since the scan of :func:`eps_tight` usually stops there; the
-    full sort is made only when a second chunk is asked for.
+    The scan of :func:`eps_tight` usually stops within its first chunks, so the order is
+    built on demand: the ``K`` largest values are selected in linear time (a partition at the
+    ``K``-th value, the ties at the boundary taken in index order), sorted, and served; ``K``
+    grows fourfold each time they run out (the stable order's prefix of length ``K`` is the
+    same whatever ``K``, so the chunks are those of the full sort).
     """
     neg = np.negative(values)
-    if step < len(neg):
-        kth = np.partition(neg, step - 1)[step - 1]
-        head = np.flatnonzero(neg <= kth)
-        if len(head) > step:        # ties at kth: the smallest indices, as a stable sort has
-            ties = np.flatnonzero(neg[head] == kth)
-            head = np.delete(head, ties[step - (len(head) - len(ties)):])
-        yield head[np.argsort(neg[head], kind="stable")]
-        start = step
-    else:
-        start = 0
-    order = np.argsort(neg, kind="stable")
-    for s in range(start, len(order), step):
-        yield order[s:s + step]
-
+    total = len(neg)
+    done, K = 0, step
+    while done < total:
+        K = min(K, total)
+        if K < total:
+            kth = np.partition(neg, K - 1)[K - 1]
+            head = np.flatnonzero(neg <= kth)
+            if len(head) > K:       # ties at kth: the smallest indices, as a stable sort has
+                ties = np.flatnonzero(neg[head] == kth)
+                head = np.delete(head, ties[K - (len(head) - len(ties)):])
+            head = head[np.argsort(neg[head], kind="stable")]
+        else:
+            head = np.argsort(neg, kind="stable")
+        for s in range(done, K, step):
+            yield head[s:min(s + step, K)]
+        done, K = K, 4 * K

@@ -66,7 +66,13 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, shortest_path
 from scipy.special import expit, logsumexp
 
-from .accounting import check_distances, pair_log_ratio_bounds, pure_levels, refine_pure_level
+from .accounting import (
+    check_distances,
+    pair_log_ratio_bounds,
+    pure_levels,
+    refine_pure_level,
+    row_logsumexp,
+)
 from .errors import ParameterError, PrivacyError
 from .exact import pure_triple_holds
 from .exponential_form import form_pair_bounds
@@ -132,7 +138,7 @@ def _prepare(matrix, n: int, log: bool) -> tuple[np.ndarray, dict]:
             raise PrivacyError(f"log-matrix entry [{i}, {j}] is {A[i, j]!r}: log-probabilities "
                                "must be finite or -inf")
         with np.errstate(invalid="ignore", divide="ignore"):
-            err = np.expm1(logsumexp(A, axis=1))
+            err = np.expm1(row_logsumexp(A))
     else:
         if not np.all(np.isfinite(A)):
             i, j = np.argwhere(~np.isfinite(A))[0]
