@@ -146,3 +146,30 @@ def pure_levels_kernel(R: np.ndarray, D: np.ndarray, rel: float, slack: float, s
             if x < 0.0:
                 x = 0.0
             out[u, v] = x
+
+
+@nb.njit(cache=True, boundscheck=False)
+def distance_defects(D: np.ndarray):  # pragma: no cover (compiled)
+    """One pass over a square matrix for :func:`mdp.accounting.check_distances`: whether every
+    entry is finite, the diagonal zero and the rest positive, the largest ``|D - D.T|``, whether
+    ``D == D.T`` exactly, and the largest entry."""
+    n = D.shape[0]
+    valid = True
+    asym = 0.0
+    top = -np.inf
+    for u in range(n):
+        for v in range(n):
+            d = D[u, v]
+            if not np.isfinite(d):
+                valid = False
+            elif u == v:
+                if d != 0.0:
+                    valid = False
+            elif not d > 0.0:
+                valid = False
+            if d > top:
+                top = d
+            a = abs(d - D[v, u])
+            if a > asym:
+                asym = a
+    return valid, asym, asym == 0.0, top

@@ -86,7 +86,8 @@ def check_distances(distances, n: int | None = None, name: str = "distances") ->
     The matrix must be square (``n x n`` when ``n`` is given), finite, with a zero diagonal,
     positive off the diagonal (distinct points) and symmetric within :data:`SYMMETRY_RTOL` of
     its largest entry. The returned matrix is ``min(D, D.T)``: a guarantee proved for it holds
-    for either orientation.
+    for either orientation (``D`` itself, as a read-only view, when it is exactly symmetric and
+    has at least :data:`KERNEL_MIN_N` rows: one compiled pass checks it).
 
     Raises
     ------
@@ -96,6 +97,18 @@ def check_distances(distances, n: int | None = None, name: str = "distances") ->
     D = _square_array(distances, name, n)
     if D.shape[0] < 1:
         raise ParameterError(f"{name} must not be empty")
+    if D.shape[0] >= KERNEL_MIN_N:
+        # one compiled pass, no n x n temporaries; an exactly symmetric matrix is its own
+        # min(D, D.T), returned as a read-only view (any defect: the checks below say which)
+        from ._pair_kernels import distance_defects
+
+        valid, asym, symmetric, top = distance_defects(np.ascontiguousarray(D))
+        if valid and symmetric:
+            view = D.view()
+            view.setflags(write=False)
+            return view
+        if valid and not asym > SYMMETRY_RTOL * float(top):
+            return np.minimum(D, D.T)
     if not np.all(np.isfinite(D)):
         i, j = np.argwhere(~np.isfinite(D))[0]
         raise ParameterError(f"{name} must be finite, got {name}[{i}, {j}] = {D[i, j]!r}")

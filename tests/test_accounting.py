@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from mdp import MetricSpace, build, eps_tight, loss
 from mdp.accounting import pairwise_eps
+from mdp.errors import ParameterError
 
 
 def brute_eps_tight(M, D, delta):
@@ -383,3 +384,43 @@ def test_row_logsumexp_is_scipy_bit_for_bit():
         with np.errstate(divide="ignore"):
             want = logsumexp(A, axis=1)
         assert np.array_equal(row_logsumexp(A), want)
+
+
+@pytest.mark.parametrize("defect", [None, "nan", "inf", "diagonal", "zero", "negative",
+                                    "asymmetric", "slightly asymmetric", "transposed"])
+def test_compiled_distance_check_agrees_with_numpy(defect):
+    # from KERNEL_MIN_N points one compiled pass validates the distances: the same refusals
+    # (with the NumPy checks' messages) and the same min(D, D.T)
+    from mdp.accounting import KERNEL_MIN_N, check_distances
+
+    rng = np.random.default_rng(8)
+    for n in (5, KERNEL_MIN_N + 3):
+        X = rng.normal(size=(n, 3))
+        D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+        D = 0.5 * (D + D.T)
+        np.fill_diagonal(D, 0.0)
+        if defect == "nan":
+            D[1, 2] = np.nan
+        elif defect == "inf":
+            D[2, 1] = np.inf
+        elif defect == "diagonal":
+            D[3, 3] = 1e-300
+        elif defect == "zero":
+            D[0, 4] = D[4, 0] = 0.0
+        elif defect == "negative":
+            D[0, 4] = -1.0
+        elif defect == "asymmetric":
+            D[0, 1] *= 1.5
+        elif defect == "slightly asymmetric":
+            D[0, 1] *= 1 + 1e-12
+        elif defect == "transposed":
+            D = np.triu(D) + np.triu(D, 1).T * (1 - 1e-13)
+        bad = defect not in (None, "slightly asymmetric", "transposed")
+        if bad:
+            with pytest.raises(ParameterError):
+                check_distances(D)
+            continue
+        got = check_distances(D)
+        assert np.array_equal(got, np.minimum(D, D.T))
+        if defect is None and n >= KERNEL_MIN_N:
+            assert np.shares_memory(got, D) and not got.flags.writeable
