@@ -56,6 +56,7 @@ from .rounding import (
 from .validation import check_probability
 
 __all__ = ["loss", "row_losses", "eps_tight", "pairwise_eps", "pair_log_ratios", "row_logsumexp",
+           "refine_pure_level", "refine_pairs", "pure_levels",
            "check_distances", "check_matrix", "LIBM_RTOL", "MEASURE_ROWSUM_ATOL"]
 
 #: Measurements accept rows whose sum is within this of 1 (certification asks 1e-12).
@@ -414,6 +415,20 @@ def refine_pure_level(A: np.ndarray, D: np.ndarray, E_up: np.ndarray, E_lo: np.n
     if not floor > 0:
         return None
     us, vs = np.nonzero(E_up >= floor)
+    return refine_pairs(A, D, us, vs, log)
+
+
+def refine_pairs(A: np.ndarray, D: np.ndarray, us: np.ndarray, vs: np.ndarray,
+                 log: bool) -> float | None:
+    """Exact pure level of the ordered pairs ``(us[i], vs[i])``, rounded up to float64.
+
+    Within each pair, the outputs whose float key is within ``2^-49`` of the pair's best are
+    evaluated exactly (:func:`mdp.exact.level_upper`, or rationals for log matrices). Given
+    every pair whose upper level bound reaches the largest lower bound of all pairs, the result
+    is a rigorous upper bound of the matrix's pure level (:func:`refine_pure_level`).
+
+    Returns None when more than the exact budget (512 triples) would be needed.
+    """
     if len(us) > _REFINE_TRIPLES:
         return None
     triples = []

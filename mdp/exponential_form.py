@@ -64,7 +64,8 @@ come from anywhere (``cdist``, a file): a difference from the points only raises
 (``x + |x| 2^-51 + 2^-1070``, as :func:`mdp.rounding.round_up`), and a lower bound
 ``R_lo[u, v] = max(L[u, u] - L[v, u], L[u, v] - L[v, v])`` (two outputs of the true maximum,
 rounded down), so the certification's exact refinement and its report work as with the full
-pass. Both are ``n x n`` arrays written in one pass, no temporaries.
+pass. Only ``R_up`` is kept (``n x n``, needed by the sampler's measurement and by
+``eps_tight``); the levels of both bounds are reduced to their maxima in the same pass.
 
 Tests: ``tests/test_exponential_form.py`` (equality with, and domination of, the all-triples
 bounds; a hypothesis property over random spaces; a planted violation that the form cannot
@@ -78,6 +79,7 @@ import math
 import numba as nb
 import numpy as np
 
+from ._pair_kernels import level_bound
 from .rounding import DIFF_REL, SUBNORMAL_SLACK, UNIT_ROUNDOFF, round_down, round_up
 
 __all__ = ["euclidean_deviation", "form_pair_bounds", "FormBounds"]
@@ -169,19 +171,33 @@ def _down(x: float) -> float:  # pragma: no cover (compiled)
 
 @nb.njit(cache=True, boundscheck=False)
 def _pair_bounds(L: np.ndarray, D: np.ndarray, c: float, T: float, ehi: np.ndarray,
-                 elo: np.ndarray, R_up: np.ndarray, R_lo: np.ndarray) -> None:  # pragma: no cover
-    """``R_up[u, v] = c (D[u, v] + T) + ehi[u] - elo[v]`` rounded up at each step; ``R_lo`` from
-    the outputs ``u`` and ``v``, rounded down; diagonal 0."""
+                 elo: np.ndarray, R_up: np.ndarray) -> tuple[float, float]:  # pragma: no cover
+    """``R_up[u, v] = c (D[u, v] + T) + ehi[u] - elo[v]`` rounded up at each step (diagonal 0);
+    returns the largest upper and lower level bounds (:func:`mdp.accounting.pure_levels` of
+    ``R_up``, and of ``R_lo[u, v] = max(L[u, u] - L[v, u], L[u, v] - L[v, v])`` rounded down),
+    in tiles of rows and columns so that both ``L[u, v]`` and ``L[v, u]`` stay in cache."""
     n = L.shape[0]
-    for u in range(n):
-        for v in range(n):
-            if u == v:
-                R_up[u, v] = 0.0
-                R_lo[u, v] = 0.0
-                continue
-            s = _up(c * _up(D[u, v] + T))
-            R_up[u, v] = _up(s + _up(ehi[u] - elo[v]))
-            R_lo[u, v] = _down(max(L[u, u] - L[v, u], L[u, v] - L[v, v]))
+    tile = 64
+    top_up = 0.0
+    top_lo = 0.0
+    for u0 in range(0, n, tile):
+        for v0 in range(0, n, tile):
+            for u in range(u0, min(n, u0 + tile)):
+                for v in range(v0, min(n, v0 + tile)):
+                    if u == v:
+                        R_up[u, v] = 0.0
+                        continue
+                    s = _up(c * _up(D[u, v] + T))
+                    r = _up(s + _up(ehi[u] - elo[v]))
+                    R_up[u, v] = r
+                    e_up = level_bound(r, D[u, v], DIFF_REL, SUBNORMAL_SLACK, 1.0)
+                    if top_up == top_up and not e_up <= top_up:
+                        top_up = e_up           # NaN sticks: no bound, all triples measured
+                    lo = _down(max(L[u, u] - L[v, u], L[u, v] - L[v, v]))
+                    e_lo = level_bound(lo, D[u, v], DIFF_REL, SUBNORMAL_SLACK, -1.0)
+                    if e_lo > top_lo:
+                        top_lo = e_lo
+    return top_up, top_lo
 
 
 class FormBounds:
@@ -189,19 +205,25 @@ class FormBounds:
 
     Attributes
     ----------
-    upper, lower : ndarray (n, n)
-        Rigorous upper and lower bounds of ``max_w (L[u, w] - L[v, w])``.
+    upper : ndarray (n, n)
+        Rigorous upper bounds of ``max_w (L[u, w] - L[v, w])``.
+    level_upper, level_lower : float
+        The largest pure level bound of a pair from above (``pure_levels`` of ``upper``,
+        rounded up) and from below (of the outputs ``w = u, v``, rounded down): the matrix's
+        pure level lies between them.
     slope : float
         The ``c`` of the form.
     triangle_defect : float
         ``T``, the bound of the float distances' triangle defect.
     """
 
-    __slots__ = ("upper", "lower", "slope", "triangle_defect")
+    __slots__ = ("upper", "level_upper", "level_lower", "slope", "triangle_defect")
 
-    def __init__(self, upper: np.ndarray, lower: np.ndarray, slope: float, triangle_defect: float):
+    def __init__(self, upper: np.ndarray, level_upper: float, level_lower: float, slope: float,
+                 triangle_defect: float):
         self.upper = upper
-        self.lower = lower
+        self.level_upper = level_upper
+        self.level_lower = level_lower
         self.slope = slope
         self.triangle_defect = triangle_defect
 
@@ -251,6 +273,5 @@ def form_pair_bounds(L: np.ndarray, distances: np.ndarray, points: np.ndarray,
     if not (np.all(np.isfinite(ehi)) and np.all(np.isfinite(elo))):
         return None
     R_up = np.empty((n, n))
-    R_lo = np.empty((n, n))
-    _pair_bounds(L, D, c, T, ehi, elo, R_up, R_lo)
-    return FormBounds(R_up, R_lo, c, T)
+    top_up, top_lo = _pair_bounds(L, D, c, T, ehi, elo, R_up)
+    return FormBounds(R_up, float(top_up), float(top_lo), c, T)

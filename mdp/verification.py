@@ -66,17 +66,19 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, shortest_path
 from scipy.special import expit, logsumexp
 
+from ._pair_kernels import pairs_at_least
 from .accounting import (
     check_distances,
     pair_log_ratio_bounds,
     pure_levels,
+    refine_pairs,
     refine_pure_level,
     row_logsumexp,
 )
 from .errors import ParameterError, PrivacyError
 from .exact import pure_triple_holds
 from .exponential_form import form_pair_bounds
-from .rounding import DIFF_REL, LOG_REL, X_REL, round_down, round_up
+from .rounding import DIFF_REL, LOG_REL, SUBNORMAL_SLACK, X_REL, round_down, round_up
 from .validation import check_epsilon
 
 __all__ = ["PrivacyError", "Certification", "certify", "certify_matrix", "repair_to_private",
@@ -94,6 +96,8 @@ REPAIR_ATOL = 1e-6
 MERGE_C = 1e-6
 #: Most triples decided in exact arithmetic per check (beyond: refused as unproved).
 EXACT_TRIPLES = 4096
+#: Most pairs re-evaluated exactly for the reported level (as :func:`mdp.accounting.eps_tight`).
+EXACT_REFINE_PAIRS = 512
 
 
 @dataclass
@@ -196,30 +200,47 @@ FORM_BOUNDS = "exponential form, O(n^2 d)"
 ALL_TRIPLES = "all triples, O(n^3)"
 
 
-def _pair_bounds(A: np.ndarray, D: np.ndarray, limit: float, log: bool, points, slope: float):
-    """(R_up, R_lo, E_up, method): the exponential-form bounds when they prove the limit.
+def _measure_form(A: np.ndarray, D: np.ndarray, limit: float, points, slope: float):
+    """The exponential-form bounds of a log matrix (:mod:`mdp.exponential_form`), when they
+    prove ``limit``: ``(measured upper bound, pair log-ratio upper bounds)``, else None.
 
-    A log matrix given with the points of a Euclidean space is first bounded in ``O(n^2 d)``
-    (:func:`mdp.exponential_form.form_pair_bounds`, rigorous for any matrix, tight for the
-    exponential mechanism); when those bounds do not prove ``limit`` (another mechanism, or a
-    violation) every triple is measured.
+    ``O(n^2 d)``, rigorous for any matrix and tight for the exponential mechanism; only the
+    ``n x n`` upper bounds are held (the levels are reduced to their maxima as they are made).
     """
-    if log and points is not None:
-        form = form_pair_bounds(A, D, points, slope)
-        if form is not None:
-            E_up = pure_levels(form.upper, D, round_up)
-            if float(E_up.max()) <= limit:
-                return form.upper, form.lower, E_up, FORM_BOUNDS
-            del form, E_up
-    R_up, R_lo = pair_log_ratio_bounds(A, log)
-    return R_up, R_lo, pure_levels(R_up, D, round_up), ALL_TRIPLES
+    form = form_pair_bounds(A, D, points, slope)
+    if form is None or not form.level_upper <= limit:
+        return None
+    measured = form.level_upper
+    floor = form.level_lower
+    if 0 < measured < math.inf and floor > 0:
+        # the pairs that may hold the largest level, as refine_pure_level selects them
+        cap = EXACT_REFINE_PAIRS + 1
+        us, vs = np.empty(cap, np.int64), np.empty(cap, np.int64)
+        count = pairs_at_least(form.upper, np.ascontiguousarray(D), floor, DIFF_REL,
+                               SUBNORMAL_SLACK, us, vs)
+        if count < cap:
+            refined = refine_pairs(A, D, us[:count], vs[:count], True)
+            if refined is not None:
+                measured = min(measured, refined)
+    return measured, form.upper
 
 
 def _measure(A: np.ndarray, D: np.ndarray, limit: float, log: bool, points=None,
              slope: float = 0.0):
     """(passes, measured upper bound, pair log-ratio upper bounds, exactly decided triples,
-    how the pair bounds were obtained)."""
-    R_up, R_lo, E_up, method = _pair_bounds(A, D, limit, log, points, slope)
+    how the pair bounds were obtained).
+
+    A log matrix given with the points of a Euclidean space is first bounded in ``O(n^2 d)``
+    (:func:`_measure_form`); when those bounds do not prove ``limit`` (another mechanism, or a
+    violation) every triple is measured.
+    """
+    if log and points is not None:
+        done = _measure_form(A, D, limit, points, slope)
+        if done is not None:
+            return True, done[0], done[1], 0, FORM_BOUNDS
+    method = ALL_TRIPLES
+    R_up, R_lo = pair_log_ratio_bounds(A, log)
+    E_up = pure_levels(R_up, D, round_up)
     measured = float(E_up.max())
     if measured <= limit:
         if measured > 0 and math.isfinite(measured):
