@@ -490,16 +490,21 @@ def _f_upper(P: np.ndarray, Q: np.ndarray, S: np.ndarray) -> np.ndarray:
         return t.sum(axis=1) * (1.0 + (n + 4) * 2.0 ** -52)
 
 
-def _delta_levels(Pm: np.ndarray, D: np.ndarray, us: np.ndarray, vs: np.ndarray, delta: float,
+def _delta_levels(A: np.ndarray, D: np.ndarray, us: np.ndarray, vs: np.ndarray, delta: float,
                   pure_up: np.ndarray, log: bool) -> np.ndarray:
     """Upper bounds of the (eps, delta) level of pairs ``(us[i], vs[i])``.
 
-    ``Pm`` holds probabilities (``exp`` of the log matrix when ``log``). The estimate
+    ``A`` holds probabilities, or log-probabilities when ``log`` (``exp`` is taken of the rows
+    needed only: the same floats as from the whole matrix, elementwise). The estimate
     ``t* - 1 = max(0, max_k (P_k - Q_k - delta) / Q_k)`` over prefixes of the outputs sorted by
     decreasing ratio is verified with :func:`_f_upper` at a slightly larger value (up to six
     tries, finer first); unverified pairs keep their pure level ``pure_up``.
     """
-    P, Q = Pm[us], Pm[vs]
+    if log:
+        with np.errstate(under="ignore"):
+            P, Q = np.exp(A[us]), np.exp(A[vs])
+    else:
+        P, Q = A[us], A[vs]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ratio = np.where(P > 0, P / Q, 0.0)
         order = np.argsort(-ratio, axis=1)
@@ -567,14 +572,12 @@ def pairwise_eps(matrix, distances, delta: float = 0.0, *, log: bool = False) ->
     if delta == 0.0:
         return E
     n = A.shape[0]
-    with np.errstate(under="ignore"):
-        Pm = np.exp(A) if log else A
     us, vs = np.nonzero(~np.eye(n, dtype=bool))
     out = np.zeros((n, n))
     step = max(1, int(2e6 // n))
     for s in range(0, len(us), step):
         u, v = us[s:s + step], vs[s:s + step]
-        out[u, v] = _delta_levels(Pm, D, u, v, delta, E[u, v], log)
+        out[u, v] = _delta_levels(A, D, u, v, delta, E[u, v], log)
     return out
 
 
@@ -632,8 +635,6 @@ def eps_tight(matrix, distances, delta: float = 0.0, *, log: bool = False,
     if delta == 0.0:
         return pure
     n = A.shape[0]
-    with np.errstate(under="ignore"):
-        Pm = np.exp(A) if log else A
     # Pairs in decreasing order of their bound, as flat indices u * n + v of E (row-major, the
     # order of the off-diagonal pairs; the diagonal's bounds are 0 and never visited, since
     # only bounds above the running maximum >= 0 are): no n^2 index arrays of u and v.
@@ -644,9 +645,39 @@ def eps_tight(matrix, distances, delta: float = 0.0, *, log: bool = False,
         if bound[idx[0]] <= best:
             break
         idx = idx[bound[idx] > best]
-        lv = _delta_levels(Pm, D, idx // n, idx % n, delta, bound[idx], log)
+        lv = _delta_levels(A, D, idx // n, idx % n, delta, bound[idx], log)
         best = max(best, float(lv.max()))
     return best
+
+
+def _top_stable(values: np.ndarray, K: int) -> np.ndarray:
+    """Indices of the ``K`` largest ``values`` (``K < len(values)``, no NaN) in decreasing order,
+    ties by index: the first ``K`` of ``np.argsort(-values, kind="stable")``.
+
+    Candidates are the values at or above a threshold read from a strided sample (checked: at
+    least ``K`` of them, else the threshold is lowered), so no copy of ``values`` is made; the
+    ``K``-th value among the candidates is found by a partition and the ties at it are taken in
+    index order. Every value above the ``K``-th largest is at or above the threshold, so the
+    candidates hold the answer.
+    """
+    total = len(values)
+    sample = np.sort(values[::max(1, total // 65536)])
+    want = 2 * K
+    while True:
+        pos = max(0, len(sample) - 1 - int(want * len(sample) / total))
+        cand = np.flatnonzero(values >= sample[pos])
+        if len(cand) >= K or pos == 0:
+            break
+        want *= 4
+    if len(cand) < K:
+        cand = np.arange(total)
+    neg = np.negative(values[cand])
+    kth = np.partition(neg, K - 1)[K - 1]
+    keep = np.flatnonzero(neg <= kth)
+    if len(keep) > K:                  # ties at kth: the smallest indices, as a stable sort has
+        ties = np.flatnonzero(neg[keep] == kth)
+        keep = np.delete(keep, ties[K - (len(keep) - len(ties)):])
+    return cand[keep[np.argsort(neg[keep], kind="stable")]]
 
 
 def _descending_chunks(values: np.ndarray, step: int):
@@ -654,25 +685,16 @@ def _descending_chunks(values: np.ndarray, step: int):
     the chunks of ``np.argsort(-values, kind="stable")``.
 
     The scan of :func:`eps_tight` usually stops within its first chunks, so the order is
-    built on demand: the ``K`` largest values are selected in linear time (a partition at the
-    ``K``-th value, the ties at the boundary taken in index order), sorted, and served; ``K``
-    grows fourfold each time they run out (the stable order's prefix of length ``K`` is the
-    same whatever ``K``, so the chunks are those of the full sort).
+    built on demand: the ``K`` largest values are selected (:func:`_top_stable`, no copy of
+    ``values``), sorted, and served; ``K`` grows fourfold each time they run out (the stable
+    order's prefix of length ``K`` is the same whatever ``K``, so the chunks are those of the
+    full sort).
     """
-    neg = np.negative(values)
-    total = len(neg)
+    total = len(values)
     done, K = 0, step
     while done < total:
         K = min(K, total)
-        if K < total:
-            kth = np.partition(neg, K - 1)[K - 1]
-            head = np.flatnonzero(neg <= kth)
-            if len(head) > K:       # ties at kth: the smallest indices, as a stable sort has
-                ties = np.flatnonzero(neg[head] == kth)
-                head = np.delete(head, ties[K - (len(head) - len(ties)):])
-            head = head[np.argsort(neg[head], kind="stable")]
-        else:
-            head = np.argsort(neg, kind="stable")
+        head = _top_stable(values, K) if K < total else np.argsort(-values, kind="stable")
         for s in range(done, K, step):
             yield head[s:min(s + step, K)]
         done, K = K, 4 * K

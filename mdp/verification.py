@@ -126,9 +126,16 @@ class Certification:
 
 # -- stochasticity --------------------------------------------------------------------------------
 def _prepare(matrix, n: int, log: bool) -> tuple[np.ndarray, dict]:
-    """Validated copy of the candidate (step 2 of the module docstring)."""
+    """Validated copy of the candidate (step 2 of the module docstring).
+
+    A read-only float64 array that owns its data is used as it is (no ``n x n`` copy) unless
+    negatives must be clipped: nothing can change it behind the certification's back short of
+    setting its flags again.
+    """
     try:
-        A = np.array(matrix, dtype=float, copy=True)
+        shared = (isinstance(matrix, np.ndarray) and matrix.dtype == np.float64
+                  and not matrix.flags.writeable and matrix.flags.owndata)
+        A = matrix if shared else np.array(matrix, dtype=float, copy=True)
     except (TypeError, ValueError):
         raise ParameterError(f"matrix must be a numeric (n, n) array, got "
                              f"{type(matrix).__name__}") from None
@@ -154,7 +161,10 @@ def _prepare(matrix, n: int, log: bool) -> tuple[np.ndarray, dict]:
                                f"tolerance {NEGATIVE_ATOL:g}")
         neg = A < 0
         info["clipped_negative_entries"] = int(np.count_nonzero(neg))
-        A[neg] = 0.0
+        if info["clipped_negative_entries"]:
+            if not A.flags.writeable:
+                A = np.array(A, copy=True)
+            A[neg] = 0.0
         err = A.sum(axis=1) - 1.0
     worst = np.where(np.isnan(err), np.inf, np.abs(err))
     info["max_rowsum_error"] = float(worst.max())

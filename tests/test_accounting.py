@@ -424,3 +424,19 @@ def test_compiled_distance_check_agrees_with_numpy(defect):
         assert np.array_equal(got, np.minimum(D, D.T))
         if defect is None and n >= KERNEL_MIN_N:
             assert np.shares_memory(got, D) and not got.flags.writeable
+
+
+@pytest.mark.parametrize("kind", ["normal", "ties", "few on top", "few at the start"])
+def test_descending_chunks_on_large_arrays(kind):
+    # beyond the sample's stride: the first chunks are still those of the stable sort
+    from mdp.accounting import _descending_chunks
+
+    rng = np.random.default_rng(1)
+    v = {"normal": rng.normal(size=300_000),
+         "ties": rng.integers(0, 3, size=300_000).astype(float),
+         "few on top": np.r_[np.zeros(299_990), np.ones(10)],
+         "few at the start": np.r_[np.ones(10), np.zeros(299_990)]}[kind]
+    for step in (1, 1000, 7777):
+        chunks = _descending_chunks(v, step)
+        got = np.concatenate([next(chunks) for _ in range(30)])
+        assert np.array_equal(got, np.argsort(-v, kind="stable")[:len(got)])
