@@ -81,7 +81,16 @@ MAX_ROW_BITS = 1 << 30
 
 def _row_bits(A: np.ndarray, log: bool) -> np.ndarray:
     """Bits of each row's exact residual weights (see :data:`MAX_ROW_BITS`), in float64
-    (``inf`` when the orders of magnitude overflow)."""
+    (``inf`` when the orders of magnitude overflow); by blocks of rows (each row alone, so the
+    same floats as at once, without ``n x n`` temporaries)."""
+    out = np.empty(A.shape[0])
+    block = max(1, (1 << 18) // max(1, A.shape[1]))
+    for s in range(0, A.shape[0], block):
+        out[s:s + block] = _row_bits_block(A[s:s + block], log)
+    return out
+
+
+def _row_bits_block(A: np.ndarray, log: bool) -> np.ndarray:
     if log:
         finite = np.isfinite(A)
         top = np.max(np.where(finite, A, -np.inf), axis=1, keepdims=True)
