@@ -640,7 +640,7 @@ def eps_tight(matrix, distances, delta: float = 0.0, *, log: bool = False,
     # only bounds above the running maximum >= 0 are): no n^2 index arrays of u and v.
     bound = E.ravel()
     best = 0.0
-    step = max(256, int(2e6 // n))
+    step = max(64, int(5e5 // n))     # a chunk's arrays of n columns stay at a few MB
     for idx in _descending_chunks(bound, step):
         if bound[idx[0]] <= best:
             break

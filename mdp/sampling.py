@@ -49,6 +49,7 @@ re-measured directly on ``p_hat``), ``ln(S_v/S_u) <= (S_v - S_u)/S_u`` with ``S_
 from __future__ import annotations
 
 import bisect
+import hashlib
 import itertools
 import math
 from collections.abc import Callable
@@ -318,16 +319,27 @@ class ExactSampler:
         # only measured, as in a calibration, never holds them)
         self._eta_row = np.zeros(self.n)
         self._sigma_lo, self._sigma_hi = np.empty(self.n), np.empty(self.n)
-        keys: dict[bytes, int] = {}
-        group = []
-        block = max(1, int(2e6 // max(self.n, 1)))
+        # identical sampled rows share a group (their pairs have level 0): rows are found by a
+        # digest of their weights and confirmed equal weight for weight, so a digest collision
+        # can only split a group (a looser bound), never join different rows; only the
+        # digests are held, not n x n bytes
+        first: dict[bytes, list[int]] = {}
+        group = np.arange(self.n)
+        block = max(1, (1 << 18) // max(self.n, 1))
         for s in range(0, self.n, block):
             mant, expo, eta = self._dyadic(slice(s, s + block))
             self._eta_row[s:s + block] = eta.max(axis=1)
             self._sigma_lo[s:s + block], self._sigma_hi[s:s + block] = _row_sum_bounds(mant, expo)
-            group += [keys.setdefault(mant[i].tobytes() + expo[i].tobytes(), s + i)
-                      for i in range(len(mant))]
-        self._group = np.array(group)
+            for i in range(len(mant)):
+                key = hashlib.blake2b(mant[i].tobytes() + expo[i].tobytes(), digest_size=16).digest()
+                for u in first.setdefault(key, []):
+                    m0, e0, _ = self._dyadic(slice(u, u + 1))
+                    if np.array_equal(m0[0], mant[i]) and np.array_equal(e0[0], expo[i]):
+                        group[s + i] = u
+                        break
+                else:
+                    first[key].append(s + i)
+        self._group = group
         self._tables = None
         self._residual: dict[int, tuple[list[int], int]] = {}
 
