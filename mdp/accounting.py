@@ -629,49 +629,96 @@ def eps_tight(matrix, distances, delta: float = 0.0, *, log: bool = False,
         R_up = np.asarray(pair_log_ratios, dtype=float)
         if R_up.shape != A.shape:
             raise ParameterError(f"pair_log_ratios must have shape {A.shape}, got {R_up.shape}")
-        E = pure_levels(R_up, D, round_up)
+        levels = _PairLevels(R=R_up, D=D)
     else:
         pure, E = _pure(A, D, log, refine=delta == 0.0)
-    if delta == 0.0:
-        return pure
+        if delta == 0.0:
+            return pure
+        levels = _PairLevels(E=E)
     n = A.shape[0]
-    # Pairs in decreasing order of their bound, as flat indices u * n + v of E (row-major, the
+    # Pairs in decreasing order of their bound, as flat indices u * n + v (row-major, the
     # order of the off-diagonal pairs; the diagonal's bounds are 0 and never visited, since
     # only bounds above the running maximum >= 0 are): no n^2 index arrays of u and v.
-    bound = E.ravel()
     best = 0.0
     step = max(64, int(5e5 // n))     # a chunk's arrays of n columns stay at a few MB
-    for idx in _descending_chunks(bound, step):
-        if bound[idx[0]] <= best:
+    for idx in _descending_chunks(levels, step):
+        bound = levels.at(idx)
+        if bound[0] <= best:
             break
-        idx = idx[bound[idx] > best]
-        lv = _delta_levels(A, D, idx // n, idx % n, delta, bound[idx], log)
+        keep = bound > best
+        idx, bound = idx[keep], bound[keep]
+        lv = _delta_levels(A, D, idx // n, idx % n, delta, bound, log)
         best = max(best, float(lv.max()))
     return best
 
 
-def _top_stable(values: np.ndarray, K: int) -> np.ndarray:
-    """Indices of the ``K`` largest ``values`` (``K < len(values)``, no NaN) in decreasing order,
-    ties by index: the first ``K`` of ``np.argsort(-values, kind="stable")``.
+class _PairLevels:
+    """Upper bounds of the pairs' pure levels, flat (``u * n + v``): an array (``E``), or
+    computed when asked from the pair log-ratio bounds ``R`` and the distances ``D`` (the floats
+    of :func:`pure_levels`, entry by entry), so that no ``n x n`` array of them is made."""
+
+    def __init__(self, E: np.ndarray | None = None, R: np.ndarray | None = None,
+                 D: np.ndarray | None = None):
+        self.E = None if E is None else E.ravel()
+        self.R = None if R is None else np.ascontiguousarray(R)
+        self.D = None if D is None else np.ascontiguousarray(D)
+        self.n = int(np.sqrt(self.E.size)) if E is not None else self.R.shape[0]
+        if E is None and self.n < KERNEL_MIN_N:          # small: an array is cheaper
+            self.E = pure_levels(self.R, self.D, round_up).ravel()
+        self.size = self.n * self.n
+
+    def at(self, idx: np.ndarray) -> np.ndarray:
+        """The bounds at flat indices ``idx``."""
+        if self.E is not None:
+            return self.E[idx]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = self.D.ravel()[idx]
+            E = round_up(np.maximum(self.R.ravel()[idx], 0.0) / np.where(d > 0, d, 1.0), DIFF_REL)
+        E = np.maximum(E, 0.0)
+        E[idx // self.n == idx % self.n] = 0.0
+        return E
+
+    def at_least(self, t: float) -> np.ndarray:
+        """Flat indices (ascending) of the bounds ``>= t``."""
+        if self.E is not None:
+            return np.flatnonzero(self.E >= t)
+        if not t > 0:
+            return np.arange(self.size)
+        from ._pair_kernels import pairs_at_least
+
+        empty = np.empty(0, np.int64)
+        count = pairs_at_least(self.R, self.D, t, DIFF_REL, SUBNORMAL_SLACK, empty, empty)
+        us, vs = np.empty(count, np.int64), np.empty(count, np.int64)
+        pairs_at_least(self.R, self.D, t, DIFF_REL, SUBNORMAL_SLACK, us, vs)
+        return us * self.n + vs
+
+    def array(self) -> np.ndarray:
+        """All the bounds (made when not held)."""
+        return self.E if self.E is not None else pure_levels(self.R, self.D, round_up).ravel()
+
+
+def _top_stable(levels: _PairLevels, K: int) -> np.ndarray:
+    """Indices of the ``K`` largest values of ``levels`` (``K`` below their number, no NaN) in
+    decreasing order, ties by index: the first ``K`` of ``np.argsort(-values, kind="stable")``.
 
     Candidates are the values at or above a threshold read from a strided sample (checked: at
-    least ``K`` of them, else the threshold is lowered), so no copy of ``values`` is made; the
+    least ``K`` of them, else the threshold is lowered), so no copy of the values is made; the
     ``K``-th value among the candidates is found by a partition and the ties at it are taken in
     index order. Every value above the ``K``-th largest is at or above the threshold, so the
     candidates hold the answer.
     """
-    total = len(values)
-    sample = np.sort(values[::max(1, total // 65536)])
+    total = levels.size
+    sample = np.sort(levels.at(np.arange(0, total, max(1, total // 65536))))
     want = 2 * K
     while True:
         pos = max(0, len(sample) - 1 - int(want * len(sample) / total))
-        cand = np.flatnonzero(values >= sample[pos])
+        cand = levels.at_least(float(sample[pos]))
         if len(cand) >= K or pos == 0:
             break
         want *= 4
     if len(cand) < K:
         cand = np.arange(total)
-    neg = np.negative(values[cand])
+    neg = np.negative(levels.at(cand))
     kth = np.partition(neg, K - 1)[K - 1]
     keep = np.flatnonzero(neg <= kth)
     if len(keep) > K:                  # ties at kth: the smallest indices, as a stable sort has
@@ -680,21 +727,26 @@ def _top_stable(values: np.ndarray, K: int) -> np.ndarray:
     return cand[keep[np.argsort(neg[keep], kind="stable")]]
 
 
-def _descending_chunks(values: np.ndarray, step: int):
-    """Successive chunks of ``step`` indices of ``values`` in decreasing order (ties by index):
-    the chunks of ``np.argsort(-values, kind="stable")``.
+def _descending_chunks(levels, step: int):
+    """Successive chunks of ``step`` indices of ``levels`` (a :class:`_PairLevels` or an array)
+    in decreasing order of value (ties by index): the chunks of
+    ``np.argsort(-values, kind="stable")``.
 
     The scan of :func:`eps_tight` usually stops within its first chunks, so the order is
     built on demand: the ``K`` largest values are selected (:func:`_top_stable`, no copy of
-    ``values``), sorted, and served; ``K`` grows fourfold each time they run out (the stable
+    the values), sorted, and served; ``K`` grows fourfold each time they run out (the stable
     order's prefix of length ``K`` is the same whatever ``K``, so the chunks are those of the
     full sort).
     """
-    total = len(values)
+    if isinstance(levels, np.ndarray):
+        levels = _PairLevels(E=levels)
+        levels.size = len(levels.E)
+    total = levels.size
     done, K = 0, step
     while done < total:
         K = min(K, total)
-        head = _top_stable(values, K) if K < total else np.argsort(-values, kind="stable")
+        head = (_top_stable(levels, K) if K < total
+                else np.argsort(np.negative(levels.array()), kind="stable"))
         for s in range(done, K, step):
             yield head[s:min(s + step, K)]
         done, K = K, 4 * K

@@ -440,3 +440,29 @@ def test_descending_chunks_on_large_arrays(kind):
         chunks = _descending_chunks(v, step)
         got = np.concatenate([next(chunks) for _ in range(30)])
         assert np.array_equal(got, np.argsort(-v, kind="stable")[:len(got)])
+
+
+@pytest.mark.parametrize("eps", [0.3, 3.0])
+def test_pair_levels_on_demand_equal_the_array(eps):
+    # eps_tight with the certification's bounds computes the pairs' levels when asked (no
+    # n x n array from KERNEL_MIN_N points): the same chunks, in the same order, with the same
+    # floats as pure_levels' array
+    from mdp.accounting import KERNEL_MIN_N, _descending_chunks, _PairLevels, pure_levels
+    from mdp.rounding import round_up
+
+    rng = np.random.default_rng(6)
+    space = MetricSpace.from_points(rng.normal(size=(KERNEL_MIN_N + 20, 3)))
+    mech = build("exponential", space, eps)
+    R, D = mech._pair_log_ratios, space.distances
+    E = pure_levels(R, D, round_up).ravel()
+    lazy = _PairLevels(R=R, D=D)
+    assert lazy.E is None
+    for step in (64, 1000):
+        for n_chunk, (a, b) in enumerate(zip(_descending_chunks(lazy, step),
+                                             _descending_chunks(E, step), strict=False)):
+            assert np.array_equal(a, b) and np.array_equal(lazy.at(a), E[b])
+            if n_chunk > 40:
+                break
+    assert np.array_equal(lazy.at(np.arange(E.size)), E)
+    for t in (0.0, float(np.median(E)), float(E.max())):
+        assert np.array_equal(lazy.at_least(t), np.flatnonzero(E >= t))
