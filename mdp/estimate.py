@@ -41,10 +41,10 @@ class CostModel:
     """
 
     build_s_at_1000: dict = field(default_factory=lambda: {
-        # exponential, glove:N (benchmarks/curves_scaling.py, 2 shared cores): build + certify
-        # + eps_tight 1.1 s at n = 2000 (0.3 s scaled as n^2 to 1000) and 11 s at n = 5000
-        # (0.45 s scaled), a curve point of 3-4 builds 28 s at n = 5000
-        "exponential": 0.5, "weighted_exponential": 0.5, "madlib": 3.0,
+        # exponential, glove:N (benchmarks/curves_scaling.py, 2 shared cores, load 4): build +
+        # certify + eps_tight 0.8 s at n = 2000 and 4.4 s at n = 5000 (0.2 s scaled as n^2 to
+        # 1000); a curve point (3-4 builds) 16-28 s at n = 5000
+        "exponential": 0.3, "weighted_exponential": 0.3, "madlib": 3.0,
         # LP families: OPTMech 200 Beijing cells in ~150 s (README), i.e. ~1.9e4 s at 1000
         "optimal": 1.9e4, "constopt": 4.0e3, "spanner": 4.0e3})
     default_build_s_at_1000: float = 2.0
