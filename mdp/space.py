@@ -14,8 +14,8 @@ import numpy as np
 from scipy.sparse.csgraph import shortest_path
 from scipy.spatial.distance import cdist
 
-from .errors import ParameterError, ParameterTypeError
 from ._pair_kernels import distance_defects
+from .errors import ParameterError, ParameterTypeError
 from .labels import LabelIndex
 from .resolution import RESOLUTION, check_resolution
 from .resources import check_memory, distance_matrix_bytes
