@@ -28,8 +28,10 @@ Procedure
    (``1e-12``). Log-probabilities must be finite or ``-inf`` with ``logsumexp`` of every row
    within ``1e-12`` of 0. Anything else is refused: builders normalise their own rows.
 3. *Measure.* Rigorous upper bounds of every pair's pure level
-   (:func:`mdp.accounting.pair_log_ratios`): float64 formulas with proved error margins. The
-   matrix passes when the largest is ``<= eps_bar``. Triples whose bounds straddle ``eps_bar``
+   (:func:`mdp.accounting.pair_log_ratios`): float64 formulas with proved error margins; for a
+   log matrix given with the points of a Euclidean space, first the ``O(n^2 d)`` bounds of
+   :mod:`mdp.exponential_form` (tight for the exponential mechanism; all triples are measured
+   when they do not prove the limit). The matrix passes when the largest is ``<= eps_bar``. Triples whose bounds straddle ``eps_bar``
    are decided exactly (:func:`mdp.exact.pure_triple_holds`: rational arithmetic with a
    rigorous enclosure of ``e^c``).
 4. *Repair* (``repair=True``, only when the defect is a solver-tolerance artefact).
