@@ -118,3 +118,77 @@ def pair_max_prob(A: np.ndarray, R: np.ndarray, us: np.ndarray,
                     for w in range(n):
                         m = max(m, (A[u, w] - A[v, w]) / A[v, w])
                 out[i, v] = m
+
+
+@nb.njit(cache=True, boundscheck=False)
+def level_bound(r: float, d: float, rel: float, slack: float, sign: float) -> float:  # pragma: no cover
+    """One entry of :func:`mdp.accounting.pure_levels`: ``max(0, side(max(r, 0) / d))`` with
+    ``side(x) = x + sign (|x| rel) + sign slack`` for finite ``x`` (``round_up`` for
+    ``sign = 1``, ``round_down`` for -1) and ``d`` replaced by 1 unless positive."""
+    if r < 0.0:
+        r = 0.0
+    if not d > 0.0:
+        d = 1.0
+    x = r / d
+    if np.isfinite(x):
+        x = x + sign * (abs(x) * rel)
+        x = x + sign * slack
+    if x < 0.0:
+        x = 0.0
+    return x
+
+
+@nb.njit(cache=True, boundscheck=False)
+def pure_levels_kernel(R: np.ndarray, D: np.ndarray, rel: float, slack: float, sign: float,
+                       out: np.ndarray) -> None:  # pragma: no cover (compiled)
+    """``out[u, v] = level_bound(R[u, v], D[u, v])``, diagonal 0: the same IEEE operations per
+    entry as :func:`mdp.accounting.pure_levels`'s NumPy expression, without its ``n x n``
+    temporaries."""
+    n = R.shape[0]
+    for u in range(n):
+        for v in range(n):
+            out[u, v] = 0.0 if u == v else level_bound(R[u, v], D[u, v], rel, slack, sign)
+
+
+@nb.njit(cache=True, boundscheck=False)
+def pairs_at_least(R: np.ndarray, D: np.ndarray, floor: float, rel: float, slack: float,
+                   us: np.ndarray, vs: np.ndarray) -> int:  # pragma: no cover (compiled)
+    """Off-diagonal pairs whose upper level bound (``level_bound(R, D)``, rounded up) is at
+    least ``floor``: their number, the first ``len(us)`` of them written to ``us, vs``."""
+    n = R.shape[0]
+    count = 0
+    for u in range(n):
+        for v in range(n):
+            if u != v and level_bound(R[u, v], D[u, v], rel, slack, 1.0) >= floor:
+                if count < us.shape[0]:
+                    us[count] = u
+                    vs[count] = v
+                count += 1
+    return count
+
+
+@nb.njit(cache=True, boundscheck=False)
+def distance_defects(D: np.ndarray):  # pragma: no cover (compiled)
+    """One pass over a square matrix for :func:`mdp.accounting.check_distances`: whether every
+    entry is finite, the diagonal zero and the rest positive, the largest ``|D - D.T|``, whether
+    ``D == D.T`` exactly, and the largest entry."""
+    n = D.shape[0]
+    valid = True
+    asym = 0.0
+    top = -np.inf
+    for u in range(n):
+        for v in range(n):
+            d = D[u, v]
+            if not np.isfinite(d):
+                valid = False
+            elif u == v:
+                if d != 0.0:
+                    valid = False
+            elif not d > 0.0:
+                valid = False
+            if d > top:
+                top = d
+            a = abs(d - D[v, u])
+            if a > asym:
+                asym = a
+    return valid, asym, asym == 0.0, top

@@ -47,6 +47,7 @@ from .rounding import (
     DIFF_REL,
     LIBM_RTOL,
     LOG_REL,
+    SUBNORMAL_SLACK,
     UNIT_ROUNDOFF,
     X_REL,
     round_down,
@@ -54,7 +55,8 @@ from .rounding import (
 )
 from .validation import check_probability
 
-__all__ = ["loss", "row_losses", "eps_tight", "pairwise_eps", "pair_log_ratios",
+__all__ = ["loss", "row_losses", "eps_tight", "pairwise_eps", "pair_log_ratios", "row_logsumexp",
+           "refine_pure_level", "refine_pairs", "pure_levels",
            "check_distances", "check_matrix", "LIBM_RTOL", "MEASURE_ROWSUM_ATOL"]
 
 #: Measurements accept rows whose sum is within this of 1 (certification asks 1e-12).
@@ -85,7 +87,8 @@ def check_distances(distances, n: int | None = None, name: str = "distances") ->
     The matrix must be square (``n x n`` when ``n`` is given), finite, with a zero diagonal,
     positive off the diagonal (distinct points) and symmetric within :data:`SYMMETRY_RTOL` of
     its largest entry. The returned matrix is ``min(D, D.T)``: a guarantee proved for it holds
-    for either orientation.
+    for either orientation (``D`` itself, as a read-only view, when it is exactly symmetric and
+    has at least :data:`KERNEL_MIN_N` rows: one compiled pass checks it).
 
     Raises
     ------
@@ -95,6 +98,18 @@ def check_distances(distances, n: int | None = None, name: str = "distances") ->
     D = _square_array(distances, name, n)
     if D.shape[0] < 1:
         raise ParameterError(f"{name} must not be empty")
+    if D.shape[0] >= KERNEL_MIN_N:
+        # one compiled pass, no n x n temporaries; an exactly symmetric matrix is its own
+        # min(D, D.T), returned as a read-only view (any defect: the checks below say which)
+        from ._pair_kernels import distance_defects
+
+        valid, asym, symmetric, top = distance_defects(np.ascontiguousarray(D))
+        if valid and symmetric:
+            view = D.view()
+            view.setflags(write=False)
+            return view
+        if valid and not asym > SYMMETRY_RTOL * float(top):
+            return np.minimum(D, D.T)
     if not np.all(np.isfinite(D)):
         i, j = np.argwhere(~np.isfinite(D))[0]
         raise ParameterError(f"{name} must be finite, got {name}[{i}, {j}] = {D[i, j]!r}")
@@ -119,11 +134,30 @@ def check_distances(distances, n: int | None = None, name: str = "distances") ->
     return np.minimum(D, D.T)
 
 
+#: Elements per block of rows in :func:`row_logsumexp` (a few MB: its temporaries stay in cache).
+_LSE_BLOCK = 1 << 18
+
+
+def row_logsumexp(A: np.ndarray) -> np.ndarray:
+    """``scipy.special.logsumexp(A, axis=1)``, by blocks of rows.
+
+    The same floats (each row is computed alone either way), without ``n x n`` temporaries:
+    at n = 5,000 SciPy's whole-matrix call holds several 200 MB arrays.
+    """
+    A = np.asarray(A, dtype=float)
+    out = np.empty(A.shape[0])
+    b = max(1, _LSE_BLOCK // max(1, A.shape[1]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for s in range(0, A.shape[0], b):
+            out[s:s + b] = logsumexp(A[s:s + b], axis=1)
+    return out
+
+
 def _row_sum_error(A: np.ndarray, log: bool) -> np.ndarray:
     """``sum_w p_w - 1`` per row (for log rows ``exp(logsumexp) - 1``), in float64."""
     if log:
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.expm1(logsumexp(A, axis=1))
+            return np.expm1(row_logsumexp(A))
     return A.sum(axis=1) - 1.0
 
 
@@ -352,6 +386,15 @@ def pure_levels(R: np.ndarray, D: np.ndarray, side) -> np.ndarray:
     ``side`` is :func:`~mdp.rounding.round_up` (a rigorous upper bound of each level, given
     upper bounds ``R`` of the log ratios) or :func:`~mdp.rounding.round_down` (lower bounds).
     """
+    n = R.shape[0]
+    if n >= KERNEL_MIN_N and side in (round_up, round_down):
+        # the same operations per entry, compiled: no n x n temporaries
+        from ._pair_kernels import pure_levels_kernel
+
+        E = np.empty((n, n))
+        pure_levels_kernel(np.ascontiguousarray(R, dtype=float), np.ascontiguousarray(D, dtype=float),
+                           DIFF_REL, SUBNORMAL_SLACK, 1.0 if side is round_up else -1.0, E)
+        return E
     with np.errstate(divide="ignore", invalid="ignore"):
         E = side(np.maximum(R, 0.0) / np.where(D > 0, D, 1.0), DIFF_REL)
     E = np.maximum(E, 0.0)
@@ -372,6 +415,20 @@ def refine_pure_level(A: np.ndarray, D: np.ndarray, E_up: np.ndarray, E_lo: np.n
     if not floor > 0:
         return None
     us, vs = np.nonzero(E_up >= floor)
+    return refine_pairs(A, D, us, vs, log)
+
+
+def refine_pairs(A: np.ndarray, D: np.ndarray, us: np.ndarray, vs: np.ndarray,
+                 log: bool) -> float | None:
+    """Exact pure level of the ordered pairs ``(us[i], vs[i])``, rounded up to float64.
+
+    Within each pair, the outputs whose float key is within ``2^-49`` of the pair's best are
+    evaluated exactly (:func:`mdp.exact.level_upper`, or rationals for log matrices). Given
+    every pair whose upper level bound reaches the largest lower bound of all pairs, the result
+    is a rigorous upper bound of the matrix's pure level (:func:`refine_pure_level`).
+
+    Returns None when more than the exact budget (512 triples) would be needed.
+    """
     if len(us) > _REFINE_TRIPLES:
         return None
     triples = []
@@ -433,16 +490,21 @@ def _f_upper(P: np.ndarray, Q: np.ndarray, S: np.ndarray) -> np.ndarray:
         return t.sum(axis=1) * (1.0 + (n + 4) * 2.0 ** -52)
 
 
-def _delta_levels(Pm: np.ndarray, D: np.ndarray, us: np.ndarray, vs: np.ndarray, delta: float,
+def _delta_levels(A: np.ndarray, D: np.ndarray, us: np.ndarray, vs: np.ndarray, delta: float,
                   pure_up: np.ndarray, log: bool) -> np.ndarray:
     """Upper bounds of the (eps, delta) level of pairs ``(us[i], vs[i])``.
 
-    ``Pm`` holds probabilities (``exp`` of the log matrix when ``log``). The estimate
+    ``A`` holds probabilities, or log-probabilities when ``log`` (``exp`` is taken of the rows
+    needed only: the same floats as from the whole matrix, elementwise). The estimate
     ``t* - 1 = max(0, max_k (P_k - Q_k - delta) / Q_k)`` over prefixes of the outputs sorted by
     decreasing ratio is verified with :func:`_f_upper` at a slightly larger value (up to six
     tries, finer first); unverified pairs keep their pure level ``pure_up``.
     """
-    P, Q = Pm[us], Pm[vs]
+    if log:
+        with np.errstate(under="ignore"):
+            P, Q = np.exp(A[us]), np.exp(A[vs])
+    else:
+        P, Q = A[us], A[vs]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ratio = np.where(P > 0, P / Q, 0.0)
         order = np.argsort(-ratio, axis=1)
@@ -510,14 +572,12 @@ def pairwise_eps(matrix, distances, delta: float = 0.0, *, log: bool = False) ->
     if delta == 0.0:
         return E
     n = A.shape[0]
-    with np.errstate(under="ignore"):
-        Pm = np.exp(A) if log else A
     us, vs = np.nonzero(~np.eye(n, dtype=bool))
     out = np.zeros((n, n))
     step = max(1, int(2e6 // n))
     for s in range(0, len(us), step):
         u, v = us[s:s + step], vs[s:s + step]
-        out[u, v] = _delta_levels(Pm, D, u, v, delta, E[u, v], log)
+        out[u, v] = _delta_levels(A, D, u, v, delta, E[u, v], log)
     return out
 
 
@@ -569,27 +629,124 @@ def eps_tight(matrix, distances, delta: float = 0.0, *, log: bool = False,
         R_up = np.asarray(pair_log_ratios, dtype=float)
         if R_up.shape != A.shape:
             raise ParameterError(f"pair_log_ratios must have shape {A.shape}, got {R_up.shape}")
-        E = pure_levels(R_up, D, round_up)
+        levels = _PairLevels(R=R_up, D=D)
     else:
         pure, E = _pure(A, D, log, refine=delta == 0.0)
-    if delta == 0.0:
-        return pure
+        if delta == 0.0:
+            return pure
+        levels = _PairLevels(E=E)
     n = A.shape[0]
-    with np.errstate(under="ignore"):
-        Pm = np.exp(A) if log else A
-    # Pairs in decreasing order of their bound, as flat indices u * n + v of E (row-major, the
+    # Pairs in decreasing order of their bound, as flat indices u * n + v (row-major, the
     # order of the off-diagonal pairs; the diagonal's bounds are 0 and never visited, since
     # only bounds above the running maximum >= 0 are): no n^2 index arrays of u and v.
-    bound = E.ravel()
-    order = np.argsort(np.negative(bound), kind="stable")
     best = 0.0
-    step = max(256, int(2e6 // n))
-    for s in range(0, len(order), step):
-        idx = order[s:s + step]
-        if bound[idx[0]] <= best:
+    step = max(64, int(5e5 // n))     # a chunk's arrays of n columns stay at a few MB
+    for idx in _descending_chunks(levels, step):
+        bound = levels.at(idx)
+        if bound[0] <= best:
             break
-        idx = idx[bound[idx] > best]
-        lv = _delta_levels(Pm, D, idx // n, idx % n, delta, bound[idx], log)
+        keep = bound > best
+        idx, bound = idx[keep], bound[keep]
+        lv = _delta_levels(A, D, idx // n, idx % n, delta, bound, log)
         best = max(best, float(lv.max()))
     return best
 
+
+class _PairLevels:
+    """Upper bounds of the pairs' pure levels, flat (``u * n + v``): an array (``E``), or
+    computed when asked from the pair log-ratio bounds ``R`` and the distances ``D`` (the floats
+    of :func:`pure_levels`, entry by entry), so that no ``n x n`` array of them is made."""
+
+    def __init__(self, E: np.ndarray | None = None, R: np.ndarray | None = None,
+                 D: np.ndarray | None = None):
+        self.E = None if E is None else E.ravel()
+        self.R = None if R is None else np.ascontiguousarray(R)
+        self.D = None if D is None else np.ascontiguousarray(D)
+        self.n = int(np.sqrt(self.E.size)) if E is not None else self.R.shape[0]
+        if E is None and self.n < KERNEL_MIN_N:          # small: an array is cheaper
+            self.E = pure_levels(self.R, self.D, round_up).ravel()
+        self.size = self.n * self.n
+
+    def at(self, idx: np.ndarray) -> np.ndarray:
+        """The bounds at flat indices ``idx``."""
+        if self.E is not None:
+            return self.E[idx]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = self.D.ravel()[idx]
+            E = round_up(np.maximum(self.R.ravel()[idx], 0.0) / np.where(d > 0, d, 1.0), DIFF_REL)
+        E = np.maximum(E, 0.0)
+        E[idx // self.n == idx % self.n] = 0.0
+        return E
+
+    def at_least(self, t: float) -> np.ndarray:
+        """Flat indices (ascending) of the bounds ``>= t``."""
+        if self.E is not None:
+            return np.flatnonzero(self.E >= t)
+        if not t > 0:
+            return np.arange(self.size)
+        from ._pair_kernels import pairs_at_least
+
+        empty = np.empty(0, np.int64)
+        count = pairs_at_least(self.R, self.D, t, DIFF_REL, SUBNORMAL_SLACK, empty, empty)
+        us, vs = np.empty(count, np.int64), np.empty(count, np.int64)
+        pairs_at_least(self.R, self.D, t, DIFF_REL, SUBNORMAL_SLACK, us, vs)
+        return us * self.n + vs
+
+    def array(self) -> np.ndarray:
+        """All the bounds (made when not held)."""
+        return self.E if self.E is not None else pure_levels(self.R, self.D, round_up).ravel()
+
+
+def _top_stable(levels: _PairLevels, K: int) -> np.ndarray:
+    """Indices of the ``K`` largest values of ``levels`` (``K`` below their number, no NaN) in
+    decreasing order, ties by index: the first ``K`` of ``np.argsort(-values, kind="stable")``.
+
+    Candidates are the values at or above a threshold read from a strided sample (checked: at
+    least ``K`` of them, else the threshold is lowered), so no copy of the values is made; the
+    ``K``-th value among the candidates is found by a partition and the ties at it are taken in
+    index order. Every value above the ``K``-th largest is at or above the threshold, so the
+    candidates hold the answer.
+    """
+    total = levels.size
+    sample = np.sort(levels.at(np.arange(0, total, max(1, total // 65536))))
+    want = 2 * K
+    while True:
+        pos = max(0, len(sample) - 1 - int(want * len(sample) / total))
+        cand = levels.at_least(float(sample[pos]))
+        if len(cand) >= K or pos == 0:
+            break
+        want *= 4
+    if len(cand) < K:
+        cand = np.arange(total)
+    neg = np.negative(levels.at(cand))
+    kth = np.partition(neg, K - 1)[K - 1]
+    keep = np.flatnonzero(neg <= kth)
+    if len(keep) > K:                  # ties at kth: the smallest indices, as a stable sort has
+        ties = np.flatnonzero(neg[keep] == kth)
+        keep = np.delete(keep, ties[K - (len(keep) - len(ties)):])
+    return cand[keep[np.argsort(neg[keep], kind="stable")]]
+
+
+def _descending_chunks(levels, step: int):
+    """Successive chunks of ``step`` indices of ``levels`` (a :class:`_PairLevels` or an array)
+    in decreasing order of value (ties by index): the chunks of
+    ``np.argsort(-values, kind="stable")``.
+
+    The scan of :func:`eps_tight` usually stops within its first chunks, so the order is
+    built on demand: the ``K`` largest values are selected (:func:`_top_stable`, no copy of
+    the values), sorted, and served; ``K`` grows fourfold each time they run out (the stable
+    order's prefix of length ``K`` is the same whatever ``K``, so the chunks are those of the
+    full sort).
+    """
+    if isinstance(levels, np.ndarray):
+        levels = _PairLevels(E=levels)
+        levels.size = len(levels.E)
+    total = levels.size
+    done, K = 0, step
+    while done < total:
+        K = min(K, total)
+        head = (_top_stable(levels, K) if K < total
+                else np.argsort(np.negative(levels.array()), kind="stable"))
+        for s in range(done, K, step):
+            yield head[s:min(s + step, K)]
+        done, K = K, 4 * K

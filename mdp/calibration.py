@@ -177,7 +177,9 @@ def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: 
         bracket ``[lo, hi]`` on epsilon satisfies ``hi / lo <= 1 + rtol``.
     max_builds : int, default 40
     rng, **params
-        Passed to :func:`mdp.build`.
+        Passed to :func:`mdp.build`. ``mode`` defaults to ``"matrix"``: the search measures
+        ``eps_tight``, which needs the certified matrix (``mode="auto"`` would pick vocabulary
+        mode above :class:`~mdp.vocabulary_mode.ModeRule`'s size, which has none).
     on_build : callable, optional
         Called after each build as ``on_build(builds, epsilon, eps_tight)`` (progress).
 
@@ -200,6 +202,7 @@ def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: 
     rtol = check_positive(rtol, "rtol")
     max_builds = check_int(max_builds, "max_builds", low=1)
     search = CalibrationSearch(target, rtol, max_builds)
+    params.setdefault("mode", "matrix")
     # Only the build that would be returned so far is kept (the largest eps_tight within the
     # target; ties: the larger epsilon): one n x n matrix in memory, not one per build.
     best_key, best = None, None

@@ -132,8 +132,11 @@ class Mechanism:
 
         t0 = time.perf_counter()
         try:
+            # Euclidean points let a log matrix of the exponential form be certified in
+            # O(n^2 d) (mdp.exponential_form); nothing about them is trusted
+            points = self.space.points if self.space.metric == "euclidean" else None
             cert, self._sampler = certified_sampler(values, self.space.distances, self.epsilon,
-                                                    log=self._log, repair=repair)
+                                                    log=self._log, repair=repair, points=points)
         except PrivacyError as exc:
             raise PrivacyError(f"mechanism {self.name!r} (n = {self.space.n}, epsilon = "
                                f"{self.epsilon:.17g}): {exc}") from None

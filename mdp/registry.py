@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .candidate import Candidate
 from .errors import ParameterError, ParameterTypeError
 from .mechanism import Mechanism
@@ -306,6 +308,11 @@ def build(name: str, space: MetricSpace | VectorSpace, epsilon: float, *, rng=No
         build_seconds = time.perf_counter() - t0
     if not isinstance(out, Candidate):
         raise TypeError(f"builder of {name!r} returned {type(out).__name__}, not a Candidate")
+    for values in (out.matrix, out.log_matrix):
+        # the candidate is the registry's now: read-only, the certification measures (and the
+        # sampler draws from) this very array instead of an n x n copy of it
+        if isinstance(values, np.ndarray) and values.flags.owndata:
+            values.setflags(write=False)
     stats = {**out.stats, "build_seconds": build_seconds, "mode": plan.as_dict(),
              "threads": thread_plan.record()}
     mech = entry.mechanism_class(out.matrix, space, epsilon,

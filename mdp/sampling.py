@@ -49,16 +49,18 @@ re-measured directly on ``p_hat``), ``ln(S_v/S_u) <= (S_v - S_u)/S_u`` with ``S_
 from __future__ import annotations
 
 import bisect
+import hashlib
 import itertools
 import math
 from collections.abc import Callable
 from fractions import Fraction
 
+import numba as nb
 import numpy as np
 
 from .accounting import check_distances, check_matrix, pair_log_ratio_bounds
 from .errors import BuildError, ParameterError, PrivacyError
-from .rounding import DIFF_REL, LIBM_RTOL, LOG_REL, UNIT_ROUNDOFF, X_REL, round_up
+from .rounding import DIFF_REL, LIBM_RTOL, LOG_REL, SUBNORMAL_SLACK, UNIT_ROUNDOFF, X_REL, round_up
 from .validation import check_epsilon, check_rng
 from .verification import PURE_EPS_RTOL, certify_matrix
 
@@ -80,7 +82,16 @@ MAX_ROW_BITS = 1 << 30
 
 def _row_bits(A: np.ndarray, log: bool) -> np.ndarray:
     """Bits of each row's exact residual weights (see :data:`MAX_ROW_BITS`), in float64
-    (``inf`` when the orders of magnitude overflow)."""
+    (``inf`` when the orders of magnitude overflow); by blocks of rows (each row alone, so the
+    same floats as at once, without ``n x n`` temporaries)."""
+    out = np.empty(A.shape[0])
+    block = max(1, (1 << 18) // max(1, A.shape[1]))
+    for s in range(0, A.shape[0], block):
+        out[s:s + block] = _row_bits_block(A[s:s + block], log)
+    return out
+
+
+def _row_bits_block(A: np.ndarray, log: bool) -> np.ndarray:
     if log:
         finite = np.isfinite(A)
         top = np.max(np.where(finite, A, -np.inf), axis=1, keepdims=True)
@@ -130,46 +141,140 @@ def _randbelow(rng: np.random.Generator, N: int) -> int:
             return x
 
 
-def _alias_tables(W: np.ndarray, C: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Exact integer alias tables of every row of ``W`` (each row sums to ``m C``).
+@nb.njit(cache=True, boundscheck=False)
+def _alias_rows(q: np.ndarray, total: int, C: int, thr: np.ndarray, item: np.ndarray,
+                alias: np.ndarray) -> bool:  # pragma: no cover (compiled)
+    """:func:`_alias_tables` row by row (compiled): the weights of row ``u`` are ``q[u]`` and the
+    residual item ``total - sum q[u]``; writes ``thr``, ``item``, ``alias`` of shape
+    ``(rows, k + 1)`` for ``q`` of shape ``(rows, k)`` and returns whether every row kept the
+    invariant."""
+    rows, n = q.shape
+    m = n + 1
+    w = np.empty(m, dtype=np.int64)
+    al = np.empty(m, dtype=np.int64)
+    ok = True
+    for u in range(rows):
+        s = 0
+        for k in range(n):
+            w[k] = q[u, k]
+            s += q[u, k]
+        w[n] = total - s
+        order = np.argsort(w, kind="mergesort")          # stable, as NumPy's "stable"
+        ws = w[order]
+        i = 0
+        j = m - 1
+        rem = ws[m - 1]
+        for _ in range(m - 1):
+            if rem < C:                   # the large item became small: place it
+                thr[u, j] = rem
+                al[j] = j - 1
+                rem = ws[max(j - 1, 0)] - (C - rem)
+                j -= 1
+            else:
+                wi = ws[i]
+                thr[u, i] = wi
+                al[i] = j
+                rem = rem - (C - wi)
+                i += 1
+        thr[u, j] = rem
+        al[j] = j
+        if rem != C:
+            ok = False
+        for k in range(m):
+            t = thr[u, k]
+            if t < 0 or t > C:
+                ok = False
+            item[u, k] = order[k]
+            alias[u, k] = order[al[k]]
+    return ok
 
-    Two-pointer form of Vose's method on the weights sorted ascending, all rows in lockstep:
-    the current *large* item ``j`` (from the right) fills the column of the next *small* item
-    (from the left) or, once its remainder is below ``C``, its own column with alias ``j - 1``.
-    The invariant "unplaced weight = C times the number of unplaced items" makes every
-    threshold lie in ``[0, C]``; this is checked.
+
+def _alias_tables(q: np.ndarray, C: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact integer alias tables of every row of weights ``[q[u], m C - sum q[u]]``
+    (``q`` of shape ``(rows, m - 1)``).
+
+    Two-pointer form of Vose's method on the weights sorted ascending (stable): the current
+    *large* item ``j`` (from the right) fills the column of the next *small* item (from the
+    left) or, once its remainder is below ``C``, its own column with alias ``j - 1``. The
+    invariant "unplaced weight = C times the number of unplaced items" makes every threshold
+    lie in ``[0, C]``; this is checked. Compiled, one row at a time (:func:`_alias_rows`): no
+    ``n x n`` temporaries beyond the tables themselves.
 
     Returns
     -------
     thr, item, alias : flat arrays of length ``n m`` (row-major): column ``j`` of row ``u``
         yields ``item`` if ``V < thr`` else ``alias``.
     """
-    n, m = W.shape
-    order = np.argsort(W, axis=1, kind="stable")
-    w = np.take_along_axis(W, order, axis=1)
-    thr = np.empty((n, m), dtype=np.int64)
-    alias = np.empty((n, m), dtype=np.int64)
-    rows = np.arange(n)
-    i = np.zeros(n, dtype=np.int64)
-    j = np.full(n, m - 1, dtype=np.int64)
-    rem = w[:, m - 1].copy()
-    for _ in range(m - 1):
-        own = rem < C                          # the large item became small: place it
-        col = np.where(own, j, i)
-        wi = w[rows, i]
-        thr[rows, col] = np.where(own, rem, wi)
-        alias[rows, col] = np.where(own, j - 1, j)
-        rem = np.where(own, w[rows, np.maximum(j - 1, 0)] - (C - rem), rem - (C - wi))
-        i = np.where(own, i, i + 1)
-        j = np.where(own, j - 1, j)
-    thr[rows, j] = rem
-    alias[rows, j] = j
-    if np.any(rem != C) or thr.min() < 0 or thr.max() > C:
-        raise RuntimeError("alias table construction failed its invariant (a bug)")
-    item = order
-    alias_item = np.take_along_axis(order, alias, axis=1)
+    rows, m = q.shape[0], q.shape[1] + 1
     small = np.int32 if m < 2 ** 31 else np.int64
-    return thr.ravel(), item.astype(small).ravel(), alias_item.astype(small).ravel()
+    thr = np.empty((rows, m), dtype=np.int64)
+    item = np.empty((rows, m), dtype=small)
+    alias = np.empty((rows, m), dtype=small)
+    if not _alias_rows(np.ascontiguousarray(q, dtype=np.int64), m * C, C, thr, item, alias):
+        raise RuntimeError("alias table construction failed its invariant (a bug)")
+    return thr.ravel(), item.ravel(), alias.ravel()
+
+
+@nb.njit(cache=True, boundscheck=False)
+def _up_kept(x: float, rel: float, slack: float) -> float:  # pragma: no cover (compiled)
+    """:func:`mdp.rounding.round_up` of one float (infinities and NaN kept)."""
+    if np.isfinite(x):
+        return (x + abs(x) * rel) + slack
+    return x
+
+
+@nb.njit(cache=True, boundscheck=False)
+def _sampled_levels(R, D, sig_lo, sig_hi, eta_row, group, rel, slack, cut, us, vs,
+                    Es):  # pragma: no cover (compiled)
+    """Per pair ``E[u, v]`` of :meth:`ExactSampler.measure_eps` (the same operations in the same
+    order as its NumPy form: ``corr``, ``eta``, the total and the division, each rounded up;
+    pairs of one group are 0). Returns the largest ``E`` at most ``cut`` and the number of
+    pairs above ``cut``, which it writes to ``us, vs, Es`` when they are large enough to hold
+    them; ``(nan, 0)`` when some ``E`` is NaN."""
+    n = R.shape[0]
+    best = 0.0
+    count = 0
+    for u in range(n):
+        for v in range(n):
+            if group[u] == group[v]:
+                continue
+            c = _up_kept(_up_kept(sig_hi[v] - sig_lo[u], rel, slack) / (1.0 + sig_lo[u]), rel, slack)
+            eta = eta_row[u] + eta_row[v]
+            total = _up_kept(_up_kept(R[u, v] + eta, rel, slack) + c, rel, slack)
+            if total < 0.0:
+                total = 0.0
+            d = D[u, v]
+            if not d > 0.0:
+                d = 1.0
+            e = _up_kept(total / d, rel, slack)
+            if e != e:                      # NaN: no bound (the measurement refuses)
+                return np.nan, 0
+            if e <= cut:
+                if e > best:
+                    best = e
+            else:
+                if count < us.shape[0]:
+                    us[count] = u
+                    vs[count] = v
+                    Es[count] = e
+                count += 1
+    return best, count
+
+
+def _row_sum_bounds(mant: np.ndarray, expo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of ``S_u - 1`` for the exact row sums ``S_u = sum_w mant 2^expo`` (per row given)."""
+    rows = mant.shape[0]
+    lo = np.empty(rows)
+    hi = np.empty(rows)
+    normal = expo >= -1020           # mant * 2^expo is then an exact float64
+    with np.errstate(under="ignore"):
+        vals = np.where(normal, np.ldexp(mant, np.clip(expo, -1100, 1100).astype(np.int32)), 0.0)
+    tail = np.count_nonzero(~normal & (mant > 0), axis=1) * 2.0 ** -1020
+    for u in range(rows):
+        s = math.fsum([*vals[u].tolist(), -1.0])       # correctly rounded
+        lo[u] = s - abs(s) * 2.0 ** -52 - 2.0 ** -1070
+        hi[u] = s + abs(s) * 2.0 ** -52 + 2.0 ** -1070 + tail[u] * 1.01
+    return lo, hi
 
 
 class ExactSampler:
@@ -200,65 +305,82 @@ class ExactSampler:
                 f"({bits[u]:.3g} bits of exact weights, the limit is {MAX_ROW_BITS}); such a "
                 "mechanism releases its input almost surely: lower epsilon")
         self.log = bool(log)
-        self._source = np.array(A, copy=True)
+        # the certified matrix is shared when it is read-only (mdp.sampling.certified_sampler
+        # makes it so): an n x n copy less per mechanism
+        shared = not A.flags.writeable and A.flags.owndata
+        self._source = A if shared else np.array(A, copy=True)
         self._source.setflags(write=False)
-        if log:
-            self._mant, self._expo, eta = _exp_extended(A)
-            self._eta_row = eta.max(axis=1)
-        else:
-            mant, e = np.frexp(A)
-            self._mant, self._expo = mant, e.astype(np.int64)
-            self._eta_row = np.zeros(self.n)
-        self._sigma_lo, self._sigma_hi = self._row_sum_bounds()
         m = self.n + 1
         k = TABLE_BITS - (m - 1).bit_length()
-        self._m, self._C = m, 1 << k
-        # q_w <= m C p_w / S: the factor (1 - 2^-50) covers the roundings of this float formula
-        fac = float(m) * (1.0 - 2.0 ** -50) / (1.0 + self._sigma_hi)
-        ek = np.clip(self._expo + k, -1100, 1100).astype(np.int32)
-        with np.errstate(under="ignore"):
-            y = np.ldexp(self._mant, ek) * fac[:, None]
-        q = np.floor(y).astype(np.int64)
-        W = np.empty((self.n, m), dtype=np.int64)
-        W[:, :self.n] = q
-        W[:, self.n] = m * self._C - q.sum(axis=1)
-        self._q = q
-        self._thr, self._item, self._alias = _alias_tables(W, self._C)
+        self._m, self._C, self._k = m, 1 << k, k
+        # What the privacy measurement of the sampled matrix needs (row sums, the exp error,
+        # identical rows) from blocks of rows; the n x n tables are built at the first draw, by
+        # the same deterministic functions of the same read-only matrix (a mechanism that is
+        # only measured, as in a calibration, never holds them)
+        self._eta_row = np.zeros(self.n)
+        self._sigma_lo, self._sigma_hi = np.empty(self.n), np.empty(self.n)
+        # identical sampled rows share a group (their pairs have level 0): rows are found by a
+        # digest of their weights and confirmed equal weight for weight, so a digest collision
+        # can only split a group (a looser bound), never join different rows; only the
+        # digests are held, not n x n bytes
+        first: dict[bytes, list[int]] = {}
+        group = np.arange(self.n)
+        block = max(1, (1 << 18) // max(self.n, 1))
+        for s in range(0, self.n, block):
+            mant, expo, eta = self._dyadic(slice(s, s + block))
+            self._eta_row[s:s + block] = eta.max(axis=1)
+            self._sigma_lo[s:s + block], self._sigma_hi[s:s + block] = _row_sum_bounds(mant, expo)
+            for i in range(len(mant)):
+                key = hashlib.blake2b(mant[i].tobytes() + expo[i].tobytes(), digest_size=16).digest()
+                for u in first.setdefault(key, []):
+                    m0, e0, _ = self._dyadic(slice(u, u + 1))
+                    if np.array_equal(m0[0], mant[i]) and np.array_equal(e0[0], expo[i]):
+                        group[s + i] = u
+                        break
+                else:
+                    first[key].append(s + i)
+        self._group = group
+        self._tables = None
         self._residual: dict[int, tuple[list[int], int]] = {}
-        keys: dict[bytes, int] = {}
-        self._group = np.array([keys.setdefault(self._mant[u].tobytes() + self._expo[u].tobytes(), u)
-                                for u in range(self.n)])
 
-    # -- exact row sums ---------------------------------------------------------------------------
-    def _row_sum_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Bounds of ``S_u - 1`` for the exact row sums ``S_u = sum_w mant 2^expo``."""
-        lo = np.empty(self.n)
-        hi = np.empty(self.n)
-        normal = self._expo >= -1020           # mant * 2^expo is then an exact float64
-        with np.errstate(under="ignore"):
-            vals = np.where(normal, np.ldexp(self._mant, np.clip(self._expo, -1100, 1100)
-                                             .astype(np.int32)), 0.0)
-        tail = np.count_nonzero(~normal & (self._mant > 0), axis=1) * 2.0 ** -1020
-        for u in range(self.n):
-            s = math.fsum([*vals[u].tolist(), -1.0])       # correctly rounded
-            lo[u] = s - abs(s) * 2.0 ** -52 - 2.0 ** -1070
-            hi[u] = s + abs(s) * 2.0 ** -52 + 2.0 ** -1070 + tail[u] * 1.01
-        return lo, hi
+    def _dyadic(self, rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(mant, expo, eta)`` of the sampled weights of ``rows`` (elementwise, so any block
+        of rows gives the same numbers as the whole matrix)."""
+        A = self._source[rows]
+        if self.log:
+            return _exp_extended(A)
+        mant, e = np.frexp(A)
+        return mant, e.astype(np.int64), np.zeros(A.shape)
+
+    def _table(self):
+        """``(mant, expo, q, thr, item, alias)`` of every row, built once (at the first draw)."""
+        if self._tables is None:
+            mant, expo, _ = self._dyadic(slice(None))
+            # q_w <= m C p_w / S: the factor (1 - 2^-50) covers the roundings of this float formula
+            fac = float(self._m) * (1.0 - 2.0 ** -50) / (1.0 + self._sigma_hi)
+            ek = np.clip(expo + self._k, -1100, 1100).astype(np.int32)
+            with np.errstate(under="ignore"):
+                y = np.ldexp(mant, ek) * fac[:, None]
+            q = np.floor(y).astype(np.int64)
+            del y, ek
+            self._tables = (mant, expo, q, *_alias_tables(q, self._C))
+        return self._tables
 
     # -- sampling ---------------------------------------------------------------------------------
     def _residual_table(self, u: int) -> tuple[list[int], int]:
         """Cumulative exact residual weights ``R_w = m C P_w - q_w T`` of row ``u`` (lazily)."""
         if u in self._residual:
             return self._residual[u]
-        m = self._mant[u]
+        mant, expo, q = self._table()[:3]
+        m = mant[u]
         pos = m > 0
         M53 = (m * 2.0 ** 53).astype(np.int64).tolist()
-        E = (self._expo[u] - 53).tolist()
+        E = (expo[u] - 53).tolist()
         g = min(e for e, p in zip(E, pos.tolist(), strict=True) if p)
         P = [mm << (e - g) if p else 0 for mm, e, p in zip(M53, E, pos.tolist(), strict=True)]
         T = sum(P)
         mC = self._m * self._C
-        R = [p * mC - qq * T for p, qq in zip(P, self._q[u].tolist(), strict=True)]
+        R = [p * mC - qq * T for p, qq in zip(P, q[u].tolist(), strict=True)]
         if min(R) < 0:
             raise RuntimeError(f"sampler table of row {u} exceeds the exact probabilities")
         cum = list(itertools.accumulate(R))
@@ -274,8 +396,9 @@ class ExactSampler:
               below: Callable[[int], int]) -> np.ndarray:
         """Outputs for alias columns ``cols``, table words ``V`` and a residual source
         ``below(N)`` uniform on ``[0, N)`` (the random inputs are explicit for testing)."""
+        thr, item, alias = self._table()[3:]
         idx = rows * self._m + cols
-        out = np.where(V < self._thr[idx], self._item[idx], self._alias[idx]).astype(np.int64)
+        out = np.where(V < thr[idx], item[idx], alias[idx]).astype(np.int64)
         for i in np.flatnonzero(out == self.n).tolist():
             u = int(rows[i])
             _, total = self._residual_table(u)
@@ -316,8 +439,9 @@ class ExactSampler:
         m, C = self._m, self._C
         sl = slice(u * m, (u + 1) * m)
         mass = [0] * m
-        for thr, item, alias in zip(self._thr[sl].tolist(), self._item[sl].tolist(),
-                                    self._alias[sl].tolist(), strict=True):
+        thrs, items, aliases = self._table()[3:]
+        for thr, item, alias in zip(thrs[sl].tolist(), items[sl].tolist(),
+                                    aliases[sl].tolist(), strict=True):
             mass[item] += thr
             mass[alias] += C - thr
         cum, total = self._residual_table(u)
@@ -329,18 +453,20 @@ class ExactSampler:
         """The sampled probabilities rounded to float64 (for display; :meth:`row_distribution`
         is exact)."""
         with np.errstate(under="ignore"):
-            vals = np.ldexp(self._mant, np.clip(self._expo, -1100, 1100).astype(np.int32))
+            mant, expo = self._table()[:2]
+            vals = np.ldexp(mant, np.clip(expo, -1100, 1100).astype(np.int32))
         return vals / (1.0 + (self._sigma_lo + self._sigma_hi) / 2)[:, None]
 
     # -- privacy of what is sampled -----------------------------------------------------------------
     def _pair_upper_direct(self, u: int, v: int) -> float:
         """Upper bound of ``max_w ln(p_hat[u, w] / p_hat[v, w])`` measured on ``p_hat`` itself."""
-        mu, mv = self._mant[u], self._mant[v]
+        mant, expo, _ = self._dyadic([u, v])
+        mu, mv = mant[0], mant[1]
         pos = mu > 0
         if np.any(pos & (mv == 0)):
             return math.inf
         mu, mv = mu[pos], mv[pos]
-        de = self._expo[u][pos] - self._expo[v][pos]
+        de = expo[0][pos] - expo[1][pos]
         small = np.abs(de) <= 1000
         with np.errstate(over="ignore"):
             x = (np.ldexp(mu[small], de[small].astype(np.int32)) - mv[small]) / mv[small]
@@ -367,19 +493,23 @@ class ExactSampler:
         R = np.asarray(R, dtype=float)
         if R.shape != (self.n, self.n):
             raise ParameterError(f"pair_log_ratios must have shape ({self.n}, {self.n}), got {R.shape}")
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            corr = round_up(round_up(self._sigma_hi[None, :] - self._sigma_lo[:, None], DIFF_REL)
-                       / (1.0 + self._sigma_lo[:, None]), DIFF_REL)
-            eta = self._eta_row[:, None] + self._eta_row[None, :]
-            total = round_up(round_up(R + eta, DIFF_REL) + corr, DIFF_REL)
-            E = round_up(np.maximum(total, 0.0) / np.where(D > 0, D, 1.0), DIFF_REL)
-        E[self._group[:, None] == self._group[None, :]] = 0.0
-        if limit is not None and self.log:
-            for u, v in zip(*np.nonzero(E > limit), strict=True):
-                r = round_up(self._pair_upper_direct(int(u), int(v)), DIFF_REL)
-                direct = round_up(max(round_up(r + float(corr[u, v]), DIFF_REL), 0.0) / D[u, v], DIFF_REL)
-                E[u, v] = min(E[u, v], float(direct))
-        return float(E.max(initial=0.0))
+        R = np.ascontiguousarray(R)
+        cut = math.inf if limit is None or not self.log else float(limit)
+        args = (R, D, self._sigma_lo, self._sigma_hi, self._eta_row, self._group, DIFF_REL,
+                SUBNORMAL_SLACK, cut)
+        best, count = _sampled_levels(*args, np.empty(0, np.int64), np.empty(0, np.int64),
+                                      np.empty(0))
+        if count:
+            us, vs, Es = np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count)
+            _sampled_levels(*args, us, vs, Es)
+            for u, v, e in zip(us.tolist(), vs.tolist(), Es.tolist(), strict=True):
+                with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                    corr = round_up(round_up(self._sigma_hi[v] - self._sigma_lo[u], DIFF_REL)
+                                    / (1.0 + self._sigma_lo[u]), DIFF_REL)
+                    r = round_up(self._pair_upper_direct(u, v), DIFF_REL)
+                    direct = round_up(max(round_up(r + corr, DIFF_REL), 0.0) / D[u, v], DIFF_REL)
+                best = max(best, min(e, float(direct)))
+        return float(best)
 
     def certify(self, distances, epsilon: float, *, pair_log_ratios=None) -> dict:
         """Check that the sampled matrix is ``epsilon``-mDP (same limit as :func:`mdp.certify`).
@@ -409,8 +539,11 @@ class ExactSampler:
 
 
 def certified_sampler(matrix, distances, epsilon: float, *, log: bool = False,
-                      repair: bool = True):
+                      repair: bool = True, points=None):
     """Certify a candidate and build the exact sampler of the certified matrix, in one call.
+
+    ``points``: as :func:`mdp.verification.certify_matrix` (Euclidean coordinates that allow
+    the ``O(n^2 d)`` bounds of a log matrix of the exponential form).
 
     Returns
     -------
@@ -424,7 +557,8 @@ def certified_sampler(matrix, distances, epsilon: float, *, log: bool = False,
     BuildError
         The certified matrix is beyond the exact sampler's range (:data:`MAX_ROW_BITS`).
     """
-    cert = certify_matrix(matrix, distances, epsilon, repair=repair, log=log)
+    cert = certify_matrix(matrix, distances, epsilon, repair=repair, log=log, points=points)
+    cert.matrix.setflags(write=False)      # what is sampled: shared with the sampler, not copied
     sampler = ExactSampler(cert.matrix, log=log)
     cert.report["sampling"] = sampler.certify(distances, epsilon,
                                               pair_log_ratios=cert.pair_log_ratios)

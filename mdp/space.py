@@ -14,6 +14,7 @@ import numpy as np
 from scipy.sparse.csgraph import shortest_path
 from scipy.spatial.distance import cdist
 
+from ._pair_kernels import distance_defects
 from .errors import ParameterError, ParameterTypeError
 from .labels import LabelIndex
 from .resolution import RESOLUTION, check_resolution
@@ -147,7 +148,11 @@ class MetricSpace(LabelIndex):
     """
 
     def __init__(self, distances, labels=None, points=None, metric: str = "precomputed"):
-        D = np.array(distances, dtype=float, copy=True)
+        # a read-only float64 array that owns its data (from_points makes one) is kept as it
+        # is: an n x n copy less
+        own = (isinstance(distances, np.ndarray) and distances.dtype == np.float64
+               and not distances.flags.writeable and distances.flags.owndata)
+        D = distances if own else np.array(distances, dtype=float, copy=True)
         self._check_distances(D, triangle=metric not in TRUE_METRICS)
         D.setflags(write=False)
         self.distances = D
@@ -227,9 +232,11 @@ class MetricSpace(LabelIndex):
             name = metric
         else:
             raise ParameterTypeError(f"metric must be a string or a callable, got {type(metric).__name__}")
-        D = 0.5 * (D + D.T)
+        D += D.T              # 0.5 (D + D.T), in place: the same floats, one n x n array less
+        D *= 0.5
         np.fill_diagonal(D, 0.0)
         check_resolution(P, D, name, resolution)
+        D.setflags(write=False)
         return cls(D, labels=labels, points=P, metric=name)
 
     @classmethod
@@ -245,6 +252,14 @@ class MetricSpace(LabelIndex):
         n = D.shape[0]
         if n < 2:
             raise ParameterError(f"a metric space needs at least 2 points, got {n}")
+        valid, asym_max, _, top = distance_defects(np.ascontiguousarray(D))
+        if valid and not asym_max > METRIC_RTOL * max(float(top), 1e-300):
+            # one compiled pass found the entries finite, the diagonal zero, the rest positive
+            # and the matrix symmetric within the tolerance (no n x n temporaries): every
+            # check below would pass, only the triangle inequality is left
+            if triangle:
+                MetricSpace._check_triangle(D, max(float(top), 1e-300))
+            return
         if not np.all(np.isfinite(D)):
             bad = np.argwhere(~np.isfinite(D))[0]
             raise ParameterError(f"distances must be finite, got {D[tuple(bad)]} at {tuple(int(i) for i in bad)}")
@@ -266,8 +281,11 @@ class MetricSpace(LabelIndex):
             raise ParameterError(
                 f"distinct points must have positive distance, got D[{i},{j}] = 0: points {i} and "
                 f"{j} are duplicates (the same location); merge them into one point")
-        if not triangle:
-            return
+        if triangle:
+            MetricSpace._check_triangle(D, scale)
+
+    @staticmethod
+    def _check_triangle(D: np.ndarray, scale: float) -> None:
         # Triangle inequality holds iff every shortest path (Floyd-Warshall in compiled code,
         # O(n^3) but ~3x faster than a numpy min-plus product) is the direct distance.
         shortest = shortest_path(D, method="FW", directed=False)

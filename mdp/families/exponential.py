@@ -12,9 +12,9 @@ which is why mechanisms are compared on ``eps_tight`` (:func:`mdp.calibrate`).
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..accounting import loss as mech_loss
+from ..accounting import row_logsumexp
 from ..candidate import Candidate
 from ..errors import ParameterError
 from ..params import Param
@@ -46,10 +46,11 @@ def exponential_log_matrix(distances: np.ndarray, epsilon: float, weights: np.nd
     """
     logits = -0.5 * epsilon * np.asarray(distances, dtype=float)
     if weights is not None:
-        logits = logits + np.log(np.asarray(weights, dtype=float))[None, :]
+        logits += np.log(np.asarray(weights, dtype=float))[None, :]
     if log_weights is not None:
-        logits = logits + np.asarray(log_weights, dtype=float)[None, :]
-    return logits - logsumexp(logits, axis=1, keepdims=True)
+        logits += np.asarray(log_weights, dtype=float)[None, :]
+    logits -= row_logsumexp(logits)[:, None]
+    return logits
 
 
 def exponential_matrix(distances: np.ndarray, epsilon: float, weights: np.ndarray | None = None) -> np.ndarray:
@@ -61,7 +62,7 @@ def exponential_matrix(distances: np.ndarray, epsilon: float, weights: np.ndarra
 
 def inverse_density_log_weights(distances: np.ndarray, epsilon: float) -> np.ndarray:
     """``log Y_j = -log sum_k exp(-epsilon D[j, k] / 2)`` (:func:`inverse_density_weights`)."""
-    return -logsumexp(-0.5 * epsilon * np.asarray(distances, dtype=float), axis=1)
+    return -row_logsumexp(-0.5 * epsilon * np.asarray(distances, dtype=float))
 
 
 def inverse_density_weights(distances: np.ndarray, epsilon: float) -> np.ndarray:

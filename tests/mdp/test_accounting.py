@@ -4,9 +4,12 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mdp import MetricSpace, build, eps_tight, loss
 from mdp.accounting import pairwise_eps
+from mdp.errors import ParameterError
 
 
 def brute_eps_tight(M, D, delta):
@@ -326,3 +329,140 @@ def test_eps_tight_reuses_the_certification_bounds(family, monkeypatch):
         assert mech.eps_tight(d) == value
     with pytest.raises(AssertionError, match="second pass"):
         mech.eps_tight(0.0)          # the pure level refines with the lower bounds: full pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 1.0, 2.5, np.inf, -1.0]), min_size=1, max_size=60)
+       | st.lists(st.floats(-1e3, 1e3), min_size=1, max_size=60),
+       st.integers(1, 70))
+def test_descending_chunks_are_the_stable_sort(values, step):
+    # eps_tight's pair scan selects its first chunk without sorting everything: the chunks must
+    # be exactly those of the stable descending sort (ties by index), whatever the ties
+    from mdp.accounting import _descending_chunks
+
+    v = np.array(values, dtype=float)
+    chunks = list(_descending_chunks(v, step))
+    assert np.array_equal(np.concatenate(chunks), np.argsort(-v, kind="stable"))
+    assert all(len(c) == step for c in chunks[:-1]) and 0 < len(chunks[-1]) <= step
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_compiled_pure_levels_equal_the_numpy_expression(seed):
+    # from KERNEL_MIN_N points pure_levels is compiled: the same floats bit for bit (signs of
+    # zeros included) on ratios and distances spanning the whole float64 range, infinities,
+    # zeros and subnormals
+    from mdp.accounting import KERNEL_MIN_N, pure_levels
+    from mdp.rounding import DIFF_REL, round_down, round_up
+
+    rng = np.random.default_rng(seed)
+    n = KERNEL_MIN_N + 7
+    R = rng.normal(size=(n, n)) * 10.0 ** rng.integers(-300, 300, size=(n, n))
+    for value, share in ((np.inf, 0.05), (-np.inf, 0.05), (0.0, 0.05), (-0.0, 0.02), (5e-324, 0.02)):
+        R[rng.random((n, n)) < share] = value
+    D = np.abs(rng.normal(size=(n, n))) * 10.0 ** rng.integers(-300, 300, size=(n, n))
+    np.fill_diagonal(D, 0.0)
+    for side in (round_up, round_down):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            want = side(np.maximum(R, 0.0) / np.where(D > 0, D, 1.0), DIFF_REL)
+        want = np.maximum(want, 0.0)
+        np.fill_diagonal(want, 0.0)
+        got = pure_levels(R, D, side)
+        assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_row_logsumexp_is_scipy_bit_for_bit():
+    # by blocks of rows, the same floats as SciPy's whole-matrix call (rows of -inf included)
+    from scipy.special import logsumexp
+
+    from mdp.accounting import row_logsumexp
+
+    rng = np.random.default_rng(4)
+    for n, m in [(1200, 900), (3, 200_000), (1, 1)]:
+        A = rng.normal(size=(n, m)) * 50.0
+        A[rng.random((n, m)) < 0.01] = -np.inf
+        A[n // 2] = -np.inf
+        with np.errstate(divide="ignore"):
+            want = logsumexp(A, axis=1)
+        assert np.array_equal(row_logsumexp(A), want)
+
+
+@pytest.mark.parametrize("defect", [None, "nan", "inf", "diagonal", "zero", "negative",
+                                    "asymmetric", "slightly asymmetric", "transposed"])
+def test_compiled_distance_check_agrees_with_numpy(defect):
+    # from KERNEL_MIN_N points one compiled pass validates the distances: the same refusals
+    # (with the NumPy checks' messages) and the same min(D, D.T)
+    from mdp.accounting import KERNEL_MIN_N, check_distances
+
+    rng = np.random.default_rng(8)
+    for n in (5, KERNEL_MIN_N + 3):
+        X = rng.normal(size=(n, 3))
+        D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+        D = 0.5 * (D + D.T)
+        np.fill_diagonal(D, 0.0)
+        if defect == "nan":
+            D[1, 2] = np.nan
+        elif defect == "inf":
+            D[2, 1] = np.inf
+        elif defect == "diagonal":
+            D[3, 3] = 1e-300
+        elif defect == "zero":
+            D[0, 4] = D[4, 0] = 0.0
+        elif defect == "negative":
+            D[0, 4] = -1.0
+        elif defect == "asymmetric":
+            D[0, 1] *= 1.5
+        elif defect == "slightly asymmetric":
+            D[0, 1] *= 1 + 1e-12
+        elif defect == "transposed":
+            D = np.triu(D) + np.triu(D, 1).T * (1 - 1e-13)
+        bad = defect not in (None, "slightly asymmetric", "transposed")
+        if bad:
+            with pytest.raises(ParameterError):
+                check_distances(D)
+            continue
+        got = check_distances(D)
+        assert np.array_equal(got, np.minimum(D, D.T))
+        if defect is None and n >= KERNEL_MIN_N:
+            assert np.shares_memory(got, D) and not got.flags.writeable
+
+
+@pytest.mark.parametrize("kind", ["normal", "ties", "few on top", "few at the start"])
+def test_descending_chunks_on_large_arrays(kind):
+    # beyond the sample's stride: the first chunks are still those of the stable sort
+    from mdp.accounting import _descending_chunks
+
+    rng = np.random.default_rng(1)
+    v = {"normal": rng.normal(size=300_000),
+         "ties": rng.integers(0, 3, size=300_000).astype(float),
+         "few on top": np.r_[np.zeros(299_990), np.ones(10)],
+         "few at the start": np.r_[np.ones(10), np.zeros(299_990)]}[kind]
+    for step in (1, 1000, 7777):
+        chunks = _descending_chunks(v, step)
+        got = np.concatenate([next(chunks) for _ in range(30)])
+        assert np.array_equal(got, np.argsort(-v, kind="stable")[:len(got)])
+
+
+@pytest.mark.parametrize("eps", [0.3, 3.0])
+def test_pair_levels_on_demand_equal_the_array(eps):
+    # eps_tight with the certification's bounds computes the pairs' levels when asked (no
+    # n x n array from KERNEL_MIN_N points): the same chunks, in the same order, with the same
+    # floats as pure_levels' array
+    from mdp.accounting import KERNEL_MIN_N, _descending_chunks, _PairLevels, pure_levels
+    from mdp.rounding import round_up
+
+    rng = np.random.default_rng(6)
+    space = MetricSpace.from_points(rng.normal(size=(KERNEL_MIN_N + 20, 3)))
+    mech = build("exponential", space, eps)
+    R, D = mech._pair_log_ratios, space.distances
+    E = pure_levels(R, D, round_up).ravel()
+    lazy = _PairLevels(R=R, D=D)
+    assert lazy.E is None
+    for step in (64, 1000):
+        for n_chunk, (a, b) in enumerate(zip(_descending_chunks(lazy, step),
+                                             _descending_chunks(E, step), strict=False)):
+            assert np.array_equal(a, b) and np.array_equal(lazy.at(a), E[b])
+            if n_chunk > 40:
+                break
+    assert np.array_equal(lazy.at(np.arange(E.size)), E)
+    for t in (0.0, float(np.median(E)), float(E.max())):
+        assert np.array_equal(lazy.at_least(t), np.flatnonzero(E >= t))

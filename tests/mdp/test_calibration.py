@@ -114,3 +114,15 @@ def test_power_families_are_calibrated_in_few_builds_never_far_above(ratio, a, t
     assert len(search.trials) <= (6 if a >= 0.5 else 12)
     highest = max(e for e, _ in search.trials) / max(answer, target)
     assert highest <= (1 + 1e-9 if a <= 1.0 else 16.0)
+
+
+def test_calibration_builds_matrices_above_the_vocabulary_mode_size():
+    # eps_tight needs the certified matrix: a space that mode="auto" would build in vocabulary
+    # mode (above ModeRule.max_matrix_n) is still calibrated on its matrix
+    from mdp.vocabulary_mode import ModeRule
+
+    rng = np.random.default_rng(5)
+    space = MetricSpace.from_points(rng.normal(size=(12, 3)))
+    mech = calibrate("exponential", space, 1.0, delta=1e-3, mode_rule=ModeRule(max_matrix_n=5))
+    assert mech.stats["mode"]["mode"] == "matrix"
+    assert mech.eps_tight(1e-3) <= 1.0

@@ -82,3 +82,15 @@ def test_approximate_bound_below_worst_case_loss_of_calibrated_mechanisms(delta)
         for name in ["exponential", "weighted_exponential"]:
             m = calibrate(name, s, t, delta=delta)
             assert lb.value <= m.loss() + 1e-12
+
+
+def test_packing_radius_equals_its_definition():
+    # r*(S) = min over centre pairs x != x' of min_y max(d(x, y), d(x', y)), by brute force on the
+    # returned packing: exactly that float (the running minimum is not an approximation)
+    rng = np.random.default_rng(11)
+    for s in [*spaces(), MetricSpace.from_points(rng.uniform(size=(25, 3)))]:
+        D = s.distances
+        for lb in lower_bounds(s, [0.2, 1.0, 5.0, 40.0]):
+            S = lb.centres
+            want = min(float(np.maximum(D[a], D[b]).min()) for i, a in enumerate(S) for b in S[i + 1:])
+            assert lb.r == want

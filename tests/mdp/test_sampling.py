@@ -3,6 +3,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import mdp
@@ -47,7 +49,7 @@ def test_alias_tables_reproduce_integer_weights_exactly():
     W = W[W[:, -1] >= 0]
     W[0] = 0
     W[0, 3] = m * C                                       # one certain item
-    thr, item, alias = _alias_tables(W, C)
+    thr, item, alias = _alias_tables(W[:, :-1], C)          # the last item is the residual
     for u in range(len(W)):
         mass = np.zeros(m, dtype=np.int64)
         sl = slice(u * m, (u + 1) * m)
@@ -75,7 +77,7 @@ def test_one_in_1e30_is_reachable():
     assert S.row_distribution(0)[1] == Fraction(1e-30) / (1 + Fraction(1e-30))
     # force the alias draw onto the residual item, then the residual integer onto output 1
     m, C = S._m, S._C
-    thr, item, alias = S._thr[:m], S._item[:m], S._alias[:m]
+    thr, item, alias = (t[:m] for t in S._table()[3:])
     j = next(c for c in range(m) if item[c] == S.n or alias[c] == S.n)
     V = 0 if item[j] == S.n else C - 1
     assert V < thr[j] if item[j] == S.n else V >= thr[j]
@@ -183,3 +185,129 @@ def test_large_epsilon_within_range_samples_the_certified_matrix_exactly():
     ratio = row[2] / row[1]
     log_ratio = (ratio.numerator.bit_length() - ratio.denominator.bit_length()) * math.log(2)
     assert abs(log_ratio - (-1.5e5)) < 2.0
+
+
+def _lockstep_alias_reference(W, C):
+    """Vose's two-pointer method, all rows in lockstep in NumPy (the compiled kernel's reference)."""
+    n, m = W.shape
+    order = np.argsort(W, axis=1, kind="stable")
+    w = np.take_along_axis(W, order, axis=1)
+    thr = np.empty((n, m), dtype=np.int64)
+    alias = np.empty((n, m), dtype=np.int64)
+    rows = np.arange(n)
+    i = np.zeros(n, dtype=np.int64)
+    j = np.full(n, m - 1, dtype=np.int64)
+    rem = w[:, m - 1].copy()
+    for _ in range(m - 1):
+        own = rem < C
+        col = np.where(own, j, i)
+        wi = w[rows, i]
+        thr[rows, col] = np.where(own, rem, wi)
+        alias[rows, col] = np.where(own, j - 1, j)
+        rem = np.where(own, w[rows, np.maximum(j - 1, 0)] - (C - rem), rem - (C - wi))
+        i = np.where(own, i, i + 1)
+        j = np.where(own, j - 1, j)
+    thr[rows, j] = rem
+    alias[rows, j] = j
+    return thr.ravel(), order.ravel(), np.take_along_axis(order, alias, axis=1).ravel()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 30), st.integers(3, 40), st.sampled_from(["random", "ties", "one"]),
+       st.integers(0, 2**32))
+def test_compiled_alias_tables_equal_the_lockstep_reference(n, bits, kind, seed):
+    # the compiled per-row tables are the lockstep NumPy method's, entry for entry (ties in the
+    # weights included: both sort stably), and every row's exact masses are its weights
+    rng = np.random.default_rng(seed)
+    m, C = n + 1, 1 << bits
+    if kind == "random":
+        q = rng.integers(0, C, size=(n, n), dtype=np.int64)
+    elif kind == "ties":
+        q = rng.integers(0, 3, size=(n, n), dtype=np.int64) * (C // 2)
+    else:
+        q = np.zeros((n, n), dtype=np.int64)
+        q[:, rng.integers(n)] = m * C // 2
+    W = np.concatenate([q, (m * C - q.sum(axis=1))[:, None]], axis=1)
+    got = _alias_tables(q, C)
+    for a, b in zip(_lockstep_alias_reference(W, C), got, strict=True):
+        assert np.array_equal(a, b)
+    thr, item, alias = (x.reshape(n, m) for x in got)
+    for u in range(n):
+        mass = np.zeros(m, dtype=object)
+        for t, it, al in zip(thr[u].tolist(), item[u].tolist(), alias[u].tolist(), strict=True):
+            mass[it] += t
+            mass[al] += C - t
+        assert mass.tolist() == W[u].tolist()
+
+
+def test_measurement_from_row_blocks_equals_the_whole_tables():
+    # the privacy measurement is made from blocks of rows at construction, the tables at the
+    # first draw: both must describe the same exact weights
+    from mdp.sampling import _row_sum_bounds
+
+    s = space(40, 3)
+    L = exponential_log_matrix(s.distances, 2.0)
+    for A, log in ((L, True), (np.exp(L), False)):
+        S = ExactSampler(A, log=log)
+        before = S.measure_eps(s.distances)
+        mant, expo = S._table()[:2]
+        lo, hi = _row_sum_bounds(mant, expo)
+        assert np.array_equal(lo, S._sigma_lo) and np.array_equal(hi, S._sigma_hi)
+        assert S.measure_eps(s.distances) == before
+        keys = [mant[u].tobytes() + expo[u].tobytes() for u in range(s.n)]
+        assert S._group.tolist() == [keys.index(k) for k in keys]
+
+
+def test_a_writeable_matrix_is_copied_a_read_only_one_shared():
+    A = np.array([[0.5, 0.5], [0.25, 0.75]])
+    S = ExactSampler(A)
+    A[0] = [1.0, 0.0]                       # the caller's array changes: the sampler does not
+    assert S.row_distribution(0) == [Fraction(1, 2), Fraction(1, 2)]
+    B = np.array([[0.5, 0.5], [0.25, 0.75]])
+    B.setflags(write=False)
+    assert ExactSampler(B)._source is B
+
+
+def _measure_eps_reference(S, distances, R, limit):
+    """The NumPy form of ExactSampler.measure_eps (n x n arrays), the compiled kernel's reference."""
+    from mdp.accounting import check_distances
+    from mdp.rounding import DIFF_REL, round_up
+
+    D = check_distances(distances, S.n)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        corr = round_up(round_up(S._sigma_hi[None, :] - S._sigma_lo[:, None], DIFF_REL)
+                        / (1.0 + S._sigma_lo[:, None]), DIFF_REL)
+        eta = S._eta_row[:, None] + S._eta_row[None, :]
+        total = round_up(round_up(R + eta, DIFF_REL) + corr, DIFF_REL)
+        E = round_up(np.maximum(total, 0.0) / np.where(D > 0, D, 1.0), DIFF_REL)
+    E[S._group[:, None] == S._group[None, :]] = 0.0
+    if limit is not None and S.log:
+        for u, v in zip(*np.nonzero(E > limit), strict=True):
+            r = round_up(S._pair_upper_direct(int(u), int(v)), DIFF_REL)
+            direct = round_up(max(round_up(r + float(corr[u, v]), DIFF_REL), 0.0) / D[u, v], DIFF_REL)
+            E[u, v] = min(E[u, v], float(direct))
+    return float(E.max(initial=0.0))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 30), st.floats(0.1, 30.0), st.booleans(), st.integers(0, 2**32))
+def test_compiled_sampled_level_equals_the_numpy_form(n, eps, twin, seed):
+    # the sampled matrix's level, measured pair by pair in compiled code, is the NumPy form's
+    # float, with identical rows, pairs re-measured over a limit and a NaN bound
+    from mdp.accounting import pair_log_ratio_bounds
+
+    s = MetricSpace.from_points(np.random.default_rng(seed).normal(size=(n, 2)))
+    L = exponential_log_matrix(s.distances, eps)
+    if twin:
+        L[1] = L[0]
+    for log in (True, False):
+        S = ExactSampler(L if log else np.exp(L), log=log)
+        R, _ = pair_log_ratio_bounds(S._source, log)
+        for limit in (None, eps, 0.5 * eps, 0.0):
+            assert S.measure_eps(s.distances, pair_log_ratios=R, limit=limit) == \
+                _measure_eps_reference(S, s.distances, R, limit)
+        R[0, n - 1] = np.nan                # a NaN bound is no bound (unless the rows are one)
+        want = _measure_eps_reference(S, s.distances, R, None)
+        got = S.measure_eps(s.distances, pair_log_ratios=R)
+        assert got == want or (math.isnan(got) and math.isnan(want))
+        assert math.isnan(got) == (S._group[0] != S._group[n - 1])

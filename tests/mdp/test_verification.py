@@ -257,3 +257,26 @@ def test_log_domain_repair_matches_probability_repair():
     assert rep_l["uniform_mix"] == pytest.approx(rep_p["uniform_mix"], rel=1e-3)
     assert check_pure_exact(out_l, s.distances, rep_l["certified_eps"], log=True)[0]
     assert eps_tight(out_l, s.distances, log=True) <= rep_l["certified_eps"]
+
+
+def test_read_only_candidate_is_measured_in_place_and_a_writeable_one_copied():
+    # no n x n copy of a read-only candidate that owns its data; a writeable one (or one whose
+    # negatives must be clipped) is copied, so later writes by the caller change nothing
+    from mdp.verification import certify_matrix
+
+    s = MetricSpace.from_points(np.random.default_rng(3).normal(size=(8, 2)))
+    M = exponential_matrix(s.distances, 1.0)
+    M.setflags(write=False)
+    assert certify_matrix(M, s.distances, 1.0).matrix is M
+    W = exponential_matrix(s.distances, 1.0)
+    cert = certify_matrix(W, s.distances, 1.0)
+    assert cert.matrix is not W
+    W[0] = 0.0
+    assert np.all(cert.matrix[0] > 0)
+    N = exponential_matrix(s.distances, 1.0)
+    N[0, 0] += N[0, 1]                         # the row sums to 1 once the negative is clipped
+    N[0, 1] = -1e-9                            # a solver-tolerance negative
+    N.setflags(write=False)
+    with pytest.raises(PrivacyError, match="inf-mDP"):     # clipped to 0 (in a copy): not private
+        certify_matrix(N, s.distances, 1.0, repair=False)
+    assert N[0, 1] == -1e-9 and not N.flags.writeable
