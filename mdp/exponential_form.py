@@ -67,7 +67,7 @@ rounded down), so the certification's exact refinement and its report work as wi
 pass. Only ``R_up`` is kept (``n x n``, needed by the sampler's measurement and by
 ``eps_tight``); the levels of both bounds are reduced to their maxima in the same pass.
 
-Tests: ``tests/test_exponential_form.py`` (equality with, and domination of, the all-triples
+Tests: ``tests/mdp/test_exponential_form.py`` (equality with, and domination of, the all-triples
 bounds; a hypothesis property over random spaces; a planted violation that the form cannot
 hide; distances that break the triangle inequality by more than the points allow).
 """

@@ -58,8 +58,11 @@ class ModeRule:
     ----------
     max_matrix_n : int
         Largest space built as a matrix by default. At 2,000 points Madlib's estimated matrix
-        takes about a minute and the exponential mechanism's a few seconds (n = 1,000: 6.9 s
-        and 0.8 s; n = 5,000: Madlib over 5 minutes, exponential 53 s and 3.7 GB).
+        takes about a minute (n = 1,000: 6.9 s; n = 5,000: over 5 minutes), and a matrix not
+        of the exponential form on Euclidean points is certified by the ``O(n^3)`` pass. The
+        exponential mechanism's matrix is certified in ``O(n^2 d)`` on Euclidean points
+        (:mod:`mdp.exponential_form`; n = 5,000: build and certification 3.8 s, 1.4 GB), and
+        ``mode="matrix"`` gives it there.
     """
 
     max_matrix_n: int = 2000
