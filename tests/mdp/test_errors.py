@@ -109,8 +109,9 @@ def test_data_tests_are_marked(request):
 
 
 def test_experiments_say_they_need_the_real_data(monkeypatch, capsys, tmp_path):
-    """A quick experiment on the real data says so before it starts, and stops at once without
-    them, naming the experiment, the data and where to get them."""
+    """An experiment on the real data says so before it starts, and a full run stops at once
+    without them, naming the experiment, the data and where to get them (a quick run uses a
+    synthetic log instead: tests/experiments/test_realdata.py)."""
     import experiments.realdata as realdata
     from mdp.cli import main
 
@@ -119,7 +120,7 @@ def test_experiments_say_they_need_the_real_data(monkeypatch, capsys, tmp_path):
                                 "docs/guide/data.md")
 
     monkeypatch.setattr(realdata, "shared_data_dir", absent)
-    code = main(["experiment", "heatmaps", "--quick", "-o", str(tmp_path / "h")])
+    code = main(["experiment", "heatmaps", "-o", str(tmp_path / "h")])
     err = capsys.readouterr().err
     assert code == 2 and "experiment heatmaps needs the Gowalla check-ins" in err
     assert "docs/guide/data.md" in err and not (tmp_path / "h").exists()
