@@ -110,7 +110,10 @@ def _best_over_prefixes(D: np.ndarray, order: np.ndarray, epsilons: np.ndarray, 
         pair = np.maximum(D[prev], D[c][None, :]).min(axis=1)
         r_star = min(r_star, float(pair.min()))
         N += np.exp(-np.multiply.outer(epsilons, D[:, c]))
-        vals = r_star * (1.0 - 1.0 / N - delta)                      # (E, n)
+        # N underflows to 0 (or a subnormal) for a w far from every centre at a large eps: its
+        # bound is -inf, the right limit, and never the maximum
+        with np.errstate(divide="ignore", over="ignore"):
+            vals = r_star * (1.0 - 1.0 / N - delta)                  # (E, n)
         w = vals.argmax(axis=1)
         v = vals[np.arange(len(epsilons)), w]
         better = v > best
