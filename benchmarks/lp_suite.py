@@ -84,18 +84,30 @@ def describe_build(mech, seconds: float) -> dict:
     plan = report.plan
     trace = stats.get("block_round_trace") or stats.get("round_trace") or []
     added = sum(r.get("added", 0) for r in trace if isinstance(r, dict))
+    path = f"{plan.method.value}/{plan.solver.value}"
+    rounds, finish_rounds = stats.get("rounds"), None
+    if "block_rounds" in stats:
+        # the column-block rounds stopped short and HiGHS's lazy solve finished from their rows
+        path += " + HiGHS finish"
+        rounds, finish_rounds = stats["block_rounds"], stats.get("rounds")
+    elif stats.get("finish_error"):
+        path += " + finish stopped"
+    if report.fallbacks:
+        path += " + fallback"
     iterations = [f"{stats[k]} {label}" for k, label in (("ipm_iterations", "ipm"),
                                                          ("simplex_iterations", "simplex"))
                   if stats.get(k)]
     return {"seconds": round(seconds, 2),
-            "plan": f"{plan.method.value}/{plan.solver.value}"
-                    + (" + fallback" if report.fallbacks else ""),
-            "rounds": stats.get("rounds"),
+            "plan": path,
+            "rounds": rounds, "finish_rounds": finish_rounds,
             "iterations": ", ".join(iterations) or None,
             "gap": report.gap,
             "status": "ok",
             "rows": stats.get("rows"), "rows_added": added or None,
             "stalled": stats.get("stalled"), "rounds_ended": stats.get("rounds_ended"),
+            "block_seconds": stats.get("block_seconds"),
+            "block_ipm_iterations": stats.get("block_ipm_iterations"),
+            "finish_error": stats.get("finish_error"),
             "loss": report.loss, "bound": report.bound,
             "attempts": "; ".join(f"{a.step}: {a.outcome} {a.seconds:.1f} s"
                                   for a in report.attempts),
@@ -171,7 +183,8 @@ def main() -> None:
     p.add_argument("--c", type=float, nargs="+", default=None,
                    help=f"eps x median distance (default {C_VALUES})")
     p.add_argument("--limit", type=float, default=600.0, help="seconds per cell (default 600)")
-    p.add_argument("--csv", default=None, help="also write every row (all fields) to this CSV")
+    p.add_argument("--csv", default=None,
+                   help="also write every row (all fields) to this CSV (rewritten after each cell)")
     # one cell (internal: the suite runs each cell as such a child process)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--kind", help=argparse.SUPPRESS)
@@ -197,6 +210,9 @@ def main() -> None:
             time.sleep(1.0)
         for cell in tqdm(cells, desc="lp suite", unit="cell", file=sys.stderr):
             rows.append(run_cell(*cell, args.limit))
+            if args.csv:
+                # after every cell, so that a suite stopped part-way keeps its rows
+                atomic_write_text(args.csv, pd.DataFrame(rows).to_csv(index=False))
     finally:
         if job is not None:
             job.kill()
@@ -209,7 +225,17 @@ def main() -> None:
     shown = table[["space", "c", "n", "family", "seconds", "plan", "rounds", "iterations", "gap",
                    "status"]].copy()
     shown["gap"] = shown["gap"].map(lambda g: "" if g is None or pd.isna(g) else f"{g:.1e}")
-    shown["rounds"] = shown["rounds"].map(lambda r: "" if r is None or pd.isna(r) else int(r))
+    if "finish_rounds" not in table:
+        table["finish_rounds"] = None
+
+    def rounds(row) -> str:
+        if row["rounds"] is None or pd.isna(row["rounds"]):
+            return ""
+        finish = row["finish_rounds"]
+        more = "" if finish is None or pd.isna(finish) else f" + {int(finish)} finish"
+        return f"{int(row['rounds'])}{more}"
+
+    shown["rounds"] = table.apply(rounds, axis=1)
     print(f"{'beside one competing numeric job' if job is not None else 'no competing job'}; "
           f"CPUs {len(os.sched_getaffinity(0))}; load averages before "
           f"{', '.join(f'{x:.2f}' for x in before)}, after {', '.join(f'{x:.2f}' for x in after)}; "
