@@ -112,7 +112,10 @@ def _best_over_prefixes(D: np.ndarray, order: np.ndarray, epsilons: np.ndarray, 
         r_star = min(r_star, float(np.maximum(D[c], nearest).min()))
         np.minimum(nearest, D[c], out=nearest)
         N += np.exp(-np.multiply.outer(epsilons, D[:, c]))
-        vals = r_star * (1.0 - 1.0 / N - delta)                      # (E, n)
+        # N underflows to 0 (or a subnormal) for a w far from every centre at a large eps: its
+        # bound is -inf, the right limit, and never the maximum
+        with np.errstate(divide="ignore", over="ignore"):
+            vals = r_star * (1.0 - 1.0 / N - delta)                  # (E, n)
         w = vals.argmax(axis=1)
         v = vals[np.arange(len(epsilons)), w]
         better = v > best

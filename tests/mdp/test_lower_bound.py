@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 
@@ -94,3 +96,24 @@ def test_packing_radius_equals_its_definition():
             S = lb.centres
             want = min(float(np.maximum(D[a], D[b]).min()) for i, a in enumerate(S) for b in S[i + 1:])
             assert lb.r == want
+
+
+def test_far_points_at_a_large_epsilon_give_no_overflow_warning():
+    # three points 1000 units from each other and from the rest at eps 1: with two of them as
+    # the centres, e^{-eps d} underflows to 0 in N(w, S) at the third
+    pts = np.r_[np.random.default_rng(3).uniform(0, 1, (6, 2)),
+                [[1000.0, 0.0], [-1000.0, 0.0], [0.0, 1000.0]]]
+    space = MetricSpace.from_points(pts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lb = lower_bound(space, 1.0)
+    # brute force over every packing of the traversal's prefixes gives the same value
+    D = space.distances
+    order = farthest_first_order(D)
+    best = -np.inf
+    for k in range(2, 10):
+        S = order[:k]
+        r = min(np.maximum(D[a], D[b]).min() for i, a in enumerate(S) for b in S[i + 1:])
+        N = np.exp(-1.0 * D[:, S]).sum(axis=1)
+        best = max(best, max(r * (1 - 1 / x) for x in N if x > 0))
+    assert lb.value == pytest.approx(best, rel=1e-12) and np.isfinite(lb.value)
