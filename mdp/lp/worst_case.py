@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ParameterError
-from .column_blocks import BlockResources, solve_worst_case_blocks
+from .column_blocks import BlockResources, fits_in_memory, solve_worst_case_blocks
 from .conic import solve_clarabel
 from .highs import LPError, LPTimeout, SparseLP
 from .plan import BLOCKS, CLARABEL
@@ -88,6 +88,13 @@ class LazyRoundsTuning:
     full_ipm_tol : float, default 1e-10
         IPM optimality tolerance of the full (dualised) solve without crossover
         (:func:`solve_worst_case_lp`, ``crossover=False``).
+    crossover_time_factor, crossover_min_seconds : float, default 2.0 and 20.0
+        Time budget of the last resort of the full solve's chain (IPX with crossover) when a
+        smaller coefficient limit remains to be tried (``last_resort=False``): the larger of
+        ``crossover_min_seconds`` and this factor times the chain's time so far. Where every
+        interior code failed, crossover faces the same badly scaled LP and can grind for many
+        minutes (two scales of distance, eps x median 1, n = 100: over 600 s), while the next
+        limit's better-scaled LP solves in seconds.
     """
 
     separation_tol: float = 1e-9
@@ -100,6 +107,8 @@ class LazyRoundsTuning:
     warm_pricing: str = "devex"
     max_rounds: int = 500
     full_ipm_tol: float = 1e-10
+    crossover_time_factor: float = 2.0
+    crossover_min_seconds: float = 20.0
 
 
 #: Methods of the lazy solve: warm dual simplex rounds, or interior rounds first.
@@ -476,7 +485,9 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
                         crossover: bool = True,
                         tuning: LazyRoundsTuning = LazyRoundsTuning(),
                         resources: BlockResources = BlockResources(),
-                        device: str | None = None) -> tuple[np.ndarray, dict]:
+                        device: str | None = None,
+                        last_resort: bool = True,
+                        blocks_fallback: bool = True) -> tuple[np.ndarray, dict]:
     """Solve ``min max_u sum_w D_uw M_uw`` over stochastic ``M`` with privacy rows on the given pairs.
 
     Every row at once, dualised (module docstring).
@@ -512,6 +523,16 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         tries next, then Clarabel on the primal LP (:func:`mdp.lp.conic.solve_clarabel`, its
         point repaired in the same way), then IPX with crossover (then the result is a vertex, as
         with ``True``).
+    last_resort : bool, keyword-only, default True
+        Whether this coefficient limit is the caller's last. ``False``: the chain's final IPX
+        with crossover gets a budget (``tuning.crossover_time_factor``,
+        ``tuning.crossover_min_seconds``) and an :class:`~mdp.errors.LPError` past it, so that the
+        caller tries its next, smaller limit instead of waiting on a grinding crossover.
+    blocks_fallback : bool, keyword-only, default True
+        Whether the interior chain (``crossover=False``) tries the column-block method after
+        HiGHS's interior codes fail (where its blocks fit in memory). It scales each row, so
+        fewer rows do not help it: a caller retrying at a smaller limit after it failed passes
+        ``False``.
 
     Returns
     -------
@@ -528,6 +549,8 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
     pu, pv, eps_pair = pu[keep], pv[keep], eps_pair[keep]
     failures = []
     spent = 0.0                      # seconds of a failed column-block solve before the chain
+    t_chain = time.perf_counter()
+    tried_blocks = solver == BLOCKS or not blocks_fallback
     if solver == BLOCKS:
         t_blocks = time.perf_counter()
         try:
@@ -594,6 +617,25 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
             raise
         except LPError as exc:
             failures.append(f"{solver}: {exc}")
+    if sol is None and not crossover and not tried_blocks and fits_in_memory(n, resources):
+        # HiGHS's interior codes fail on the dualised LP's rows when e^{eps D} spans many orders
+        # (two scales of distance, eps x median 1, n = 100: both fail after 18 s); the
+        # column-block method scales each row to a largest coefficient of 1 and solves it in
+        # about 2 s, to its certified gap of about 1e-6, repaired by the caller as HiPO's point
+        left = None if time_limit is None else time_limit - lp.stats["seconds"]
+        if left is not None and left <= 0:
+            raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {lp.stats['seconds']:.1f} s")
+        try:
+            M, block_stats = solve_worst_case_blocks(D, pu, pv, eps_pair, time_limit=left,
+                                                     resources=resources, device=device)
+        except LPTimeout:
+            raise
+        except LPError as exc:
+            failures.append(f"{BLOCKS}: {exc}")
+        else:
+            block_stats.update(failed_solves=failures, final_method=BLOCKS,
+                               seconds=block_stats["seconds"] + lp.stats["seconds"] + spent)
+            return M, block_stats
     if sol is None:
         # Both HiGHS interior codes can stop with "no progress" far from the optimum (Geolife
         # cells at eps 0.05 per km, coefficients e^{eps D} between 1 and 3); Clarabel converges
@@ -618,13 +660,25 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
                          failed_solves=failures, final_method=CLARABEL)
             return _clarabel_result(conic, stats, A, n, sizes), stats
     if sol is None:
-        # the dependable path, IPX with crossover (and the simplex check below)
+        # the dependable path, IPX with crossover (and the simplex check below); within a budget
+        # where the caller has a smaller coefficient limit to try
         crossover, solver = True, "ipx"
         lp.set_solver(solver)
         lp.set_crossover(True)
         lp.set_tolerances(primal=1e-9, dual=1e-9, ipm=1e-8)
         lp.cold_start()
-        sol = lp.solve()
+        elapsed = time.perf_counter() - t_chain
+        budget = max(tuning.crossover_min_seconds, tuning.crossover_time_factor * elapsed)
+        if last_resort or (time_limit is not None and time_limit - elapsed <= budget):
+            sol = lp.solve()
+        else:
+            lp.set_time_limit(lp.stats["seconds"] + budget)
+            try:
+                sol = lp.solve()
+            except LPTimeout as exc:
+                raise LPError(f"IPX with crossover did not finish within its budget of "
+                              f"{budget:.0f} s after {'; '.join(failures)}; a smaller "
+                              "coefficient limit is tried next") from exc
     # The primal M is (minus) the dual value of the dual's row j (HiGHS's sign convention for <=).
     M = np.maximum(-sol.row_dual[:N].reshape(n, n), 0.0)
     if crossover and solver in ("ipm", "ipx", "hipo") and pair_violation(M, D, pu, pv, eps_pair) > 1e-10:

@@ -175,6 +175,9 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                                                    solver=full_solver,
                                                    max_coefficient=max_coefficient,
                                                    crossover=crossover, tuning=tuning.lazy,
+                                                   last_resort=(max_coefficient
+                                                                == tuning.max_coefficients[-1]),
+                                                   blocks_fallback=not lines,
                                                    resources=tuning.resources,
                                                    device=(path.device.value
                                                            if full_solver == BLOCKS else None))
