@@ -58,7 +58,8 @@ SELECTION_Q = 0.95
 
 def solve_constopt_lp(c, A, row_lower, row_upper, n_base: int, *, lazy: bool = True, solver: str = "ipm",
                       time_limit: float | None = None, tol: float = 1e-9, max_rounds: int = 200,
-                      on_round: Callable | None = None, warm_pricing: str = "devex"):
+                      on_round: Callable | None = None, warm_pricing: str = "devex",
+                      warm_budget: tuple[float, float] | None = None):
     r"""Solve the assembled LP; with ``lazy`` the free-free rows are generated on demand.
 
     Lazy: the LP without free-free rows (rows ``>= n_base``) is solved with ``solver`` (an
@@ -69,6 +70,10 @@ def solve_constopt_lp(c, A, row_lower, row_upper, n_base: int, *, lazy: bool = T
     every row is the full LP's). The optimum is the full LP's (same constraints at the end,
     checked on the returned ``x``); the objective moves little after the first round (relative
     8e-5 at n = 400 and 2e-5 at n = 1000 on Geolife cells; figures in ``docs/design/lp.md``).
+
+    ``warm_budget = (factor, min_seconds)`` bounds the warm rounds' time
+    (:class:`mdp.lp.RowGenerationPolicy` ``warm_time_factor``): past it an
+    :class:`~mdp.lp.LPError` lets the caller start again with another method.
 
     Returns
     -------
@@ -97,8 +102,11 @@ def solve_constopt_lp(c, A, row_lower, row_upper, n_base: int, *, lazy: bool = T
         return rest[keys], r_lo[keys], r_hi[keys]
 
     loop = RowGeneration(lp, A[base], cuts, rows, key_space=rest.shape[0], initial_keys=np.zeros(0, np.int64),
-                         policy=RowGenerationPolicy(start=Phase.INITIAL, tol=tol, max_rounds=max_rounds,
-                                                    warm_pricing=warm_pricing),
+                         policy=RowGenerationPolicy(
+                             start=Phase.INITIAL, tol=tol, max_rounds=max_rounds,
+                             warm_pricing=warm_pricing,
+                             warm_time_factor=None if warm_budget is None else warm_budget[0],
+                             warm_min_seconds=20.0 if warm_budget is None else warm_budget[1]),
                          time_limit=time_limit, started=t0, on_round=on_round)
     out = loop.run()
     stats = dict(lp.stats)
@@ -395,11 +403,16 @@ def _solve_limited(D, e, free, lam, *, lazy, solver, time_limit, tuning: ConstOP
                                                      max_coefficient=max_coefficient)
         # HiPO is the faster first round on a quiet machine, IPX the more tried one: a failed
         # HiPO solve is repeated by IPX at the same limit before the limit is lowered
-        for method in (solver, "ipm") if solver == "hipo" else (solver,):
+        methods = (solver, "ipm") if solver == "hipo" else (solver,)
+        for method in methods:
+            # the warm rounds after HiPO get a budget: IPX starts again past it
+            budget = ((tuning.retry_warm_time_factor, tuning.retry_warm_min_seconds)
+                      if method != methods[-1] else None)
             try:
                 sol, stats = solve_constopt_lp(c, A, lo, hi, n_base, lazy=lazy, solver=method,
                                                time_limit=time_left(),
-                                               warm_pricing=tuning.warm_pricing)
+                                               warm_pricing=tuning.warm_pricing,
+                                               warm_budget=budget)
             except LPError as exc:
                 if isinstance(exc, LPTimeout):
                     raise

@@ -58,6 +58,12 @@ class ConstOPTTuning:
         (:class:`mdp.lp.RowGeneration`).
     max_coefficients : tuple of float, default (1e12, 1e7, 1e5)
         Coefficient limits of HiGHS's LP, tried in order.
+    retry_warm_time_factor, retry_warm_min_seconds : float, default 20 and 20
+        Budget of the warm rounds after a HiPO first solve that IPX would repeat if it failed
+        (:class:`mdp.lp.RowGenerationPolicy` ``warm_time_factor`` / ``warm_min_seconds``): past
+        it IPX starts the run again. Two scales of distance at eps x median 1, n = 100: the warm
+        dual simplex from HiPO's basis crawled for 223 s on one round (lambda = 1) where the
+        IPX-started run took 0.3 s.
     gpu_from_size : int, default 1000
         Side of the row-block method's dense Schur complement from which ``MDP_DEVICE=auto``
         factors it on a GPU where there is one (:func:`mdp.lp.arrays.device_choice`; below it
@@ -74,5 +80,7 @@ class ConstOPTTuning:
     highs_solver: str = "hipo"
     warm_pricing: str = "devex"
     max_coefficients: tuple[float, ...] = MAX_COEFFICIENTS
+    retry_warm_time_factor: float = 20.0
+    retry_warm_min_seconds: float = 20.0
     gpu_from_size: int = GPU_MIN_SIZE
     gpu: GPUChoice = DETECT

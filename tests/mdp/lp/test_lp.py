@@ -617,3 +617,37 @@ def test_row_generation_progress_certifies_only_solutions_that_meet_every_row():
     assert rounds[-1].objective == pytest.approx(mech.stats["loss"], rel=1e-12)
     assert rounds[-1].gap == pytest.approx(mech.stats["relative_gap"], rel=1e-9)
     assert rounds[0].gap > rounds[-1].gap > 1e-4
+
+
+def _lazy_lower_bounds(n: int, policy: RowGenerationPolicy, **kw) -> RowGeneration:
+    """min sum x s.t. x_i >= i / n, rows generated five at a time, first solve by IPX."""
+    lp = SparseLP(np.ones(n), sp.csr_matrix((0, n)), solver="ipm")
+
+    def cuts(sol, tol):
+        viol = np.arange(n) / n - sol.x
+        return Cuts(keys=np.nonzero(viol > tol)[0][:5], worst=float(viol.max()))
+
+    def rows(keys):
+        A = sp.csr_matrix((np.ones(len(keys)), (np.arange(len(keys)), keys)), shape=(len(keys), n))
+        return A, keys / n, np.full(len(keys), np.inf)
+
+    return RowGeneration(lp, sp.csr_matrix((0, n)), cuts, rows, key_space=n, initial_keys=[],
+                         policy=policy, **kw)
+
+
+def test_row_generation_warm_rounds_within_their_budget():
+    # past the budget the run stops with a solver error, not a timeout, so that a caller with
+    # another method goes on to it; a generous budget changes nothing
+    spent = RowGenerationPolicy(start=Phase.INITIAL, warm_time_factor=0.0, warm_min_seconds=1e-9)
+    with pytest.raises(LPError, match="past their budget after 1 rounds") as info:
+        _lazy_lower_bounds(30, spent).run()
+    assert not isinstance(info.value, LPTimeout)
+    ample = RowGenerationPolicy(start=Phase.INITIAL, warm_time_factor=1e3, warm_min_seconds=60.0)
+    loop = _lazy_lower_bounds(30, ample, time_limit=600.0)
+    out = loop.run()
+    assert out.solution.objective == pytest.approx(np.arange(30).sum() / 30, abs=1e-9)
+    assert out.phases[0] == "initial" and set(out.phases[1:]) == {"simplex"}
+    assert loop.lp.time_limit is None           # the LP's own limit is restored after each solve
+    # the caller's own limit, when it is the nearer one, decides: a timeout
+    with pytest.raises(LPTimeout):
+        _lazy_lower_bounds(30, spent, time_limit=1.0, started=time.perf_counter() - 5.0).run()
