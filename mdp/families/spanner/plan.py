@@ -5,14 +5,17 @@
 (vocabulary in :mod:`mdp.lp.plan`):
 
 * ``method``: ``"lazy"`` when the spanner has more than ``lazy_edges_per_point`` edges per point
-  (:func:`default_method`), or when ``rows`` or a lazy-only solver asks for it; else ``"full"``.
+  and more than ``dense_full_max_n`` points or no column-block solve (:func:`default_method`),
+  or when ``rows`` or a lazy-only solver asks for it; else ``"full"``.
 * lazy: rows over the spanner's paths with warm dual simplex rounds where the two-hop slack at
   ``eps / stretch`` is at most ``path_slack``; else the edge rows, with interior or simplex
   rounds by :func:`default_lazy_solver`.
 * full: the column-block interior point method (``"blocks"``) from ``blocks_from_n`` points
   where its inverses fit in memory, else HiPO without crossover; when the chosen interior
-  solver fails, IPX without crossover, Clarabel, then IPX with crossover take over
-  (:func:`mdp.lp.worst_case.solve_worst_case_lp`). An explicit HiGHS solver runs with crossover.
+  solver fails, IPX without crossover, the column-block method (if not tried yet), Clarabel,
+  then IPX with crossover take over (:func:`mdp.lp.worst_case.solve_worst_case_lp`; the last
+  within a time budget while a smaller coefficient limit remains). An explicit HiGHS solver
+  runs with crossover.
 * every path: lower coefficient limits, then the exponential mechanism.
 """
 
@@ -64,13 +67,19 @@ def peak_bytes(n: int, params: Mapping) -> int:
 
 def default_method(n: int, edges: int, tuning: SpannerTuning = SpannerTuning()) -> str:
     """``"lazy"`` when a spanner of ``edges`` edges on ``n`` points has more than
-    ``tuning.lazy_edges_per_point`` edges per point, else ``"full"``.
+    ``tuning.lazy_edges_per_point`` edges per point, else ``"full"``; up to
+    ``tuning.dense_full_max_n`` points the column-block method (whose cost does not grow with the
+    edges) solves dense spanners in full too.
 
     The full LP has ``2 E n`` privacy rows; the lazy solve's final row set grows like OPTMech's
     (its binding rows), whatever the spanner's density, so dense spanners (spread-out embeddings
     such as GloVe) are solved lazily and sparse ones (maps, clustered embeddings) in full.
     """
-    return "lazy" if edges > tuning.lazy_edges_per_point * n else "full"
+    if edges <= tuning.lazy_edges_per_point * n:
+        return "full"
+    if n <= tuning.dense_full_max_n and default_full_solver(n, tuning) == BLOCKS:
+        return "full"
+    return "lazy"
 
 
 def default_lazy_solver(space: MetricSpace, level: float, *, slack: float | None = None,
@@ -121,9 +130,14 @@ def plan(space: MetricSpace, epsilon: float, *, stretch: float, edges: int,
         elif solver in (AUTO, *LAZY_SOLVERS):
             method = default_method(n, edges, tuning)
             per_point = edges / n
+            dense = per_point > tuning.lazy_edges_per_point
             method_reason = (f"{per_point:.3g} spanner edges per point "
-                             f"{'>' if method == 'lazy' else '<='} lazy_edges_per_point = "
+                             f"{'>' if dense else '<='} lazy_edges_per_point = "
                              f"{tuning.lazy_edges_per_point:g}")
+            if dense and method == "full":
+                method_reason += (f", and n = {n} <= dense_full_max_n = "
+                                  f"{tuning.dense_full_max_n}: the column-block method's cost "
+                                  "does not grow with the edges")
         else:
             method, method_reason = "full", f"solver={solver!r} solves the full LP"
     else:

@@ -185,9 +185,9 @@ def test_refusals_timeout_and_progress():
 def test_default_from_blocks_from_n(monkeypatch):
     from mdp.families import spanner
 
-    assert SpannerTuning().blocks_from_n == 300
-    assert spanner.default_full_solver(299) == "hipo"
-    assert spanner.default_full_solver(300) == "blocks"
+    assert SpannerTuning().blocks_from_n == 50
+    assert spanner.default_full_solver(49) == "hipo"
+    assert spanner.default_full_solver(50) == "blocks"
     monkeypatch.setattr(cb, "available_memory", lambda: 64 * 2 ** 30)
     assert spanner.default_full_solver(1285) == "blocks"        # 7.9 GiB of packed inverses
     assert spanner.default_full_solver(1290) == "hipo"          # 8.0003 GiB: above max_block_bytes
