@@ -332,19 +332,10 @@ def test_row_generation_limits():
 def test_row_generation_on_a_real_lp():
     # min sum x s.t. x_i >= i / n generated lazily: same optimum as the full LP, fewer rows in it
     n = 30
-    lp = SparseLP(np.ones(n), sp.csr_matrix((0, n)), solver="simplex")
-
-    def cuts(sol, tol):
-        viol = np.arange(n) / n - sol.x
-        return Cuts(keys=np.nonzero(viol > tol)[0][:5], worst=float(viol.max()))
-
-    def rows(keys):
-        A = sp.csr_matrix((np.ones(len(keys)), (np.arange(len(keys)), keys)), shape=(len(keys), n))
-        return A, keys / n, np.full(len(keys), np.inf)
-
-    out = RowGeneration(lp, sp.csr_matrix((0, n)), cuts, rows, key_space=n, initial_keys=[]).run()
+    loop = _lazy_lower_bounds(n, None, solver="simplex")
+    out = loop.run()
     assert out.solution.objective == pytest.approx(np.arange(n).sum() / n, abs=1e-12)
-    assert out.rounds == 7 and lp.num_row == n - 1  # x_0 >= 0 is never violated
+    assert out.rounds == 7 and loop.lp.num_row == n - 1  # x_0 >= 0 is never violated
 
 
 def test_explain_failures_names_family_n_epsilon_and_advice():
@@ -619,9 +610,10 @@ def test_row_generation_progress_certifies_only_solutions_that_meet_every_row():
     assert rounds[0].gap > rounds[-1].gap > 1e-4
 
 
-def _lazy_lower_bounds(n: int, policy: RowGenerationPolicy, **kw) -> RowGeneration:
-    """min sum x s.t. x_i >= i / n, rows generated five at a time, first solve by IPX."""
-    lp = SparseLP(np.ones(n), sp.csr_matrix((0, n)), solver="ipm")
+def _lazy_lower_bounds(n: int, policy: RowGenerationPolicy | None, *, solver: str = "ipm",
+                       **kw) -> RowGeneration:
+    """min sum x s.t. x_i >= i / n, rows generated five at a time, first solve by ``solver``."""
+    lp = SparseLP(np.ones(n), sp.csr_matrix((0, n)), solver=solver)
 
     def cuts(sol, tol):
         viol = np.arange(n) / n - sol.x
