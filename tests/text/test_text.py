@@ -241,8 +241,11 @@ def test_privatize_replaces_only_vocabulary_words(space):
     mech = mdp.build("madlib", space, 0.5, rng=0, n_samples=50)
     w = list(space.labels)
     tokens = [w[0], "zzzunknown", ",", w[1], w[2]] * 40
-    with pytest.warns(UserWarning, match="40 token"):
+    with pytest.warns(UserWarning) as record:
         out = privatize(tokens, mech, rng=3, oov="keep", punctuation="keep")
+    messages = sorted(str(w.message) for w in record)
+    assert len(messages) == 2 and "oov='keep': 40 token" in messages[0]
+    assert "punctuation='keep': 40 non-word" in messages[1]
     assert isinstance(out, list) and len(out) == len(tokens)
     assert out[1::5] == ["zzzunknown"] * 40 and out[2::5] == [","] * 40
     replaced = out[0::5] + out[3::5] + out[4::5]
