@@ -435,6 +435,30 @@ class SparseLP:
         """Seconds for all solves together, counted from the first (``None``: no limit)."""
         self._time_limit = None if seconds is None else check_positive(seconds, "time_limit")
 
+    @contextlib.contextmanager
+    def time_budget(self, seconds: float, message: str) -> Iterator[None]:
+        """Solves in the block get at most ``seconds`` more, a budget of the caller's own.
+
+        Where the LP's time limit leaves no more than ``seconds``, that limit decides (an
+        :class:`LPTimeout` as usual). Otherwise a solve that runs past ``seconds`` ends the block
+        with an :class:`LPError` (``message``), not a timeout: the caller has something else to
+        try. Inside the block a budget's end is an :class:`LPTimeout`, so fallbacks that let
+        timeouts through stop at it. The LP's own limit holds again after the block.
+        """
+        own = self._time_limit
+        if own is not None and own - self._spent <= seconds:
+            yield
+            return
+        if seconds <= 0:
+            raise LPError(message)
+        self._time_limit = self._spent + seconds
+        try:
+            yield
+        except LPTimeout as exc:
+            raise LPError(message) from exc
+        finally:
+            self._time_limit = own
+
     def cold_start(self) -> None:
         """Forget the basis and solution: the next solve starts from scratch (the model stays)."""
         self._h.clearSolver()

@@ -433,18 +433,9 @@ class RowGeneration:
         user_left = None if self.time_limit is None else self.time_limit - (now - self._t0)
         if user_left is not None and user_left <= left:
             return self._solve_phase(phase)          # the caller's own limit comes first
-        budget_error = LPError(f"warm dual simplex rounds ran past their budget after "
-                               f"{self.state.rounds} rounds ({self.lp.num_row} rows)")
-        if left <= 0:
-            raise budget_error
-        previous = self.lp.time_limit
-        self.lp.set_time_limit(self.lp.stats["seconds"] + left)
-        try:
+        with self.lp.time_budget(left, f"warm dual simplex rounds ran past their budget after "
+                                       f"{self.state.rounds} rounds ({self.lp.num_row} rows)"):
             return self._solve_phase(phase)
-        except LPTimeout as exc:
-            raise budget_error from exc
-        finally:
-            self.lp.set_time_limit(previous)
 
     def _solve_phase(self, phase: Phase) -> LPSolution:
         if phase in _WARM_SOLVES and self.state.warm_pricing != "choose":

@@ -595,6 +595,24 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
                   # M is read from the duals, so the dual tolerance bounds its privacy violations
                   dual_tolerance=1e-9 if crossover else 1e-10,
                   primal_tolerance=1e-9 if crossover else 1e-10)
+    away = 0.0                       # seconds of the chain's solves outside HiGHS
+
+    def outside(t_step: float) -> None:
+        # a failed column-block or Clarabel solve: its time comes off the HiGHS solves' limit
+        nonlocal away
+        away += time.perf_counter() - t_step
+        if time_limit is not None:
+            lp.set_time_limit(max(time_limit - away, 1e-3))
+
+    def time_left() -> float | None:
+        if time_limit is None:
+            return None
+        left = time_limit - lp.stats["seconds"] - away
+        if left <= 0:
+            raise LPTimeout(f"LP time limit of {time_limit:g} s reached after "
+                            f"{lp.stats['seconds'] + away:.1f} s")
+        return left
+
     sol = None
     try:
         sol = lp.solve()
@@ -622,16 +640,15 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         # (two scales of distance, eps x median 1, n = 100: both fail after 18 s); the
         # column-block method scales each row to a largest coefficient of 1 and solves it in
         # about 2 s, to its certified gap of about 1e-6, repaired by the caller as HiPO's point
-        left = None if time_limit is None else time_limit - lp.stats["seconds"]
-        if left is not None and left <= 0:
-            raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {lp.stats['seconds']:.1f} s")
+        t_step = time.perf_counter()
         try:
-            M, block_stats = solve_worst_case_blocks(D, pu, pv, eps_pair, time_limit=left,
+            M, block_stats = solve_worst_case_blocks(D, pu, pv, eps_pair, time_limit=time_left(),
                                                      resources=resources, device=device)
         except LPTimeout:
             raise
         except LPError as exc:
             failures.append(f"{BLOCKS}: {exc}")
+            outside(t_step)
         else:
             block_stats.update(failed_solves=failures, final_method=BLOCKS,
                                seconds=block_stats["seconds"] + lp.stats["seconds"] + spent)
@@ -640,22 +657,19 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         # Both HiGHS interior codes can stop with "no progress" far from the optimum (Geolife
         # cells at eps 0.05 per km, coefficients e^{eps D} between 1 and 3); Clarabel converges
         # there (docs/design/lp.md)
-        left = None if time_limit is None else time_limit - lp.stats["seconds"]
-        if left is not None and left <= 0:
-            raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {lp.stats['seconds']:.1f} s")
-        t_conic = time.perf_counter()
+        t_step = time.perf_counter()
         try:
-            conic, conic_stats = clarabel(left)
+            conic, conic_stats = clarabel(time_left())
         except LPTimeout:
             raise
         except LPError as exc:
             failures.append(f"clarabel: {exc}")
-            if time_limit is not None:
-                lp.set_time_limit(max(time_limit - (time.perf_counter() - t_conic), 1e-3))
+            outside(t_step)
         else:
             # the HiGHS solves' counters stay, their time and iterations add to Clarabel's
             stats = {k: v for k, v in lp.stats.items() if k not in ("variables", "rows", "nnz")}
-            stats.update(conic_stats, seconds=conic_stats["seconds"] + lp.stats["seconds"] + spent,
+            stats.update(conic_stats, seconds=(conic_stats["seconds"] + lp.stats["seconds"] + spent
+                                               + away),
                          ipm_iterations=conic_stats["ipm_iterations"] + lp.stats["ipm_iterations"],
                          failed_solves=failures, final_method=CLARABEL)
             return _clarabel_result(conic, stats, A, n, sizes), stats
@@ -667,18 +681,15 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         lp.set_crossover(True)
         lp.set_tolerances(primal=1e-9, dual=1e-9, ipm=1e-8)
         lp.cold_start()
-        elapsed = time.perf_counter() - t_chain
-        budget = max(tuning.crossover_min_seconds, tuning.crossover_time_factor * elapsed)
-        if last_resort or (time_limit is not None and time_limit - elapsed <= budget):
+        if last_resort:
             sol = lp.solve()
         else:
-            lp.set_time_limit(lp.stats["seconds"] + budget)
-            try:
+            budget = max(tuning.crossover_min_seconds,
+                         tuning.crossover_time_factor * (time.perf_counter() - t_chain))
+            with lp.time_budget(budget, f"IPX with crossover did not finish within its budget "
+                                        f"of {budget:.0f} s after {'; '.join(failures)}; a "
+                                        "smaller coefficient limit is tried next"):
                 sol = lp.solve()
-            except LPTimeout as exc:
-                raise LPError(f"IPX with crossover did not finish within its budget of "
-                              f"{budget:.0f} s after {'; '.join(failures)}; a smaller "
-                              "coefficient limit is tried next") from exc
     # The primal M is (minus) the dual value of the dual's row j (HiGHS's sign convention for <=).
     M = np.maximum(-sol.row_dual[:N].reshape(n, n), 0.0)
     if crossover and solver in ("ipm", "ipx", "hipo") and pair_violation(M, D, pu, pv, eps_pair) > 1e-10:

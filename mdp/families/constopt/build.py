@@ -105,8 +105,9 @@ def solve_constopt_lp(c, A, row_lower, row_upper, n_base: int, *, lazy: bool = T
                          policy=RowGenerationPolicy(
                              start=Phase.INITIAL, tol=tol, max_rounds=max_rounds,
                              warm_pricing=warm_pricing,
-                             warm_time_factor=None if warm_budget is None else warm_budget[0],
-                             warm_min_seconds=20.0 if warm_budget is None else warm_budget[1]),
+                             **({} if warm_budget is None else
+                                dict(warm_time_factor=warm_budget[0],
+                                     warm_min_seconds=warm_budget[1]))),
                          time_limit=time_limit, started=t0, on_round=on_round)
     out = loop.run()
     stats = dict(lp.stats)

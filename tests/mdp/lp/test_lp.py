@@ -643,3 +643,23 @@ def test_row_generation_warm_rounds_within_their_budget():
     # the caller's own limit, when it is the nearer one, decides: a timeout
     with pytest.raises(LPTimeout):
         _lazy_lower_bounds(30, spent, time_limit=1.0, started=time.perf_counter() - 5.0).run()
+
+
+def test_time_budget_is_an_error_and_restores_the_limit():
+    # past a caller's budget a solve ends with a solver error (the caller tries something else),
+    # not a timeout; the LP's own limit holds again after the block, and decides where it is nearer
+    lp = SparseLP(np.ones(3), sp.csr_matrix(np.eye(3)), row_lower=np.ones(3), row_upper=np.full(3, np.inf),
+                  solver="ipm", time_limit=600.0)
+    with pytest.raises(LPError, match="over budget") as info:
+        with lp.time_budget(1e-9, "over budget"):
+            lp.solve()
+    assert not isinstance(info.value, LPTimeout)
+    assert lp.time_limit == 600.0
+    assert lp.solve().objective == pytest.approx(3.0)
+    with pytest.raises(LPError, match="no time"):
+        with lp.time_budget(0.0, "no time"):
+            lp.solve()
+    lp.set_time_limit(1e-9)
+    with pytest.raises(LPTimeout):
+        with lp.time_budget(60.0, "not this"):
+            lp.solve()
