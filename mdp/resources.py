@@ -99,6 +99,12 @@ def parse_bytes(text: str) -> int:
     return int(value)
 
 
+def _checked_limit(max_memory) -> int:
+    if isinstance(max_memory, bool) or not isinstance(max_memory, int) or max_memory <= 0:
+        raise ParameterError(f"max_memory must be a positive number of bytes, got {max_memory!r}")
+    return max_memory
+
+
 @contextlib.contextmanager
 def memory_limit(max_memory: int | None) -> Iterator[None]:
     """Within the block, checks given no ``max_memory`` use this one (``None``: no change).
@@ -116,9 +122,7 @@ def memory_limit(max_memory: int | None) -> Iterator[None]:
     if max_memory is None:
         yield
         return
-    if isinstance(max_memory, bool) or not isinstance(max_memory, int) or max_memory <= 0:
-        raise ParameterError(f"max_memory must be a positive number of bytes, got {max_memory!r}")
-    token = _SCOPED_LIMIT.set(max_memory)
+    token = _SCOPED_LIMIT.set(_checked_limit(max_memory))
     try:
         yield
     finally:
@@ -148,8 +152,7 @@ def check_memory(estimate: int, what: str, max_memory: int | None = None) -> Non
     if max_memory is None:
         max_memory = _SCOPED_LIMIT.get()
     limit = default_max_memory() if max_memory is None else max_memory
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
-        raise ParameterError(f"max_memory must be a positive number of bytes, got {max_memory!r}")
+    _checked_limit(limit)
     if estimate > limit:
         head = (f"{what} needs about {format_bytes(estimate)} of memory, above the limit of "
                 f"{format_bytes(limit)} (")
