@@ -80,15 +80,11 @@ import numba as nb
 import numpy as np
 
 from ._pair_kernels import level_bound
-from .rounding import DIFF_REL, SUBNORMAL_SLACK, UNIT_ROUNDOFF, round_down, round_up
+from .rounding import DIFF_REL, SUBNORMAL_SLACK, UNIT_ROUNDOFF, gamma, round_down, round_up
 
 __all__ = ["euclidean_deviation", "form_pair_bounds", "FormBounds"]
 
 _TINY = 2.0 ** -1074
-
-
-def _gamma(k: int) -> float:
-    return k * UNIT_ROUNDOFF / (1.0 - k * UNIT_ROUNDOFF)
 
 
 @nb.njit(cache=True, boundscheck=False)
@@ -129,7 +125,7 @@ def euclidean_deviation(points: np.ndarray, distances: np.ndarray) -> float:
             np.all(np.isfinite(X)) and np.all(np.isfinite(D))):
         return math.inf
     dim = X.shape[1]
-    rho = 1.01 * _gamma(dim + 3)
+    rho = 1.01 * gamma(dim + 3)
     alpha = 2.0 * math.sqrt(dim * _TINY)
     worst = _max_deviation(X, D, rho)
     if not math.isfinite(worst):

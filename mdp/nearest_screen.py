@@ -63,6 +63,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .errors import ParameterError
+from .rounding import gamma
 from .threads import available_cpus, pool_threads
 
 __all__ = ["ScreenTuning", "ScreenedNearest", "exact_nearest"]
@@ -74,10 +75,6 @@ U64 = 2.0 ** -53
 SCREEN_MAX_NORM = 2.0 ** 50
 #: Largest float64.
 _DBL_MAX = float(np.finfo(np.float64).max)
-
-
-def _gamma(k: int, u: float) -> float:
-    return k * u / (1 - k * u)
 
 
 @dataclass(frozen=True)
@@ -121,7 +118,7 @@ def _interval(s: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
     """Bounds ``lo <= s <= hi`` of exact squared distances from their float64 direct sums
     (an overflowed sum is at least the largest float)."""
     # gamma_{d+2} for the sum, 4u for the two roundings of s (1 -/+ g) themselves
-    g = _gamma(d + 2, U64) * (1 + 1e-6) + 4 * U64
+    g = gamma(d + 2, U64) * (1 + 1e-6) + 4 * U64
     slack = (d + 4) * 2.0 ** -1074
     finite = np.isfinite(s)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -235,7 +232,7 @@ class ScreenedNearest:
         a = zn + delta_z
         R = self._R
         delta = delta_z + self._delta_y
-        e = (_gamma(K, U32) * (2 * a * R + R * R) + 2 * U32 * R * R
+        e = (gamma(K, U32) * (2 * a * R + R * R) + 2 * U32 * R * R
              + delta * (2 * (a + R) + delta) + (K + 2) * 2.0 ** -148)
         return e * (1 + 1e-6)
 

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 __all__ = ["UNIT_ROUNDOFF", "SUBNORMAL_SLACK", "LIBM_RTOL", "X_REL", "LOG_REL", "DIFF_REL",
-           "round_up", "round_down"]
+           "round_up", "round_down", "gamma"]
 
 #: Unit roundoff of float64.
 UNIT_ROUNDOFF = 2.0 ** -53
@@ -37,6 +37,12 @@ X_REL = 2.0 ** -51
 LOG_REL = 2.0 ** -42
 #: One correctly rounded subtraction or division, margin 4.
 DIFF_REL = 2.0 ** -51
+
+
+def gamma(k: int, u: float = UNIT_ROUNDOFF) -> float:
+    r"""Higham's :math:`\gamma_k = k u / (1 - k u)` (Higham 2002, section 3.1): the relative error
+    bound of ``k`` chained roundings of unit roundoff ``u`` (float64 by default)."""
+    return k * u / (1.0 - k * u)
 
 
 def round_up(x: ArrayLike, rel: float) -> np.ndarray:
