@@ -11,6 +11,7 @@ from mdp.families.constopt import (
     nn_replacement,
     solve_constopt_lp,
 )
+from mdp.families.constopt.tuning import ConstOPTTuning
 from mdp.lp import SparseLP
 from mdp.space import MetricSpace
 
@@ -156,7 +157,7 @@ def test_failed_hipo_round_is_repeated_by_ipx(monkeypatch):
     ref = _full_lp_optimum(GRID, 0.8, 5, 0.1)
     mech = mdp.build("constopt", GRID, 0.8, r=5, lam=0.1)
     assert methods == ["hipo", "ipm"]
-    assert mech.stats["max_coefficient"] == mdp.lp.worst_case.MAX_COEFFICIENTS[0]
+    assert mech.stats["max_coefficient"] == ConstOPTTuning().max_coefficients[0]
     assert mech.stats["lp_objective"] == pytest.approx(ref, rel=1e-8, abs=1e-9)
     assert "(hipo)" in mech.stats["failed_attempts"][0]
 
@@ -200,3 +201,36 @@ def _matrix_of(x, D, e, free):
     M = np.exp(-e * D) * np.maximum(x[:n], 0)[None, :]
     M[fu, fv] = x[n:n + len(fu)]
     return M
+
+
+def _two_scales(n):
+    from mdp.synthetic_spaces import SPACE_KINDS, synthetic_space
+    return synthetic_space("two_scales", n, rng=np.random.default_rng([2026, SPACE_KINDS.index("two_scales"), n]))
+
+
+def test_default_coefficient_limit_keeps_the_lp_within_double_precision():
+    # HiGHS drops entries below its small_matrix_value (1e-9); the entries it keeps, up to the
+    # first coefficient limit, must span at most 1e16 (what double precision resolves)
+    space = _two_scales(30)
+    e = 0.5 / space.median_distance * 3.0
+    free = nn_replacement(space.distances, 10)
+    limit = ConstOPTTuning().max_coefficients[0]
+    _, A, _, _, _ = constopt_lp(space.distances, e, free, 0.1, max_coefficient=limit)
+    kept = np.abs(A.data[np.abs(A.data) >= 1e-9])
+    assert kept.max() / kept.min() <= 1e16
+    # the space needs the limit: some privacy row's coefficient lies above it
+    _, A_all, _, _, _ = constopt_lp(space.distances, e, free, 0.1)
+    assert np.abs(A_all.data).max() > limit
+
+
+def test_two_scales_build_is_no_worse_than_with_a_wider_coefficient_range():
+    # two scales of distance at eps x median 3: rows up to 1e12 end in a worse matrix (HiGHS's
+    # solution violates rows the envelope then lifts) than the default's well-conditioned LP
+    space = _two_scales(30)
+    eps = 3.0 / space.median_distance
+    default = mdp.build("constopt", space, eps, r=10)
+    wide = mdp.build("constopt", space, eps, r=10,
+                     tuning=ConstOPTTuning(max_coefficients=(1e12, 1e7, 1e5)))
+    assert default.stats["max_coefficient"] == ConstOPTTuning().max_coefficients[0]
+    assert default.loss() < wide.loss() * (1 - 1e-3)
+    assert default.loss() <= mdp.build("exponential", space, eps).loss() * (1 + 1e-12)
