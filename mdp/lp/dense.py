@@ -62,6 +62,7 @@ from ..errors import ParameterError, SolverError
 from ..threads import pool_threads
 from .arrays import DETECT, GPUChoice, device_choice, resolve_gpu
 from .highs import get_threads
+from .sparse_triangular import unit_lower_solve, unit_upper_solve
 
 __all__ = ["GPU_MIN_SIZE", "SERIAL_BLAS_BELOW", "MAX_BLAS_THREADS", "default_blas_threads",
            "schur_factor", "blas_threads", "gram", "matvec", "rmatvec", "SparseColumns", "CPUSchur",
@@ -238,6 +239,11 @@ class _TwoLevel:
         self.indptr = np.searchsorted(self.keys, np.arange(nf + 1) * nf)
         self.indices = self.keys % nf
         self.n, self.nf = n, nf
+        # L0's dense columns (C order, updated per iteration) and the sparse columns' two
+        # coefficients (no update touches them)
+        self.L0_D = np.ascontiguousarray(L0[:, self.D])
+        self.L_D = np.empty_like(self.L0_D)
+        self.l1, self.l2 = L0[rows, cols], L0[n + rows, cols]
 
     def _sparse_ff(self, p: np.ndarray, q: np.ndarray, v: np.ndarray) -> sp.csc_matrix:
         """``S_FF`` from its entries ``(p, q, v)`` (positions in F, summed where they repeat)."""
@@ -253,11 +259,10 @@ class _TwoLevel:
         """``C^{-1} x[q]`` or, with ``trans``, ``y`` with ``y[q] = C^{-T} x`` (x of shape (f,) or
         (f, k)), where ``S_FF[q][:, q] = C C^T``."""
         if not trans:
-            z = spla.spsolve_triangular(self.lower, x[self.q], lower=True, unit_diagonal=True)
+            z = unit_lower_solve(self.lower, x[self.q])
             return z * (self.inv_root[:, None] if z.ndim == 2 else self.inv_root)
-        z = spla.spsolve_triangular(self.upper, x * (self.inv_root[:, None] if x.ndim == 2
-                                                     else self.inv_root),
-                                    lower=False, unit_diagonal=True)
+        z = unit_upper_solve(self.upper, x * (self.inv_root[:, None] if x.ndim == 2
+                                              else self.inv_root))
         out = np.empty_like(z)
         out[self.q] = z
         return out
@@ -281,14 +286,20 @@ class _TwoLevel:
         self.upper = lu.L.T.tocsr()
         self.inv_root = 1.0 / np.sqrt(piv)
 
-    def factor(self, L: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+    def factor(self, update: tuple, a: np.ndarray, b: np.ndarray, c: np.ndarray,
                extra: tuple) -> None:
-        n, F, uF, D = self.n, self.F, self.uF, self.D
-        GD = _times_blocks(a, b, c, L[:, D])
+        """As :meth:`CPUSchur.factor`."""
+        n, uF, nf = self.n, self.uF, self.nf
+        ucols = self.posD[np.asarray(update[1], dtype=np.int64)]
+        if np.any(ucols < 0):
+            raise ValueError("an update touches a column of SparseColumns")
+        L_D = self.L_D
+        np.copyto(L_D, self.L0_D)
+        np.add.at(L_D, (update[0], ucols), update[2])
+        GD = _times_blocks(a, b, c, L_D)
         S_DD = gram(GD)
-        g1 = a[uF] * L[uF, F] + b[uF] * L[n + uF, F]
-        g2 = c[uF] * L[n + uF, F]
-        nf = len(F)
+        g1 = a[uF] * self.l1 + b[uF] * self.l2
+        g2 = c[uF] * self.l2
         G_F = sp.csr_matrix((np.r_[g1, g2], (np.r_[np.arange(nf), np.arange(nf)], np.r_[uF, n + uF])),
                             shape=(nf, 2 * n))
         S_FD = np.ascontiguousarray(G_F @ GD)
@@ -307,13 +318,22 @@ class _TwoLevel:
         S_DD = gram(self.W, out=S_DD, alpha=-1.0)
         self.cho = _cholesky(S_DD)
 
-    def solve(self, rhs: np.ndarray) -> np.ndarray:
-        y = self._tri(rhs[self.F], trans=False)
-        dD = sl.cho_solve(self.cho, rhs[self.D] - rmatvec(self.W, y), check_finite=False)
+    def solve(self, r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`CPUSchur.solve`: ``L^T c`` and ``L d`` by the dense columns and the sparse
+        columns' two coefficients."""
+        n, F, D, uF = self.n, self.F, self.D, self.uF
+        rhs = r.copy()
+        rhs[D] -= rmatvec(self.L_D, c)
+        rhs[F] -= self.l1 * c[uF] + self.l2 * c[n + uF]
+        y = self._tri(rhs[F], trans=False)
+        dD = sl.cho_solve(self.cho, rhs[D] - rmatvec(self.W, y), check_finite=False)
         d = np.empty_like(rhs)
-        d[self.D] = dD
-        d[self.F] = self._tri(y - matvec(self.W, dD), trans=True)
-        return d
+        d[D] = dD
+        d[F] = self._tri(y - matvec(self.W, dD), trans=True)
+        Ld = matvec(self.L_D, dD)
+        Ld += np.bincount(np.r_[uF, n + uF], np.r_[self.l1 * d[F], self.l2 * d[F]],
+                          minlength=2 * n)
+        return d, Ld
 
 
 class CPUSchur:
@@ -332,14 +352,16 @@ class CPUSchur:
     device = "cpu"
 
     def __init__(self, L: np.ndarray, sparse: SparseColumns | None = None):
-        self.L0 = np.asarray(L, dtype=float)
-        self.n = self.L0.shape[0] // 2
-        self.L = np.empty_like(self.L0)
+        L0 = np.asarray(L, dtype=float)
+        self.n = L0.shape[0] // 2
         self.sparse = sparse
-        self._two = None if sparse is None or len(sparse.cols) == 0 else _TwoLevel(self.L0, sparse)
-        #: side of the dense factorisation, ``n + 1`` in the two-level step whatever its components'
-        #: sizes (:func:`blas_threads`; threads for the components lost, ``docs/design/lp.md``)
-        self.dense_side = self.L0.shape[1] if self._two is None else len(self._two.D)
+        self._two = None if sparse is None or len(sparse.cols) == 0 else _TwoLevel(L0, sparse)
+        # the two-level step keeps only L0's dense columns
+        self.L0 = L0 if self._two is None else None
+        self.L = np.empty_like(L0) if self._two is None else None
+        #: side of the dense factorisation, ``n + 1`` in the two-level step whatever the sparse
+        #: columns (:func:`blas_threads`)
+        self.dense_side = L0.shape[1] if self._two is None else len(self._two.D)
 
     def factor(self, update: tuple, a: np.ndarray, b: np.ndarray, c: np.ndarray,
                extra: tuple) -> None:
@@ -354,14 +376,12 @@ class CPUSchur:
         SolverError
             ``S`` is not numerically positive definite.
         """
+        if self._two is not None:
+            self._two.factor(update, a, b, c, extra)
+            return
         L = self.L
         np.copyto(L, self.L0)
         np.add.at(L, update[:2], update[2])
-        if self._two is not None:
-            if np.any(self._two.posF[np.asarray(update[1], dtype=np.int64)] >= 0):
-                raise ValueError("an update touches a column of SparseColumns")
-            self._two.factor(L, a, b, c, extra)
-            return
         G = _times_blocks(a, b, c, L)
         S = gram(G)
         del G
@@ -370,9 +390,9 @@ class CPUSchur:
 
     def solve(self, r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``d = S^{-1} (r - L^T c)`` and ``L d``."""
-        rhs = r - rmatvec(self.L, c)
-        d = (self._two.solve(rhs) if self._two is not None
-             else sl.cho_solve(self.cho, rhs, check_finite=False))
+        if self._two is not None:
+            return self._two.solve(r, c)
+        d = sl.cho_solve(self.cho, r - rmatvec(self.L, c), check_finite=False)
         return d, matvec(self.L, d)
 
 
