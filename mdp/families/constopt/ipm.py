@@ -90,6 +90,9 @@ KEEP_GAP = 1e-3
 #: against 86 iterations, 28.1 against 25.2 s, certified 1.1e-7 against 1.5e-7).
 ROUND_TOL = 1e-8
 ROUND_TOL_MIN = 1e-10
+#: A round of :func:`solve_constopt_gap` that adds more than this many free-free rows per row of
+#: the previous round's LP starts cold (``ConstOPTTuning.warm_added_ratio``, with its figures).
+WARM_ADDED_RATIO = 1.0
 #: Every multiplier of :func:`default_start` (1 and 1e-3 took more iterations on Geolife cells).
 START_DUAL = 1e-2
 #: The iteration's rules (:mod:`mdp.lp.interior_point`): Mehrotra's corrector alone (Gondzio's
@@ -586,14 +589,16 @@ def _feasible_objective(L: np.ndarray, lp: ConstOptLP) -> tuple[np.ndarray, floa
 
 
 def fixed_weights_solution(lp: ConstOptLP, Y: np.ndarray, all_pairs: tuple[np.ndarray, np.ndarray],
-                           time_limit: float | None = None) -> np.ndarray:
+                           time_limit: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     r"""The best free entries and ``k`` for the weights ``Y`` held fixed, with every free-free row.
 
     With ``Y`` fixed the dense parts of the loss and row-sum rows are constants and the bounds
     ``lo_uv Y_v <= M_uv <= hi_uv Y_v`` are column bounds, so what is left is a sparse LP (HiGHS,
     dual simplex). Its optimum is feasible for the full LP (up to HiGHS's tolerances, which
     :func:`feasible_log_matrix` removes): an upper bound on the full optimum, and a far better
-    one than repairing a relaxed solution when the free-free rows bind. Returns the full ``x``.
+    one than repairing a relaxed solution when the free-free rows bind. Returns the full ``x``
+    and, per row of ``all_pairs``, whether it binds there (a non-zero dual): near the optimum's
+    weights those are the rows the full LP's optimum needs.
     """
     n, f = lp.n, lp.f
     Y = np.maximum(Y, 0.0)
@@ -615,27 +620,37 @@ def fixed_weights_solution(lp: ConstOptLP, Y: np.ndarray, all_pairs: tuple[np.nd
     row_lo = np.r_[-fixed_part[:n], 1.0 - fixed_part[n:], np.zeros(m_ff)]
     sol = SparseLP(c, A, row_lower=row_lo, col_lower=np.r_[col_lo, 0.0], col_upper=np.r_[col_hi, np.inf],
                    solver="simplex", time_limit=time_limit).solve()
-    return np.r_[Y, sol.x]
+    return np.r_[Y, sol.x], sol.row_dual[2 * n:] != 0.0
 
 
 def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: float, gap: float,
                        *, time_limit: float | None = None, max_rounds: int = 30,
                        max_violated_per_point: float | None = None,
                        on_round: Callable[[dict], None] | None = None,
+                       rows: tuple[np.ndarray, np.ndarray] | None = None,
+                       warm_added_ratio: float = WARM_ADDED_RATIO,
                        gpu_from: int = GPU_MIN_SIZE, gpu: GPUChoice = DETECT
                        ) -> tuple[np.ndarray, dict]:
     r"""ConstOPTMech's LP to a certified relative gap by :func:`solve_row_block_ipm`.
 
-    Round 0 solves the LP without free-free rows. After every round the solution is made
-    feasible for the full LP (:func:`feasible_log_matrix`, row sums scaled up to 1), giving
-    ``k_feas``, and the round's duals give a rigorous lower bound ``k_low``
-    (:func:`certified_lower_bound`). The loop stops when ``k_feas - k_low <= gap * k_feas`` or
-    when the round's solution violates no free-free row left out of its LP (then it is the full
-    LP's optimum to the method's tolerance). Otherwise the violated free-free rows are added (adding every row of
-    their columns instead took fewer rounds but tripled the dense part: slower), and the next
-    round starts from this round's iterate at relative gap ``KEEP_GAP`` (:func:`warm_start`; a
-    warm round that fails is solved again from the default start). Each round runs to the
-    tolerance ``gap / 100`` clipped to ``[ROUND_TOL_MIN, ROUND_TOL]``.
+    Round 0 solves the LP without free-free rows (or with ``rows``). After every round the
+    solution is made feasible for the full LP (:func:`feasible_log_matrix`, row sums scaled up
+    to 1, and :func:`fixed_weights_solution` where that is better), giving ``k_feas``, and the
+    round's duals give a rigorous lower bound ``k_low`` (:func:`certified_lower_bound`). The loop
+    stops when ``k_feas - k_low <= gap * k_feas`` or when the round's solution violates no
+    free-free row left out of its LP (then it is the full LP's optimum to the method's
+    tolerance). Otherwise the violated free-free rows are added, and those that bind in
+    :func:`fixed_weights_solution`'s optimum (Geolife-like points, eps x median 10, n = 1000: 5
+    rounds instead of 7; adding every row of their columns instead took fewer rounds but
+    tripled the dense part, every row between free entries already in the LP as many rounds).
+    The next round starts from this round's iterate at relative gap ``KEEP_GAP``
+    (:func:`warm_start`; a warm round that fails is solved again from the default start)
+    unless it adds more than ``warm_added_ratio`` rows per row of this round's LP. Each round
+    runs to the tolerance ``gap / 100`` clipped to ``[ROUND_TOL_MIN, ROUND_TOL]``.
+
+    ``rows``: free-free rows of the first round, as pairs ``(j, j')`` of free-entry indices
+    (:func:`free_free_pairs`' order), e.g. ``stats["free_free_pairs"]`` of the same LP at
+    another ``lam``: any subset of the rows keeps the first round a relaxation.
 
     ``max_violated_per_point``: when round 0's solution violates more than this many free-free
     rows per point, raise :class:`RowBlockTooDense` (a :class:`~mdp.errors.SolverError`) instead
@@ -648,7 +663,8 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
     -------
     L, stats : the log of the feasible (unnormalised) matrix, and ``lp_objective`` (``k_feas``),
     ``lower_bound``, ``relative_gap``, ``gap_target``, ``rounds``, ``iterations``,
-    ``free_free_rows`` (of the last round), ``variables``, ``rows``, ``nnz``, ``dense_size``
+    ``free_free_rows`` (of the last round) and ``free_free_pairs`` (those rows, as ``rows``
+    takes them), ``variables``, ``rows``, ``nnz``, ``dense_size``
     (side of the dense Schur complement), ``ipm_rounds`` (one dict per round, with ``warm``:
     whether it started from the previous round), ``seconds``, ``solver``.
     """
@@ -661,18 +677,26 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
     with np.errstate(under="ignore"):
         shrink = np.exp(-e * D[fu[all_a], fu[all_b]])
     key = np.zeros(0, np.int64)                         # the LP's free-free rows, as all_key
+    if rows is not None:
+        key = np.unique(np.asarray(rows[0], dtype=np.int64) * len(fu)
+                        + np.asarray(rows[1], dtype=np.int64))
+        if not np.all(np.isin(key, all_key)):
+            raise ValueError("rows must be free-free pairs of the LP's free entries")
     factors = log_bound_factors(D, np.asarray(free, dtype=bool), fu, fv, e)
     tol = float(np.clip(gap / 100.0, ROUND_TOL_MIN, ROUND_TOL))
     iterations = 0
     trace = []
     start, lp = None, None
+    added = len(key)
     for rnd in range(max_rounds):
         pairs = (key // len(fu), key % len(fu))
         prev, lp = lp, ConstOptLP(D, e, free, lam, pairs, bound_factors=factors)
+        if prev is not None and added > warm_added_ratio * len(prev.pairs[0]):
+            start = None
         warm = start is not None
-        rows = 2 * lp.n + lp.mB
+        n_rows = 2 * lp.n + lp.mB
 
-        def shown(it: dict, rnd: int = rnd, rows: int = rows) -> None:
+        def shown(it: dict, rnd: int = rnd, rows: int = n_rows) -> None:
             report(LPProgress(round=rnd + 1, rows=rows, objective=it["objective"],
                               gap=it["relative_gap"], iteration=it["iteration"]))
 
@@ -692,8 +716,9 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
         iterations += res.iterations
         L, k_feas = _feasible_objective(feasible_log_matrix(res.x, lp, (all_a, all_b)), lp)
         left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+        binding = np.zeros(len(all_a), bool)
         try:
-            x2 = fixed_weights_solution(lp, res.x[:lp.n], (all_a, all_b), left)
+            x2, binding = fixed_weights_solution(lp, res.x[:lp.n], (all_a, all_b), left)
         except SolverTimeout:
             raise
         except SolverError:
@@ -711,14 +736,15 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
         viol = shrink * m[all_a] - m[all_b] > VIOLATION_RTOL * np.maximum(m[all_b], 1e-300)
         # rows already in the LP hold to the method's tolerance (the repair removes the rest):
         # adding them again would repeat the round
-        viol &= ~np.isin(all_key, key)
+        new = ~np.isin(all_key, key)
+        viol &= new
         info = {"round": rnd, "iterations": res.iterations, "warm": warm,
                 "free_free_rows": len(pairs[0]),
                 "dense_size": res.dense_size, "lp_objective": k_feas, "lower_bound": bound,
                 "relative_gap": rel, "violated": int(viol.sum()),
                 "seconds": time.perf_counter() - t0}
         trace.append(info)
-        report(LPProgress(round=rnd + 1, rows=rows, objective=k_feas, gap=rel, certified=True))
+        report(LPProgress(round=rnd + 1, rows=n_rows, objective=k_feas, gap=rel, certified=True))
         if on_round is not None:
             on_round(info)
         if rel <= gap or not viol.any():
@@ -728,10 +754,13 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
             raise RowBlockTooDense(f"round 0 violates {info['violated']} free-free rows "
                                    f"({info['violated'] / lp.n:.1f} per point, more than "
                                    f"{max_violated_per_point:g}): too many for the row-block method")
-        key = np.union1d(key, all_key[viol])
+        before = len(key)
+        key = np.union1d(key, all_key[viol | (binding & new)])
+        added = len(key) - before
     nnz = 2 * int(np.count_nonzero(lp.L_Y[lp.n:])) + 2 * lp.f + lp.n + 2 * lp.mB
     return L, {"lp_objective": k_feas, "lower_bound": bound, "relative_gap": rel, "gap_target": gap,
                "rounds": len(trace), "iterations": iterations, "free_free_rows": len(lp.pairs[0]),
+               "free_free_pairs": lp.pairs,
                "variables": lp.nv, "rows": 2 * lp.n + lp.mB, "nnz": nnz,
                "dense_size": res.dense_size, "ipm_rounds": trace,
                "seconds": time.perf_counter() - t0,

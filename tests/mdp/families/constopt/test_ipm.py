@@ -226,7 +226,8 @@ def test_failed_warm_round_is_solved_again_cold(monkeypatch, error):
     D, e = _random(8, 40).distances, 0.75
     free = nn_replacement(D, 5)
     opt = _linprog(D, e, free, 0.1, with_free_free=True)
-    _, st = solve_constopt_gap(D, e, free, 0.1, 0.0)
+    # every round after the first warm, however many rows it adds
+    _, st = solve_constopt_gap(D, e, free, 0.1, 0.0, warm_added_ratio=np.inf)
     assert len(st["ipm_rounds"]) >= 2
     assert [r["warm"] for r in st["ipm_rounds"]] == [False] + [True] * (len(st["ipm_rounds"]) - 1)
     real = constopt_ipm.solve_row_block_ipm
@@ -237,7 +238,7 @@ def test_failed_warm_round_is_solved_again_cold(monkeypatch, error):
         return real(lp, **kw)
 
     monkeypatch.setattr(constopt_ipm, "solve_row_block_ipm", no_warm)
-    _, st = solve_constopt_gap(D, e, free, 0.1, 0.0)
+    _, st = solve_constopt_gap(D, e, free, 0.1, 0.0, warm_added_ratio=np.inf)
     assert [r["warm"] for r in st["ipm_rounds"]] == [False] * len(st["ipm_rounds"])
     assert st["lower_bound"] <= opt * (1 + 1e-6) and st["lp_objective"] >= opt * (1 - 1e-6)
     assert st["relative_gap"] <= 1e-6
@@ -409,3 +410,43 @@ def test_a_fixed_weights_lp_without_a_solution_leaves_the_repaired_point(monkeyp
     monkeypatch.setattr(constopt_ipm, "fixed_weights_solution", late)
     with pytest.raises(SolverTimeout):
         solve_constopt_gap(D, e, free, 0.1, 0.0)
+
+
+def _many_free_free_rows(seed: int):
+    """Road-like points at a large epsilon: round 0 violates several free-free rows per point, and
+    their free entries, joined through columns and matrix rows, percolate into one large
+    component of the two-level elimination."""
+    space = _random(seed, 60)
+    D = space.distances
+    return D, 6.0 / float(np.median(D[D > 0])), nn_replacement(D, 8)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_many_free_free_rows_reach_linprogs_optimum_and_seed_other_lambdas(seed):
+    D, e, free = _many_free_free_rows(seed)
+    rounds = []
+    _, st = solve_constopt_gap(D, e, free, 0.1, 1e-6, on_round=rounds.append)
+    assert rounds[0]["violated"] >= 2 * len(D)
+    assert not rounds[1]["warm"]                   # thousands of rows over none: a cold round
+    opt = _linprog(D, e, free, 0.1, with_free_free=True)
+    assert st["lower_bound"] <= opt * (1 + 1e-9) and opt <= st["lp_objective"] * (1 + 1e-9)
+    assert st["relative_gap"] <= 1e-6
+    # another lambda, starting with those rows: the same optimum as linprog's, in fewer rounds
+    a, b = st["free_free_pairs"]
+    assert len(a) == st["free_free_rows"] > 0
+    _, seeded = solve_constopt_gap(D, e, free, 1.0, 1e-6, rows=(a, b))
+    _, cold = solve_constopt_gap(D, e, free, 1.0, 1e-6)
+    opt1 = _linprog(D, e, free, 1.0, with_free_free=True)
+    for s in (seeded, cold):
+        assert s["lower_bound"] <= opt1 * (1 + 1e-9) and opt1 <= s["lp_objective"] * (1 + 1e-9)
+        assert s["relative_gap"] <= 1e-6
+    assert seeded["rounds"] < cold["rounds"]
+    assert seeded["ipm_rounds"][0]["free_free_rows"] == len(a)
+
+
+def test_seed_rows_must_be_free_free_pairs():
+    D, e, free = _many_free_free_rows(1)
+    fu, fv = np.nonzero(free)
+    other = np.nonzero(fv != fv[0])[0][0]          # a free entry of another column
+    with pytest.raises(ValueError, match="free-free pairs"):
+        solve_constopt_gap(D, e, free, 0.1, 1e-6, rows=(np.array([0]), np.array([other])))
