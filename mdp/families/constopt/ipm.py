@@ -105,8 +105,14 @@ SETTINGS = IPMSettings(tol=1e-9, max_iter=200, stall_accept=STALL_ACCEPT,
 class ConstOptLP:
     r"""The ConstOPTMech LP at level ``e`` in the form solved here.
 
-    Variables ``x = (Y, M_free, k)`` (free entries in the row-major order of ``free``), all
-    ``>= 0``; ``min k``. Linking rows ``L x >= h``: ``k - sum_v (D_wv + lam) M_wv >= 0`` and
+    Variables ``x = (Y / s, M_free, k)`` (free entries in the row-major order of ``free``), all
+    ``>= 0``; ``min k``. Each weight is scaled by ``s_v = 1 / max_w (D_wv + lam) e^{-e D_wv}``
+    over the fixed entries of its column (:attr:`y_scale`; :meth:`weights` gives ``Y``), so
+    that every weight's largest linking coefficient is 1: the interior point method's dual
+    residual is then relative to that scale, and :func:`certified_lower_bound`, which multiplies
+    a weight's reduced cost by its a-priori bound ``k / max_w (D_wv + lam) e^{-e D_wv}``,
+    stays tight where all of a column's fixed entries are far (two scales of distance, eps x
+    median 3, n = 500: reduced costs of -5e-15 times bounds of 3e14 gave a negative bound). Linking rows ``L x >= h``: ``k - sum_v (D_wv + lam) M_wv >= 0`` and
     ``sum_v M_wv >= 1`` for every row ``w``. Local rows ``a x_i + b x_j >= 0``, scaled so that
     their larger coefficient is 1: the bounds ``lo_uv Y_v <= M_uv <= hi_uv Y_v`` of every free
     entry and the free-free rows ``M_u'v >= e^{-e D_uu'} M_uv`` for the pairs given.
@@ -142,7 +148,11 @@ class ConstOptLP:
         self.W = D + lam
         self.L_Y = np.empty((2 * n, n))
         np.multiply(-self.W * E, fixed, out=self.L_Y[:n])
-        np.multiply(E, fixed, out=self.L_Y[n:])
+        top = np.max(-self.L_Y[:n], axis=0)
+        #: ``s``: the weight ``Y_v`` is ``s_v x_v`` (1 where a column's fixed entries all vanish)
+        self.y_scale = np.where(top > 0, 1.0 / np.where(top > 0, top, 1.0), 1.0)
+        self.L_Y[:n] *= self.y_scale
+        np.multiply(E * self.y_scale, fixed, out=self.L_Y[n:])
         self.a = -self.W[fu, fv]
         self.h = np.r_[np.zeros(n), np.ones(n)]
         self.c = np.zeros(self.nv)
@@ -150,6 +160,9 @@ class ConstOptLP:
         ids = n + np.arange(f)
         log_hi, log_lo = log_bound_factors(D, free, fu, fv, e) if bound_factors is None else bound_factors
         self.log_hi, self.log_lo = log_hi, log_lo
+        # the bound rows on the scaled weights: hi s Y / s and lo s Y / s
+        log_s = np.log(self.y_scale)[fv]
+        log_hi, log_lo = log_hi + log_s, log_lo + log_s
         li, lj, la, lb = [], [], [], []
         with np.errstate(under="ignore", over="ignore"):
             sel = np.nonzero(np.isfinite(log_hi))[0]          # hi Y_v - M_uv >= 0
@@ -173,6 +186,10 @@ class ConstOptLP:
         self.li, self.lj = np.concatenate(li), np.concatenate(lj)
         self.la, self.lb = np.concatenate(la), np.concatenate(lb)
         self.mB = len(self.li)
+
+    def weights(self, x: np.ndarray) -> np.ndarray:
+        """The weights ``Y`` of a point ``x`` of the LP."""
+        return self.y_scale * x[:self.n]
 
     def linking(self, x: np.ndarray) -> np.ndarray:
         """``L x``."""
@@ -571,8 +588,10 @@ def feasible_log_matrix(x: np.ndarray, lp: ConstOptLP,
     r"""Log of the LP's matrix from ``x`` with every privacy row at ``e`` holding exactly.
 
     :func:`mdp.families.constopt.formulation.lipschitz_log_matrix` on ``lp``'s data (clip each free entry
-    into its bounds, lift it to its column's envelope over the free entries).
+    into its bounds, lift it to its column's envelope over the free entries), with ``x``'s
+    weight variables scaled back to the weights (:meth:`ConstOptLP.weights`).
     """
+    x = np.r_[lp.weights(x), x[lp.n:]]
     return lipschitz_log_matrix(x, lp.D, lp.e, lp.free, bound_factors=(lp.log_hi, lp.log_lo),
                                 pairs=pairs)
 
@@ -596,7 +615,8 @@ def fixed_weights_solution(lp: ConstOptLP, Y: np.ndarray, all_pairs: tuple[np.nd
     ``lo_uv Y_v <= M_uv <= hi_uv Y_v`` are column bounds, so what is left is a sparse LP (HiGHS,
     dual simplex). Its optimum is feasible for the full LP (up to HiGHS's tolerances, which
     :func:`feasible_log_matrix` removes): an upper bound on the full optimum, and a far better
-    one than repairing a relaxed solution when the free-free rows bind. Returns the full ``x``
+    one than repairing a relaxed solution when the free-free rows bind. ``Y`` are the LP's weight
+    variables (``x[:n]``; the weights are :meth:`ConstOptLP.weights`). Returns the full ``x``
     and, per row of ``all_pairs``, whether it binds there (a non-zero dual): near the optimum's
     weights those are the rows the full LP's optimum needs.
     """
@@ -604,8 +624,9 @@ def fixed_weights_solution(lp: ConstOptLP, Y: np.ndarray, all_pairs: tuple[np.nd
     Y = np.maximum(Y, 0.0)
     fixed_part = lp.L_Y @ Y                               # loss rows: -sum W E Y; row sums: sum E Y
     with np.errstate(over="ignore", under="ignore"):
-        col_lo = np.where(np.isfinite(lp.log_lo), np.exp(lp.log_lo) * Y[lp.fv], 0.0)
-        col_hi = np.where(np.isfinite(lp.log_hi), np.exp(lp.log_hi) * Y[lp.fv], np.inf)
+        weights = lp.y_scale * Y
+        col_lo = np.where(np.isfinite(lp.log_lo), np.exp(lp.log_lo) * weights[lp.fv], 0.0)
+        col_hi = np.where(np.isfinite(lp.log_hi), np.exp(lp.log_hi) * weights[lp.fv], np.inf)
     col_hi = np.maximum(col_hi, col_lo)
     pa, pb = all_pairs
     m_ff = len(pa)
