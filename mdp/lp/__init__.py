@@ -24,7 +24,7 @@ r"""The LP engine: sparse models on HiGHS, lazy row generation, the worst-case-l
 * :mod:`mdp.lp.build_report` -- :class:`~mdp.lp.build_report.BuildReport`, the typed result of
   an LP build (plan, attempts, bound, gap, seconds per phase), with a read-only mapping view.
 * :mod:`mdp.lp.dense` -- the dense Schur step of the structured interior point methods, on the
-  CPU or on a GPU.
+  CPU or on a GPU, with :mod:`mdp.lp.sparse_triangular` (compiled sparse triangular solves).
 * :mod:`mdp.lp.arrays` -- the array backend of the GPU paths (NumPy or CuPy) and the one device
   rule (``MDP_DEVICE``).
 

@@ -30,9 +30,10 @@ inverting per-column blocks lost positive definiteness near the optimum (measure
 relaxation, so a dual point of it bounds the full optimum from below. Its solution is made
 feasible for the full LP by :func:`mdp.families.constopt.formulation.lipschitz_log_matrix`, which makes every
 privacy row at ``e`` hold exactly, and by scaling the row sums up to 1. While the certified
-relative gap of the result exceeds ``gap``, the free-free rows of the columns with a violated
-row are added and the LP is solved again. When no row is violated, the solution is the full LP's
-optimum to the method's tolerance.
+relative gap of the result exceeds ``gap``, the violated free-free rows (and those binding in
+:func:`fixed_weights_solution`'s completion) are added and the LP is solved again. When no row
+is violated, the solution is the full LP's optimum to the method's tolerance. The entries of
+those rows join ``T``; :mod:`mdp.lp.dense` eliminates them by a sparse factorisation first.
 """
 
 from __future__ import annotations
