@@ -695,9 +695,9 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
     ``lower_bound``, ``relative_gap``, ``gap_target``, ``rounds``, ``iterations``,
     ``free_free_rows`` (of the last round) and ``free_free_pairs`` (those rows, as ``rows``
     takes them), ``warm_point`` (the last round's kept iterate, as ``start`` takes it, or
-    ``None``), ``variables``, ``rows``, ``nnz``, ``dense_size``
-    (side of the dense Schur complement), ``ipm_rounds`` (one dict per round, with ``warm``:
-    whether it started from the previous round), ``seconds``, ``solver``.
+    ``None``), ``variables``, ``rows``, ``nnz``, ``dense_size`` (side of the Schur complement
+    on ``T``, free-free entries included), ``ipm_rounds`` (one dict per round, with ``warm``:
+    whether it started from the previous round or lambda), ``seconds``, ``solver``.
     """
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + time_limit
