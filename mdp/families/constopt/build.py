@@ -294,11 +294,6 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
                         gpu=tuning.gpu)
                     seed_rows = lp_stats.pop("free_free_pairs")
                     seed_start = lp_stats.pop("warm_point")
-                    # without free-free rows round 0 is cheap cold, and the other lambda's point
-                    # can be far (city box, eps x median 3, n = 1000, lambda 0.1 to 1: 99
-                    # iterations from it against 32 cold; with rows 11-30 against 34-44)
-                    if len(seed_rows[0]) == 0:
-                        seed_start = None
                 except RowBlockTooDense as exc:
                     ipm_failure = too_dense = str(exc)
                 except LPError as exc:
