@@ -265,10 +265,9 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
     # set when round 0 of one lambda found the LP too dense for the row-block method: the
     # other lambdas (same free-free rows, nearly the same violations) go to HiGHS directly
     too_dense = None
-    # the free-free rows of the last lambda's final round and its kept iterate: the next lambda
-    # starts from them (the same rows bind at every lambda, nearly, and each round is a
-    # relaxation whatever rows it has; only the loss rows' coefficients differ)
-    seed_rows = seed_start = None
+    # the free-free rows of the last lambda's final round: the next lambda starts with them (the
+    # same rows bind at every lambda, nearly; each round is a relaxation whatever rows it has)
+    seed_rows = None
     best = None
     runs = []
     limit = "none" if time_limit is None else f"{time_limit:g} s"
@@ -289,11 +288,10 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
                 try:
                     L, lp_stats = solve_constopt_gap(
                         D, e, free, lam_i, target, time_limit=time_limit,
-                        max_violated_per_point=max_violated, rows=seed_rows, start=seed_start,
+                        max_violated_per_point=max_violated, rows=seed_rows,
                         warm_added_ratio=tuning.warm_added_ratio, gpu_from=tuning.gpu_from_size,
                         gpu=tuning.gpu)
                     seed_rows = lp_stats.pop("free_free_pairs")
-                    seed_start = lp_stats.pop("warm_point")
                 except RowBlockTooDense as exc:
                     ipm_failure = too_dense = str(exc)
                 except LPError as exc:

@@ -551,8 +551,6 @@ def warm_start(prev: ConstOptLP, point: tuple, lp: ConstOptLP) -> tuple:
     if prev.nv != lp.nv or prev.n_bound != lp.n_bound:
         raise ValueError("warm_start needs two LPs on the same space, epsilon and free entries")
     x, w, sL, zL, sB, zB = point
-    if len(x) != prev.nv or len(sL) != 2 * prev.n or len(sB) != prev.mB:
-        raise ValueError("warm_start needs an iterate of prev")
     nb, f = lp.n_bound, lp.f
     mu = float(sL @ zL + sB @ zB + x @ w) / (len(sL) + len(sB) + len(x))
     slack, mult = warm_rows(prev.pairs[0] * f + prev.pairs[1], sB[nb:], zB[nb:],
@@ -652,7 +650,6 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
                        max_violated_per_point: float | None = None,
                        on_round: Callable[[dict], None] | None = None,
                        rows: tuple[np.ndarray, np.ndarray] | None = None,
-                       start: tuple | None = None,
                        warm_added_ratio: float = WARM_ADDED_RATIO,
                        gpu_from: int = GPU_MIN_SIZE, gpu: GPUChoice = DETECT
                        ) -> tuple[np.ndarray, dict]:
@@ -675,12 +672,7 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
 
     ``rows``: free-free rows of the first round, as pairs ``(j, j')`` of free-entry indices
     (:func:`free_free_pairs`' order), e.g. ``stats["free_free_pairs"]`` of the same LP at
-    another ``lam``: any subset of the rows keeps the first round a relaxation. ``start``: an
-    iterate to start the first round from (:func:`warm_start`), e.g. ``stats["warm_point"]`` of
-    the same LP at another ``lam`` with the rows ``rows``; only the loss rows' coefficients
-    differ, and the method starts from an infeasible point anyway (clustered points, eps x
-    median 10, n = 500: 15 and 22 iterations instead of 42 and 44 + 18 in two rounds). A start
-    the method refuses, or a first round that fails from it, is solved again cold.
+    another ``lam``: any subset of the rows keeps the first round a relaxation.
 
     ``max_violated_per_point``: when round 0's solution violates more than this many free-free
     rows per point, raise :class:`RowBlockTooDense` (a :class:`~mdp.errors.SolverError`) instead
@@ -694,10 +686,9 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
     L, stats : the log of the feasible (unnormalised) matrix, and ``lp_objective`` (``k_feas``),
     ``lower_bound``, ``relative_gap``, ``gap_target``, ``rounds``, ``iterations``,
     ``free_free_rows`` (of the last round) and ``free_free_pairs`` (those rows, as ``rows``
-    takes them), ``warm_point`` (the last round's kept iterate, as ``start`` takes it, or
-    ``None``), ``variables``, ``rows``, ``nnz``, ``dense_size`` (side of the Schur complement
+    takes them), ``variables``, ``rows``, ``nnz``, ``dense_size`` (side of the Schur complement
     on ``T``, free-free entries included), ``ipm_rounds`` (one dict per round, with ``warm``:
-    whether it started from the previous round or lambda), ``seconds``, ``solver``.
+    whether it started from the previous round), ``seconds``, ``solver``.
     """
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + time_limit
@@ -717,13 +708,11 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
     tol = float(np.clip(gap / 100.0, ROUND_TOL_MIN, ROUND_TOL))
     iterations = 0
     trace = []
-    lp = None
+    start, lp = None, None
     added = len(key)
     for rnd in range(max_rounds):
         pairs = (key // len(fu), key % len(fu))
         prev, lp = lp, ConstOptLP(D, e, free, lam, pairs, bound_factors=factors)
-        if prev is None and start is not None:
-            prev, added = lp, 0                         # the same rows, another lambda's point
         if prev is not None and added > warm_added_ratio * len(prev.pairs[0]):
             start = None
         warm = start is not None
@@ -793,7 +782,7 @@ def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: f
     nnz = 2 * int(np.count_nonzero(lp.L_Y[lp.n:])) + 2 * lp.f + lp.n + 2 * lp.mB
     return L, {"lp_objective": k_feas, "lower_bound": bound, "relative_gap": rel, "gap_target": gap,
                "rounds": len(trace), "iterations": iterations, "free_free_rows": len(lp.pairs[0]),
-               "free_free_pairs": lp.pairs, "warm_point": start,
+               "free_free_pairs": lp.pairs,
                "variables": lp.nv, "rows": 2 * lp.n + lp.mB, "nnz": nnz,
                "dense_size": res.dense_size, "ipm_rounds": trace,
                "seconds": time.perf_counter() - t0,
