@@ -472,3 +472,15 @@ def test_seed_rows_must_be_free_free_pairs():
     other = np.nonzero(fv != fv[0])[0][0]          # a free entry of another column
     with pytest.raises(ValueError, match="free-free pairs"):
         solve_constopt_gap(D, e, free, 0.1, 1e-6, rows=(np.array([0]), np.array([other])))
+
+
+@pytest.mark.parametrize("lam", [0.001, 1.0])
+def test_bound_with_the_entries_weight_bounds_stays_below_linprogs_optimum(lam):
+    # at a small lambda the free entries' bounds k / (D + lam) are loose and hi Y the tighter
+    # one; every round's bound must stay below the full optimum whichever is used
+    D, e, free = _many_free_free_rows(3)
+    opt = _linprog(D, e, free, lam, with_free_free=True)
+    rounds = []
+    _, st = solve_constopt_gap(D, e, free, lam, 1e-6, on_round=rounds.append)
+    assert all(r["lower_bound"] <= opt * (1 + 1e-9) for r in rounds)
+    assert opt <= st["lp_objective"] * (1 + 1e-9) and st["relative_gap"] <= 1e-6
