@@ -210,10 +210,14 @@ def test_constopt_row_blocks_hand_a_dense_lp_to_highs():
     _private(mech)
 
 
-def test_constopt_row_blocks_that_cannot_certify_hand_over_to_highs():
-    # at eps / 2 x median distance far above the default limit the bound cannot certify 1e-6
+def test_constopt_row_blocks_that_cannot_certify_hand_over_to_highs(monkeypatch):
+    # a lower bound too weak to certify 1e-6 (as e^{-e D} underflowing once did at very large
+    # epsilon): the build hands the lambda to HiGHS instead of returning an uncertified point
+    import mdp.families.constopt.ipm as ipm
+
+    monkeypatch.setattr(ipm, "certified_lower_bound", lambda lp, res, k_bar: -np.inf)
     space = MetricSpace.from_points(np.random.default_rng(42).random((14, 2)) * 3)
-    eps = 400.0
+    eps = 4.0
     mech = mdp.build("constopt", space, eps, r=4, lam=0.1,
                      tuning=replace(SMALL_ROW_BLOCKS, row_block_max_scale=np.inf))
     assert _path(mech)[1] == "blocks" and "ipm_failure" in mech.stats
