@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from threads_busy import JOB  # the thread benchmark's competing job (this folder is on sys.path)
 from tqdm import tqdm
 
 import mdp
@@ -62,12 +63,6 @@ FAMILIES = {
     "constopt": ("constopt", {"r": 10}, (50, 100, 200, 500, 1000)),
 }
 QUICK = {"n": (50, 100), "c": (1.0, 10.0), "families": ("optimal", "spanner", "constopt")}
-
-#: The competing job: one process of matrix products on NumPy's default BLAS threads.
-#: Each product overwrites the last (a list of them grew by 0.7 MB per product until the
-#: machine swapped and the job was killed).
-JOB = ("import numpy as np\na = np.random.rand(300, 300)\nb = np.empty_like(a)\n"
-       "while True:\n    np.matmul(a, a, out=b)")
 
 
 def suite_space(kind: str, n: int, workdir: Path):
