@@ -60,11 +60,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from .errors import ParameterError
 from .rounding import gamma
-from .threads import available_cpus, pool_threads
+from .threads import available_cpus, limit_pools, pool_threads
 
 __all__ = ["ScreenTuning", "ScreenedNearest", "exact_nearest"]
 
@@ -304,7 +303,7 @@ class ScreenedNearest:
                 r, c = self._screen_block(np.ascontiguousarray(ZT[:, a:b]), margin[sel[a:b]])
                 return r + a, c
 
-            with threadpool_limits(limits=1, user_api="blas"):
+            with limit_pools(1, "blas"):
                 if workers > 1:
                     with ThreadPoolExecutor(max_workers=workers) as pool:
                         parts = list(pool.map(task, blocks))

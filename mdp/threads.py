@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import threading
 import time
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -39,13 +40,13 @@ from dataclasses import dataclass, field
 import joblib
 import numba
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from .errors import ParameterError
 
 __all__ = ["AUTO", "ThreadTuning", "ThreadPlan", "check_threads", "available_cpus", "busy_cpus",
            "plan_threads", "use_threads", "active_plan", "pool_threads", "fixed_threads",
-           "highs_threads", "set_default_threads"]
+           "highs_threads", "set_default_threads", "limit_pools"]
 
 #: The value of ``threads`` that sizes every pool from the CPUs free and the work's grain.
 AUTO = "auto"
@@ -295,8 +296,89 @@ def use_threads(threads=None, tuning: ThreadTuning = ThreadTuning()) -> Iterator
     numba_before = numba.get_num_threads()
     try:
         numba.set_num_threads(min(plan.baseline, numba.config.NUMBA_NUM_THREADS))
-        with threadpool_limits(limits=plan.baseline):
+        with limit_pools(plan.baseline):
             yield plan
     finally:
         numba.set_num_threads(numba_before)
         _ACTIVE.reset(token)
+
+
+#: The BLAS and OpenMP runtimes' programming interfaces (threadpoolctl's ``user_api``).
+POOL_APIS = ("blas", "openmp")
+
+
+class _PoolLimits:
+    """The process's BLAS and OpenMP thread counts, shared by the blocks of every thread.
+
+    The runtimes keep one count per library for the whole process, so a block cannot restore
+    "the count it found": two threads' blocks that overlap would each restore the other's limit
+    and leave it behind (two calibrations on a Dask worker's two threads left OpenBLAS at one
+    thread for the rest of the process). Here each thread keeps a stack of its blocks; a runtime
+    runs on the innermost limit of a thread where one thread has blocks open, on the smallest of
+    the threads' innermost limits where several have, and on the count it had before the first
+    block once none is open.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stacks: dict[int, list[tuple[int, tuple[str, ...]]]] = {}
+        self._original: dict[str, int] = {}          # library path -> its count before any block
+        self._libraries: list = []                   # the runtimes loaded when the first block opened
+
+    def _wanted(self, api: str) -> int | None:
+        tops = [next((k for k, apis in reversed(stack) if api in apis), None)
+                for stack in self._stacks.values()]
+        tops = [k for k in tops if k is not None]
+        return min(tops) if tops else None
+
+    def _apply(self) -> None:
+        wanted = {api: self._wanted(api) for api in POOL_APIS}
+        for lib in self._libraries:
+            if lib.user_api not in wanted:
+                continue
+            if lib.filepath not in self._original:
+                self._original[lib.filepath] = lib.num_threads
+            count = wanted[lib.user_api]
+            # threadpoolctl >= 3.8 lets only the first thread that sets OpenBLAS's process-wide
+            # count set it again until that thread lets go: this lock serialises every change
+            release = getattr(lib, "clear_controlling_thread", None)
+            if release is not None:
+                release(force=True)
+            lib.set_num_threads(self._original[lib.filepath] if count is None else count)
+            if release is not None:
+                release(force=True)
+        if not self._stacks:
+            self._original.clear()
+
+    @contextlib.contextmanager
+    def limit(self, threads: int, user_api: str | None = None) -> Iterator[None]:
+        entry = (int(threads), POOL_APIS if user_api is None else (user_api,))
+        me = threading.get_ident()
+        with self._lock:
+            if not self._stacks:                     # finding the loaded libraries costs ~3 ms
+                self._libraries = ThreadpoolController().lib_controllers
+            self._stacks.setdefault(me, []).append(entry)
+            self._apply()
+        try:
+            yield
+        finally:
+            with self._lock:
+                stack = self._stacks[me]
+                del stack[len(stack) - 1 - stack[::-1].index(entry)]
+                if not stack:
+                    del self._stacks[me]
+                self._apply()
+
+
+_POOLS = _PoolLimits()
+
+
+def limit_pools(threads: int, user_api: str | None = None) -> contextlib.AbstractContextManager:
+    """Context in which the BLAS (``user_api="blas"``), OpenMP (``"openmp"``) or both (``None``)
+    runtimes run on ``threads`` threads; safe for blocks open in several threads at once.
+
+    A library built for fewer threads stays at its count. Where blocks of several threads
+    overlap, each runtime runs on the smallest of their innermost limits; once the last block
+    closes every library is back at the count it had before the first one opened.
+    """
+    return _POOLS.limit(threads, user_api)

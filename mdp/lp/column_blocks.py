@@ -54,8 +54,8 @@ from functools import partial
 
 import numpy as np
 from scipy.linalg import blas, lapack
-from threadpoolctl import threadpool_limits
 
+from ..threads import limit_pools
 from .arrays import DETECT, GPUChoice, device_choice, resolve_gpu
 from .batched_blocks import BatchedBlockFactor, device_fits
 from .block_kernels import (
@@ -367,7 +367,7 @@ class _BlockFactor(BlockFactorBase):
             workers = max(1, min(get_threads() or default_blas_threads(SERIAL_BLAS_BELOW), n))
             bounds = np.linspace(0, n, workers + 1).astype(int)
             parts = [range(bounds[k], bounds[k + 1]) for k in range(workers)]
-            with threadpool_limits(1, user_api="blas"):
+            with limit_pools(1, "blas"):
                 if workers == 1:
                     sums = self._factor_blocks(parts[0], dB, wx)
                 else:

@@ -56,10 +56,9 @@ import scipy.linalg as sl
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.linalg import blas
-from threadpoolctl import threadpool_limits
 
 from ..errors import ParameterError, SolverError
-from ..threads import pool_threads
+from ..threads import limit_pools, pool_threads
 from .arrays import DETECT, GPUChoice, device_choice, resolve_gpu
 from .highs import get_threads
 from .sparse_triangular import unit_lower_solve, unit_upper_solve
@@ -118,8 +117,7 @@ def blas_threads(dense_side: int) -> contextlib.AbstractContextManager:
     :func:`default_blas_threads`; the libraries' own counts are restored on exit.
     """
     threads = get_threads()
-    return threadpool_limits(default_blas_threads(dense_side) if threads is None else threads,
-                             user_api="blas")
+    return limit_pools(default_blas_threads(dense_side) if threads is None else threads, "blas")
 
 
 @dataclass(frozen=True)

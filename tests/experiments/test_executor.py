@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
 import mdp
 from experiments.common import point_task
@@ -282,10 +283,15 @@ def test_dask_cluster_and_local_processes_give_identical_csv(tmp_path):
     tasks = _experiment_tasks()
     with ResultStore(tmp_path / "local.sqlite") as store:
         local = run_sweep(tasks, store, workers=2, progress=False)
+    blas_before = {lib["filepath"]: lib["num_threads"] for lib in threadpool_info()
+                   if lib["user_api"] == "blas"}
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                                   dashboard_address=None) as cluster:
         with ResultStore(tmp_path / "dask.sqlite") as store:
             remote = run_sweep(tasks, store, scheduler=cluster.scheduler_address, progress=False)
+    # two builds at once on the worker's two threads leave the process's BLAS counts as they were
+    assert {lib["filepath"]: lib["num_threads"] for lib in threadpool_info()
+            if lib["user_api"] == "blas"} == blas_before
     assert all(r["status"] == "ok" for r in local + remote)
     assert _deterministic_csv(local) == _deterministic_csv(remote)
     # the values are the real ones: an independent in-process calibration agrees

@@ -1,10 +1,12 @@
 """The ``threads`` knob: validation, the auto plan, and the pool sizes seen inside a build."""
 
+import threading
+
 import highspy
 import numba
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 
 import mdp
 import mdp.lp
@@ -18,6 +20,13 @@ from mdp.registry import FAMILIES, register
 
 def blas_counts() -> dict:
     return {lib["filepath"]: lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+
+def blas_capacity(threads: int) -> dict:
+    """Each BLAS library's count when asked for ``threads`` (one built for fewer stays at its own),
+    read without trusting the count the process happens to be at."""
+    with threadpool_limits(threads, user_api="blas"):
+        return blas_counts()
 
 
 def machine(monkeypatch, cpus: int, busy: float) -> None:
@@ -131,7 +140,7 @@ def test_a_fixed_count_reaches_highs_blas_and_numba(space, spy_family, highs_thr
     before_blas, before_numba = blas_counts(), numba.get_num_threads()
     mech = mdp.build("_test_thread_spy", space, 1.0, threads=threads)
     want_numba = min(threads, numba.config.NUMBA_NUM_THREADS)
-    want_blas = {min(threads, k) for k in before_blas.values()}
+    want_blas = set(blas_capacity(threads).values())
     assert spy_family["numba"] == want_numba
     assert spy_family["blas"] == want_blas
     assert spy_family["blas_large_step"] == want_blas == spy_family["blas_small_step"]
@@ -155,10 +164,9 @@ def test_auto_on_a_quiet_machine_sizes_blas_by_the_step(monkeypatch, space, spy_
                                                         highs_threads_option):
     monkeypatch.setattr(dense, "_physical_cores", lambda: 2)
     machine(monkeypatch, 2, 0)
-    before = blas_counts()
     mech = mdp.build("_test_thread_spy", space, 1.0, threads="auto")
     assert spy_family["blas"] == {1} == spy_family["blas_small_step"]     # un-sized code: serial
-    assert spy_family["blas_large_step"] == {min(2, k) for k in before.values()}
+    assert spy_family["blas_large_step"] == set(blas_capacity(2).values())
     assert highs_threads_option == [1]                  # half of two CPUs
     assert mech.stats["threads"]["blas"] == 2 and mech.stats["threads"]["highs"] == 1
 
@@ -191,3 +199,48 @@ def test_one_thread_and_auto_give_identical_matrices(monkeypatch, family, params
     auto = mdp.build(family, space, 1.0, threads="auto", **params)
     assert auto.stats["threads"]["requested"] == "auto"
     np.testing.assert_array_equal(one.matrix, auto.matrix)
+
+
+@pytest.mark.parametrize("a_threads", [1, 2])
+def test_blocks_of_two_threads_that_overlap_restore_the_counts_and_run_on_the_smaller(a_threads):
+    # A enters, B enters, A leaves, B leaves. Restoring "the count each found" (threadpoolctl's
+    # threadpool_limits) left 1 behind for the rest of the process after two calibrations on one
+    # Dask worker's two threads, and ran B's block on A's count once A had left.
+    before = blas_counts()
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def a():
+        with th.limit_pools(a_threads, "blas"):
+            seen["a alone"] = blas_counts()
+            a_in.set()
+            b_in.wait(10)
+            seen["both"] = blas_counts()
+        a_out.set()
+
+    def b():
+        a_in.wait(10)
+        with th.limit_pools(1):
+            b_in.set()
+            a_out.wait(10)
+            seen["b alone"] = blas_counts()
+
+    workers = [threading.Thread(target=f) for f in (a, b)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(20)
+    assert seen["a alone"] == blas_capacity(a_threads)
+    assert seen["both"] == blas_capacity(1) == seen["b alone"]
+    assert blas_counts() == before
+
+
+def test_nested_blocks_in_one_thread_run_on_the_innermost_and_restore_in_turn():
+    before = blas_counts()
+    with th.limit_pools(1):
+        with th.limit_pools(2, "blas"):
+            assert blas_counts() == blas_capacity(2)
+            with th.limit_pools(1, "openmp"):             # another runtime: BLAS keeps the 2
+                assert blas_counts() == blas_capacity(2)
+        assert blas_counts() == blas_capacity(1)
+    assert blas_counts() == before
