@@ -308,47 +308,64 @@ POOL_APIS = ("blas", "openmp")
 
 
 class _PoolLimits:
-    """The process's BLAS and OpenMP thread counts, shared by the blocks of every thread.
+    """The BLAS and OpenMP thread counts of the blocks of every thread.
 
-    The runtimes keep one count per library for the whole process, so a block cannot restore
+    OpenBLAS on its own threads keeps one count for the whole process, so a block cannot restore
     "the count it found": two threads' blocks that overlap would each restore the other's limit
     and leave it behind (two calibrations on a Dask worker's two threads left OpenBLAS at one
-    thread for the rest of the process). Here each thread keeps a stack of its blocks; a runtime
-    runs on the innermost limit of a thread where one thread has blocks open, on the smallest of
-    the threads' innermost limits where several have, and on the count it had before the first
-    block once none is open.
+    thread for the rest of the process). Here each thread keeps a stack of its blocks; such a
+    library runs on the smallest of the threads' innermost limits, and on the count it had
+    before the first block once none is open. OpenMP runtimes (and an OpenBLAS built on one)
+    keep a count per thread instead: each thread's own innermost limit, and its own count back
+    when its last block closes.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._stacks: dict[int, list[tuple[int, tuple[str, ...]]]] = {}
-        self._original: dict[str, int] = {}          # library path -> its count before any block
-        self._libraries: list = []                   # the runtimes loaded when the first block opened
+        # a process-wide library's count before the first block; a thread's own counts before
+        # its first; the runtimes loaded when the first block opened
+        self._shared_original: dict[str, int] = {}
+        self._thread_original: dict[int, dict[str, int]] = {}
+        self._libraries: list = []
 
-    def _wanted(self, api: str) -> int | None:
-        tops = [next((k for k, apis in reversed(stack) if api in apis), None)
-                for stack in self._stacks.values()]
-        tops = [k for k in tops if k is not None]
-        return min(tops) if tops else None
+    @staticmethod
+    def _per_thread(lib) -> bool:
+        """Whether ``lib``'s count is the calling thread's (OpenMP's ``omp_set_num_threads``)."""
+        return lib.user_api == "openmp" or getattr(lib, "threading_layer", None) == "openmp"
 
-    def _apply(self) -> None:
-        wanted = {api: self._wanted(api) for api in POOL_APIS}
+    @staticmethod
+    def _innermost(stack: list, api: str) -> int | None:
+        return next((k for k, apis in reversed(stack) if api in apis), None)
+
+    def _apply(self, me: int) -> None:
+        """Set every library's count for the open blocks, from thread ``me`` (lock held)."""
+        shared = {api: min((k for k in (self._innermost(st, api) for st in self._stacks.values())
+                            if k is not None), default=None) for api in POOL_APIS}
+        own_stack = self._stacks.get(me, [])
+        own_original = self._thread_original.setdefault(me, {})
         for lib in self._libraries:
-            if lib.user_api not in wanted:
+            if lib.user_api not in POOL_APIS:
                 continue
-            if lib.filepath not in self._original:
-                self._original[lib.filepath] = lib.num_threads
-            count = wanted[lib.user_api]
+            if self._per_thread(lib):
+                original = own_original.setdefault(lib.filepath, lib.num_threads)
+                count = self._innermost(own_stack, lib.user_api)
+                lib.set_num_threads(original if count is None else count)
+                continue
+            original = self._shared_original.setdefault(lib.filepath, lib.num_threads)
+            count = shared[lib.user_api]
             # threadpoolctl >= 3.8 lets only the first thread that sets OpenBLAS's process-wide
             # count set it again until that thread lets go: this lock serialises every change
             release = getattr(lib, "clear_controlling_thread", None)
             if release is not None:
                 release(force=True)
-            lib.set_num_threads(self._original[lib.filepath] if count is None else count)
+            lib.set_num_threads(original if count is None else count)
             if release is not None:
                 release(force=True)
+        if not own_stack:
+            del self._thread_original[me]
         if not self._stacks:
-            self._original.clear()
+            self._shared_original.clear()
 
     @contextlib.contextmanager
     def limit(self, threads: int, user_api: str | None = None) -> Iterator[None]:
@@ -358,7 +375,7 @@ class _PoolLimits:
             if not self._stacks:                     # finding the loaded libraries costs ~3 ms
                 self._libraries = ThreadpoolController().lib_controllers
             self._stacks.setdefault(me, []).append(entry)
-            self._apply()
+            self._apply(me)
         try:
             yield
         finally:
@@ -367,7 +384,7 @@ class _PoolLimits:
                 del stack[len(stack) - 1 - stack[::-1].index(entry)]
                 if not stack:
                     del self._stacks[me]
-                self._apply()
+                self._apply(me)
 
 
 _POOLS = _PoolLimits()

@@ -235,6 +235,54 @@ def test_blocks_of_two_threads_that_overlap_restore_the_counts_and_run_on_the_sm
     assert blas_counts() == before
 
 
+def openmp_counts() -> dict:
+    """The calling thread's OpenMP counts (each runtime keeps one per thread)."""
+    return {lib["filepath"]: lib["num_threads"] for lib in threadpool_info()
+            if lib["user_api"] == "openmp"}
+
+
+def test_openmp_counts_stay_each_threads_own_when_blocks_overlap():
+    # OpenMP keeps a count per thread: a thread leaving its block while another thread's block is
+    # open gets its own count back, not the other thread's limit
+    if not openmp_counts():
+        pytest.skip("no OpenMP runtime loaded in this process")
+    with threadpool_limits(2, user_api="openmp"):
+        two = openmp_counts()
+    with threadpool_limits(1, user_api="openmp"):
+        one = openmp_counts()
+    if two == one:
+        pytest.skip("the OpenMP runtimes here run one thread whatever they are asked")
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def a():
+        with threadpool_limits(2, user_api="openmp"):      # this thread's own count: 2
+            seen["a before"] = openmp_counts()
+            with th.limit_pools(1):
+                a_in.set()
+                b_in.wait(10)
+                seen["a inside"] = openmp_counts()
+            seen["a after"] = openmp_counts()
+        a_out.set()
+
+    def b():
+        a_in.wait(10)
+        with threadpool_limits(2, user_api="openmp"):
+            with th.limit_pools(1, "openmp"):
+                b_in.set()
+                a_out.wait(10)
+                seen["b inside"] = openmp_counts()
+            seen["b after"] = openmp_counts()
+
+    workers = [threading.Thread(target=f) for f in (a, b)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(20)
+    assert seen["a before"] == two == seen["a after"] == seen["b after"]
+    assert seen["a inside"] == one == seen["b inside"]
+
+
 def test_nested_blocks_in_one_thread_run_on_the_innermost_and_restore_in_turn():
     before = blas_counts()
     with th.limit_pools(1):

@@ -113,8 +113,9 @@ class ConstOptLP:
     residual is then relative to that scale, and :func:`certified_lower_bound`, which multiplies
     a weight's reduced cost by its a-priori bound ``k / max_w (D_wv + lam) e^{-e D_wv}``,
     stays tight where all of a column's fixed entries are far (two scales of distance, eps x
-    median 3, n = 500: reduced costs of -5e-15 times bounds of 3e14 gave a negative bound). Linking rows ``L x >= h``: ``k - sum_v (D_wv + lam) M_wv >= 0`` and
-    ``sum_v M_wv >= 1`` for every row ``w``. Local rows ``a x_i + b x_j >= 0``, scaled so that
+    median 3, n = 500: reduced costs of -5e-15 times bounds of 3e14 gave a negative bound).
+    Linking rows ``L x >= h``: ``k - sum_v (D_wv + lam) M_wv >= 0`` and ``sum_v M_wv >= 1`` for
+    every row ``w``. Local rows ``a x_i + b x_j >= 0``, scaled so that
     their larger coefficient is 1: the bounds ``lo_uv Y_v <= M_uv <= hi_uv Y_v`` of every free
     entry and the free-free rows ``M_u'v >= e^{-e D_uu'} M_uv`` for the pairs given.
 
@@ -631,7 +632,7 @@ def fixed_weights_solution(lp: ConstOptLP, Y: np.ndarray, all_pairs: tuple[np.nd
     Y = np.maximum(Y, 0.0)
     fixed_part = lp.L_Y @ Y                               # loss rows: -sum W E Y; row sums: sum E Y
     with np.errstate(over="ignore", under="ignore"):
-        weights = lp.y_scale * Y
+        weights = lp.weights(Y)
         col_lo = np.where(np.isfinite(lp.log_lo), np.exp(lp.log_lo) * weights[lp.fv], 0.0)
         col_hi = np.where(np.isfinite(lp.log_hi), np.exp(lp.log_hi) * weights[lp.fv], np.inf)
     col_hi = np.maximum(col_hi, col_lo)
