@@ -201,6 +201,15 @@ def test_one_thread_and_auto_give_identical_matrices(monkeypatch, family, params
     np.testing.assert_array_equal(one.matrix, auto.matrix)
 
 
+def run_together(*targets) -> None:
+    """Run each target in its own thread and wait for all of them."""
+    workers = [threading.Thread(target=f) for f in targets]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(20)
+
+
 @pytest.mark.parametrize("a_threads", [1, 2])
 def test_blocks_of_two_threads_that_overlap_restore_the_counts_and_run_on_the_smaller(a_threads):
     # A enters, B enters, A leaves, B leaves. Restoring "the count each found" (threadpoolctl's
@@ -225,11 +234,7 @@ def test_blocks_of_two_threads_that_overlap_restore_the_counts_and_run_on_the_sm
             a_out.wait(10)
             seen["b alone"] = blas_counts()
 
-    workers = [threading.Thread(target=f) for f in (a, b)]
-    for t in workers:
-        t.start()
-    for t in workers:
-        t.join(20)
+    run_together(a, b)
     assert seen["a alone"] == blas_capacity(a_threads)
     assert seen["both"] == blas_capacity(1) == seen["b alone"]
     assert blas_counts() == before
@@ -274,11 +279,7 @@ def test_openmp_counts_stay_each_threads_own_when_blocks_overlap():
                 seen["b inside"] = openmp_counts()
             seen["b after"] = openmp_counts()
 
-    workers = [threading.Thread(target=f) for f in (a, b)]
-    for t in workers:
-        t.start()
-    for t in workers:
-        t.join(20)
+    run_together(a, b)
     assert seen["a before"] == two == seen["a after"] == seen["b after"]
     assert seen["a inside"] == one == seen["b inside"]
 
