@@ -70,7 +70,7 @@ from .block_lp import REFINE_RTOL, BlockFactorBase, ColumnBlockLP, TripleBlockLP
 from .dense import SERIAL_BLAS_BELOW, blas_threads, default_blas_threads
 from .dissection import Dissection, nested_dissection
 from .highs import LPError, LPTimeout, get_threads
-from .interior_point import IPMSettings, Scores, Status, run_interior_point
+from .interior_point import IPMSettings, NoConvergence, Scores, Status, run_interior_point
 from .plan import BLOCKS
 from .reporting import LPProgress, report
 from .rowgen import warm_rows
@@ -78,7 +78,7 @@ from .rowgen import warm_rows
 __all__ = ["ColumnBlockLP", "solve_worst_case_blocks", "lagrangian_bound", "BLOCKS",
            "BlockResources", "available_memory", "block_byte_limit", "block_bytes",
            "fits_in_memory", "block_device", "BlockFactorBase", "Iterate",
-           "WarmStart", "solve_worst_case_triples", "TripleBlockLP"]
+           "WarmStart", "solve_worst_case_triples", "TripleBlockLP", "BlocksStalled"]
 
 
 
@@ -570,7 +570,9 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     Raises
     ------
     LPError
-        Too large for ``resources.max_block_bytes``, or no iterate within ``STALL_ACCEPT``.
+        Too large for ``resources.max_block_bytes``.
+    BlocksStalled
+        No iterate within ``STALL_ACCEPT``: the best one is in the error.
     LPTimeout
     """
     t0 = time.perf_counter()
@@ -589,7 +591,13 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     # n factorisations of side n: on every core (n = 500: 3.0 ms per block on two threads, 5.1 ms
     # on one), although each is smaller than a "large" dense step of mdp.lp.dense
     fac = _block_factor(lp, device, tree, resources=resources)
-    M, stats = _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0)
+    try:
+        M, stats = _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0)
+    except BlocksStalled as exc:
+        if tree is not None:
+            exc.matrix = exc.matrix[np.ix_(tree.positions, tree.positions)]
+        exc.stats["dissection_levels"] = _levels(tree)
+        raise
     if tree is not None:
         M = M[np.ix_(tree.positions, tree.positions)]
     stats["dissection_levels"] = _levels(tree)
@@ -617,6 +625,25 @@ def _too_large(n: int, hint: str = "", resources: BlockResources = BlockResource
                    f"inverses at n = {n}, more than its limit of {limit / 2 ** 30:.3g} "
                    f"GiB (max_block_bytes, or {resources.memory_share:g} of the memory "
                    f"available){hint}")
+
+
+class BlocksStalled(LPError):
+    """The column-block method ended with no iterate within ``STALL_ACCEPT``; it carries the
+    best one, for a caller that repairs and certifies it itself.
+
+    Attributes
+    ----------
+    matrix : ndarray (n, n)
+        The best iterate's ``M`` (negatives clipped), in the caller's order of the points.
+    stats : dict
+        As :func:`solve_worst_case_blocks` returns them for that iterate (``stalled`` True).
+    score : float
+        Its score: the largest of its relative gap and infeasibilities.
+    """
+
+    def __init__(self, message: str, matrix: np.ndarray, stats: dict, score: float):
+        super().__init__(message)
+        self.matrix, self.stats, self.score = matrix, stats, score
 
 
 class _ColumnBlockSystem:
@@ -699,10 +726,16 @@ def _solve(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: f
     # BLAS threads by the dense step's side (the Schur complement is 2n square): below the
     # rule's size a step is too short for threads that wait on a busy core (n = 60 beside one
     # other job: over 60 s on two threads, 7-22 s on one; about 2 s quiet either way)
+    failed = None
     with blas_threads(2 * n):
-        out = run_interior_point(_ColumnBlockSystem(lp, fac),
-                                 replace(SETTINGS, tol=tol, max_iter=max_iter), start=start,
-                                 deadline=deadline, keep_gap=keep_gap, log=log, inspect=watch)
+        try:
+            out = run_interior_point(_ColumnBlockSystem(lp, fac),
+                                     replace(SETTINGS, tol=tol, max_iter=max_iter), start=start,
+                                     deadline=deadline, keep_gap=keep_gap, log=log, inspect=watch)
+        except NoConvergence as exc:
+            if exc.best is None:
+                raise
+            out, failed = exc.best, exc
     p = out.point
     final = watch.seen if out.status is Status.STOPPED else Iterate(lp, p, out.scores.gap)
     M = final.matrix()
@@ -717,4 +750,6 @@ def _solve(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: f
         stats["monitor_stopped"] = watch.seen is not None
     if keep_gap is not None:
         stats["warm_start"] = WarmStart(lp.keys, out.kept if out.kept is not None else p)
+    if failed is not None:
+        raise BlocksStalled(str(failed), M, stats, float(out.scores.score)) from failed
     return M, stats

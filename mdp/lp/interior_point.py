@@ -38,7 +38,7 @@ import numpy as np
 from ..errors import SolverError, SolverTimeout
 
 __all__ = ["IPMSettings", "Scores", "NewtonSystem", "IterationState", "Status", "Outcome",
-           "run_interior_point", "max_step", "centred_shift"]
+           "NoConvergence", "run_interior_point", "max_step", "centred_shift"]
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -210,6 +210,21 @@ class Outcome(Generic[P]):
         return self.status is Status.STALLED
 
 
+class NoConvergence(SolverError):
+    """The iterations ended with no iterate within ``stall_accept``.
+
+    Attributes
+    ----------
+    best : Outcome or None
+        The best finite iterate (status :attr:`Status.STALLED`), for a caller that can still use
+        it (and certify it itself); None when no iterate was finite.
+    """
+
+    def __init__(self, message: str, best: Outcome | None = None):
+        super().__init__(message)
+        self.best = best
+
+
 def max_step(v: np.ndarray, dv: np.ndarray) -> float:
     """The ratio test: the largest ``a`` in ``[0, 1]`` with ``v + a dv >= 0`` for a positive
     ``v``."""
@@ -284,9 +299,10 @@ def run_interior_point(system: NewtonSystem, settings: IPMSettings, *, start=Non
 
     Raises
     ------
-    SolverError
-        No convergence: no iterate within ``stall_accept`` when the iterations end, a non-finite
-        iterate, or a failed factorisation (the system's own error) before one.
+    NoConvergence
+        No iterate within ``stall_accept`` when the iterations end, a non-finite iterate, or a
+        failed factorisation (the system's own error, chained) before one; it carries the best
+        finite iterate.
     SolverTimeout
         Past the deadline.
     """
@@ -312,23 +328,36 @@ def run_interior_point(system: NewtonSystem, settings: IPMSettings, *, start=Non
             return _finish(state, Status.STALLED)
         if not np.isfinite(score) or it >= settings.max_iter:
             best = np.nan if state.best is None else state.best[0]
-            raise SolverError(f"{system.name} stopped after {it} iterations without converging "
-                              f"(relative gap {scores.gap:.1e}, infeasibilities "
-                              f"{scores.primal:.1e} / {scores.dual:.1e}; best {best:.1e})")
+            raise NoConvergence(f"{system.name} stopped after {it} iterations without converging "
+                                f"(relative gap {scores.gap:.1e}, infeasibilities "
+                                f"{scores.primal:.1e} / {scores.dual:.1e}; best {best:.1e})",
+                                _best(state))
         if deadline is not None and time.perf_counter() > deadline:
             raise SolverTimeout(f"time limit reached after {it} iterations of {system.name} "
                                 f"(relative gap {scores.gap:.1e})")
         try:
             system.factor(p, score)
-        except SolverError:
+        except SolverError as exc:
             if not state.best_within(settings.stall_accept):
-                raise
+                best = np.nan if state.best is None else state.best[0]
+                raise NoConvergence(f"{exc} after {it} iterations of {system.name} (best "
+                                    f"{best:.1e})", _best(state)) from exc
             # the scaling of the last iterations can ruin the factorisation before the
             # tolerance is reached: the best iterate is as good as a stall's
             return _finish(state, Status.STALLED)
         d, ap, ad = _direction(system, p, residuals, scores.gap, settings)
         state.point = system.moved(p, d, ap, ad)
         state.iteration += 1
+
+
+def _best(state: IterationState) -> Outcome | None:
+    """The best finite iterate as a stalled :class:`Outcome` (None if none was finite)."""
+    if state.best is None:
+        return None
+    status = state.status
+    out = _finish(state, Status.STALLED)
+    state.status = status
+    return out
 
 
 def _finish(state: IterationState, status: Status) -> Outcome:

@@ -26,12 +26,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ParameterError
-from .column_blocks import BlockResources, fits_in_memory, solve_worst_case_blocks
+from .column_blocks import (
+    BlockResources,
+    BlocksStalled,
+    fits_in_memory,
+    solve_worst_case_blocks,
+)
 from .conic import solve_clarabel
 from .highs import LPError, LPTimeout, SparseLP
 from .plan import BLOCKS, CLARABEL
@@ -95,6 +101,15 @@ class LazyRoundsTuning:
         interior code failed, crossover faces the same badly scaled LP and can grind for many
         minutes (two scales of distance, eps x median 1, n = 100: over 600 s), while the next
         limit's better-scaled LP solves in seconds.
+    stalled_keep, stalled_time_factor, stalled_min_seconds : float, default 1e-2, 1.0 and 60.0
+        The full solve by column blocks (``crossover=False``): where the method stalls above
+        its acceptance (:class:`~mdp.lp.column_blocks.BlocksStalled`) with a best iterate whose
+        score is within ``stalled_keep``, HiGHS's chain gets at most the larger of
+        ``stalled_min_seconds`` and ``stalled_time_factor`` times the blocks' seconds; past it,
+        or when the chain fails, that iterate is returned (``stats["stalled_score"]``) for the
+        caller to repair and certify. On the full LP from scratch the chain takes minutes from
+        a few hundred points (two scales, n = 500: HiPO about 6 s per iteration on 911,000 rows,
+        over 600 s).
     """
 
     separation_tol: float = 1e-9
@@ -109,6 +124,9 @@ class LazyRoundsTuning:
     full_ipm_tol: float = 1e-10
     crossover_time_factor: float = 2.0
     crossover_min_seconds: float = 20.0
+    stalled_keep: float = 1e-2
+    stalled_time_factor: float = 1.0
+    stalled_min_seconds: float = 60.0
 
 
 #: Methods of the lazy solve: warm dual simplex rounds, or interior rounds first.
@@ -543,7 +561,6 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         failed solve also ``failed_solves`` (method: error) and ``final_method``.
     """
     D = np.asarray(distances, dtype=float)
-    n = D.shape[0]
     eps_pair = np.broadcast_to(np.asarray(eps_pair, dtype=float), pu.shape)
     keep = eps_pair * D[pu, pv] <= np.log(max_coefficient)
     pu, pv, eps_pair = pu[keep], pv[keep], eps_pair[keep]
@@ -551,6 +568,7 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
     spent = 0.0                      # seconds of a failed column-block solve before the chain
     t_chain = time.perf_counter()
     tried_blocks = solver == BLOCKS or not blocks_fallback
+    standing = None                  # a stalled column-block iterate, while HiGHS's chain runs
     if solver == BLOCKS:
         t_blocks = time.perf_counter()
         try:
@@ -565,11 +583,47 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
             failures.append(f"{BLOCKS}: {exc}")
             solver = "hipo"
             spent = time.perf_counter() - t_blocks
+            if isinstance(exc, BlocksStalled) and exc.score <= tuning.stalled_keep:
+                standing = exc
             if time_limit is not None:
                 time_limit -= spent
                 if time_limit <= 0:
                     raise LPTimeout("LP time limit reached after the column-block method "
                                     "failed") from exc
+    chain = partial(_interior_chain, D, pu, pv, eps_pair, solver=solver, crossover=crossover,
+                    tuning=tuning, resources=resources, device=device, last_resort=last_resort,
+                    tried_blocks=tried_blocks, failures=failures, spent=spent, t_chain=t_chain)
+    if standing is None:
+        return chain(time_limit=time_limit)
+    # HiGHS's chain on the full LP, from scratch, within a budget; past it the stalled iterate
+    # stands (the caller repairs and certifies it as any interior point). Two scales, n = 500,
+    # eps x median 1 (SpannerMech): the blocks stall at 2.5e-4 after 35 s, HiPO on 911,000
+    # rows takes about 6 s per iteration and ran past 600 s
+    budget = max(tuning.stalled_min_seconds, tuning.stalled_time_factor * spent)
+    capped = time_limit is None or budget < time_limit
+    try:
+        return chain(time_limit=budget if capped else time_limit)
+    except LPError as exc:
+        if isinstance(exc, LPTimeout) and not capped:
+            raise
+        why = (f"stopped after its budget of {budget:.0f} s" if isinstance(exc, LPTimeout)
+               else f"failed: {exc}")
+        stats = dict(standing.stats)
+        stats.update(failed_solves=failures + [f"HiGHS's chain {why}"],
+                     final_method=f"{BLOCKS}, its best iterate (stalled at {standing.score:.1e})",
+                     stalled_score=standing.score, seconds=time.perf_counter() - t_chain)
+        return standing.matrix, stats
+
+
+def _interior_chain(D: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair: np.ndarray, *,
+                    solver: str, time_limit: float | None, crossover: bool,
+                    tuning: LazyRoundsTuning, resources: BlockResources, device: str | None,
+                    last_resort: bool, tried_blocks: bool, failures: list, spent: float,
+                    t_chain: float) -> tuple[np.ndarray, dict]:
+    """HiGHS's solve of the dualised LP and its chain of fallbacks (:func:`solve_worst_case_lp`);
+    ``failures`` collects each failed solve, ``spent`` and ``t_chain`` are the seconds and the
+    start of the column-block solve before it."""
+    n = D.shape[0]
     A = primal_rows(D, pu, pv, eps_pair)
     N = n * n
     m = A.shape[0]

@@ -16,10 +16,12 @@ and 1.5 is in the range Bordenabe et al. explore (their experiments use 1.1-2.0)
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 
 from ...candidate import Candidate
+from ...errors import AccuracyWarning
 from ...lp import SOLVERS, LPError, LPTimeout, explain_failures, get_threads, stochastic_rows
 from ...lp.build_report import BuildReport
 from ...lp.output import LOG_DOMAIN_C, candidate_loss, private_candidate
@@ -97,7 +99,11 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         (:func:`mdp.lp.column_blocks.solve_worst_case_blocks`; ``n^3 / 2`` doubles of memory,
         or ``n^3`` on a GPU where CuPy sees one),
         repaired the same way: much faster from n ~ 100 on sparse spanners, but certified only
-        to a relative gap of about 1e-6 to 1e-4, which ``stats["relative_gap"]`` reports).
+        to a relative gap of about 1e-6 to 1e-4, which ``stats["relative_gap"]`` reports; where
+        it stalls above that and HiGHS's chain does not finish within its budget
+        (``LazyRoundsTuning.stalled_time_factor``, ``stalled_min_seconds``), its best iterate
+        is repaired in the same way, and an :class:`mdp.errors.AccuracyWarning` gives its
+        certified gap).
     knn : int >= 0, default 0
         Near-neighbour pairs (that are spanner edges) in the initial lazy rows.
     rows : {"auto", "edges", "paths"}, default "auto"
@@ -216,6 +222,7 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                                                "coefficient limit: " + "; ".join(lines)))
     if stats.get("failed_solves"):
         base["fallbacks_taken"] = [f"{stats['final_method']} after {'; '.join(stats['failed_solves'])}"]
+    stalled = "stalled_score" in stats
     left_out = int(np.count_nonzero(level * D[pu, pv] > np.log(max_coefficient))) * space.n
     stats.update(base, max_coefficient=max_coefficient, unresolved_rows=left_out)
     interior = path.option("repair") == "envelope"
@@ -226,6 +233,13 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         values, log, mix = private_candidate(M, D, epsilon)
         stats.update(uniform_mix=mix, loss=candidate_loss(values, D, log))
         stats["relative_gap"] = _relative_gap(stats)
+        if stalled:
+            warnings.warn(AccuracyWarning(
+                f"SpannerMech (n = {space.n}, epsilon = {epsilon:g}): the column-block method "
+                f"stalled ({stats['failed_solves'][-1]}); its best iterate is certified within "
+                f"a relative gap of {stats['relative_gap']:.3g} of the SpannerMech LP's optimum "
+                f"(stats['relative_gap'], stats['lower_bound']). The matrix is private as "
+                f"certified."), stacklevel=3)  # the caller of mdp.build
         return report(exponential_floor(values, log, D, epsilon, stats, family="SpannerMech"))
     stats["loss"] = float(np.max(np.einsum("uw,uw->u", M, D)))
     stats["relative_gap"] = _relative_gap(stats)

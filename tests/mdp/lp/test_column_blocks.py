@@ -13,7 +13,7 @@ from mdp.lp import LPError, LPTimeout, progress
 from mdp.lp import column_blocks as cb
 from mdp.lp.block_kernels import fill_block_lower, unpack_symmetric
 from mdp.lp.column_blocks import ColumnBlockLP, lagrangian_bound, solve_worst_case_blocks
-from mdp.lp.worst_case import lagrangian_lower_bound, primal_rows
+from mdp.lp.worst_case import LazyRoundsTuning, lagrangian_lower_bound, primal_rows
 from mdp.space import MetricSpace
 
 
@@ -227,6 +227,68 @@ def test_default_falls_back_to_hipo_when_blocks_fail(monkeypatch):
     # named explicitly (crossover=True), the failure is the caller's
     with pytest.raises(LPError, match="forced"):
         worst_case.solve_worst_case_lp(D, pu, pv, 0.5, solver="blocks", crossover=True)
+
+
+def test_a_stalled_solve_carries_its_best_iterate():
+    # out of iterations far from the acceptance: the error carries the best iterate, whose
+    # multipliers still bound the optimum and whose entries are the method's matrix
+    D = SPACES[1].distances
+    pu, pv = spanner_pairs(D)
+    ref = linprog_optimum(D, pu, pv, 0.5)
+    with pytest.raises(cb.BlocksStalled, match="without converging") as err:
+        solve_worst_case_blocks(D, pu, pv, 0.5, max_iter=8)
+    stalled = err.value
+    assert cb.STALL_ACCEPT < stalled.score < 1.0
+    assert stalled.stats["stalled"] and stalled.stats["ipm_iterations"] == 8
+    assert stalled.stats["lower_bound"] <= ref + 1e-9
+    assert stalled.matrix.shape == D.shape and np.all(stalled.matrix >= 0)
+    # its rows are near stochastic and its loss near the optimum, as the score says
+    np.testing.assert_allclose(stalled.matrix.sum(axis=1), 1.0, atol=10 * stalled.score)
+    loss = np.max(np.einsum("uw,uw->u", stalled.matrix, D))
+    assert loss == pytest.approx(ref, rel=10 * stalled.score)
+
+
+@pytest.mark.parametrize("budget", ["runs out", "enough"])
+def test_a_stalled_iterate_stands_when_highs_runs_out_of_its_budget(monkeypatch, budget):
+    # the column blocks stall above their acceptance: HiGHS's chain gets a bounded time, and past
+    # it SpannerMech repairs and certifies the stalled iterate, and warns with its gap
+    from mdp.lp import worst_case
+
+    real = worst_case.solve_worst_case_blocks
+    stalls = []
+
+    def stalling(*args, **kwargs):
+        try:
+            real(*args, max_iter=8, **kwargs)
+        except cb.BlocksStalled as exc:
+            stalls.append(exc.score)
+            raise
+        raise AssertionError("8 iterations converged")
+
+    monkeypatch.setattr(worst_case, "solve_worst_case_blocks", stalling)
+    space = SPACES[1]
+    D = space.distances
+    pu, pv = spanner_pairs(D)
+    ref = linprog_optimum(D, pu, pv, 0.5 / 1.5)
+    lazy = (LazyRoundsTuning(stalled_time_factor=0.0, stalled_min_seconds=1e-6)
+            if budget == "runs out" else LazyRoundsTuning())
+    tuning = SpannerTuning(blocks_from_n=10, lazy=lazy)
+    if budget == "runs out":
+        with pytest.warns(mdp.AccuracyWarning, match="stalled"):
+            mech = mdp.build("spanner", space, 0.5, tuning=tuning)
+        st = mech.stats
+        assert st["stalled_score"] == stalls[0] and "stalled" in st["final_method"]
+        assert "budget" in st["failed_solves"][-1]
+        assert st["lower_bound"] <= ref + 1e-9
+        assert st["relative_gap"] == pytest.approx((st["loss"] - st["lower_bound"]) / st["loss"])
+        assert mech.loss() >= ref * (1 - 1e-6)
+    else:
+        mech = mdp.build("spanner", space, 0.5, tuning=tuning)
+        st = mech.stats
+        assert "stalled_score" not in st and "stalled" not in st["final_method"]
+        assert st["lp_objective"] == pytest.approx(ref, rel=1e-6)
+    assert len(stalls) == 1
+    assert mech.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)
 
 
 def test_available_memory_reads_the_system():
