@@ -85,6 +85,7 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
     allowed[pu, pv] = True
     target = _gap_target(gap, tuning)
     conclusive = False
+    budget = None
 
     repaired = {}        # the last matrix the test repaired and its repair; the least-loss one
     repair = None if gap is None else _GapRepair(
@@ -127,8 +128,10 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
                             f"column-block rounds")
         near = ("best_M" in repaired
                 and within(repaired["best_loss"], state.bound, tuning.finish_near))
+        # wherever the rounds have a certified matrix, the finish gets a bounded time: from
+        # about 200 points it has never ended within minutes, near the target or far from it
         budget = (max(tuning.finish_min_seconds, tuning.finish_time_factor * stats["seconds"])
-                  if near else None)
+                  if "best_M" in repaired else None)
         capped = budget is not None and (left is None or budget < left)
         try:
             M, finish = solve_worst_case_lp_lazy(
@@ -140,11 +143,13 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
             if "best_M" not in repaired or (timed_out and not capped):
                 raise
             # HiGHS can fail where eps * D spans many orders of magnitude, or take far longer
-            # than the rounds near their plateau: the rounds' best repaired matrix and their
-            # bound stand. After a failure far from the target the caller's next attempts may
-            # improve on them; near it, those lazy HiGHS solves from scratch over the same
-            # coefficients cost far more than they can gain (Geolife n = 200 at eps 1.5 per
-            # km: rounds 197 s to 1.5e-6, the next attempt's rounds 70 s each, over 20 min)
+            # than the rounds: the rounds' best repaired matrix and their bound stand. After a
+            # failure far from the target the caller's next attempts may improve on them; after
+            # a finish that ran out of time, or near the target, those lazy HiGHS solves from
+            # scratch over the same coefficients cost far more than they can gain (Geolife
+            # n = 200 at eps 1.5 per km: rounds 197 s to 1.5e-6, the next attempt's rounds 70 s
+            # each, over 20 min; two scales n = 200 at eps x median 0.3: rounds 227 s to
+            # 3.8e-5, the finish and the next attempt over 600 s)
             M = least_loss()
             why = (f"stopped after {budget:.0f} s (finish_min_seconds or finish_time_factor x "
                    f"the rounds' time)"
@@ -166,7 +171,8 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
     if repair is not None:
         stats.update(repair.counts())
     R, log, mix = candidate
-    return _Solved(R, log, stats, candidate_loss(R, D, log), violation, mix, np.inf, conclusive)
+    return _Solved(R, log, stats, candidate_loss(R, D, log), violation, mix, np.inf, conclusive,
+                   retry_seconds=budget)
 
 
 @dataclass
@@ -185,6 +191,9 @@ class _Solved:
     max_coefficient: float
     #: No lower coefficient limit is tried after it (HiGHS's lazy solves would be slower still).
     conclusive: bool = False
+    #: Seconds each later attempt may take (None: the build's time left); past them the least
+    #: loss so far stands.
+    retry_seconds: float | None = None
 
 
 def _near_optimal_candidate(M: np.ndarray, D: np.ndarray, epsilon: float):
@@ -330,19 +339,29 @@ def _solve_over_coefficient_limits(solve, time_limit: float | None, rtol: float,
 
     Every restricted LP is a relaxation of the full one: each bound holds, the best is kept. The
     least loss is returned with the best bound, a line per attempt and the typed attempts
-    (``label(max_coefficient)`` names each one's path).
+    (``label(max_coefficient)`` names each one's path). An attempt whose result sets
+    ``retry_seconds`` bounds the next one's time by them (below the build's time left): past
+    them the least loss so far stands.
     """
     t0 = time.perf_counter()
     best, best_bound, lines, attempts = None, -np.inf, [], []
+    retry = None         # seconds a later attempt may take, as the last attempt set them
     for max_coefficient in tuning.max_coefficients:
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if left is not None and left <= 0:
             raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {len(lines)} attempts")
+        capped = best is not None and retry is not None and (left is None or retry < left)
         t1 = time.perf_counter()
         try:
-            out = solve(max_coefficient, left)
+            out = solve(max_coefficient, retry if capped else left)
         except LPTimeout:
-            raise
+            if not capped:
+                raise
+            why = f"stopped after {retry:.0f} s; the least loss so far stands"
+            lines.append(f"rows up to {max_coefficient:g}: {why}")
+            attempts.append(Attempt(label(max_coefficient), "stopped", time.perf_counter() - t1,
+                                    why))
+            break
         except LPError as exc:
             lines.append(f"rows up to {max_coefficient:g}: {exc}")
             attempts.append(Attempt(label(max_coefficient), "failed", time.perf_counter() - t1,
@@ -356,6 +375,7 @@ def _solve_over_coefficient_limits(solve, time_limit: float | None, rtol: float,
         attempts.append(Attempt(label(max_coefficient), "ok", time.perf_counter() - t1, line))
         if best is None or out.loss < best.loss:
             best = out
+        retry = out.retry_seconds
         if (gap_target_met(best.loss, best_bound, rtol, distances, absolute_gap=tuning.absolute_gap)
                 or out.conclusive):
             break
@@ -411,10 +431,12 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         ``"blocks"``: the rounds are solved by the interior point method over column blocks
         (:func:`mdp.lp.block_rounds.solve_worst_case_lp_block_rounds`), finished by HiGHS's lazy
         solve (``tuning.finish_solver``) from its rows where its accuracy (about ``1e-6``) does
-        not certify the target (within ``tuning.finish_near`` times the target, for at most
-        ``tuning.finish_time_factor`` times the rounds' seconds or
-        ``tuning.finish_min_seconds``: when that runs out, the rounds' certified result stands
-        and ``stats["finish_error"]`` says so); the only solver above 250 points.
+        not certify the target, for at most ``tuning.finish_time_factor`` times the rounds'
+        seconds or ``tuning.finish_min_seconds``: when that runs out, the rounds' certified
+        result stands and ``stats["finish_error"]`` says so (when HiGHS fails instead, more than
+        ``tuning.finish_near`` times the target from it, the next coefficient limits are tried,
+        each within the same time);
+        the only solver above 250 points.
         ``"simplex"`` (warm-started dual simplex rounds) or ``"ipm"`` (interior point rounds
         without crossover, then crossover and warm dual simplex for the tail): HiGHS's lazy
         rounds; with ``method="full"``: HiGHS method of the dualised LP. ``"auto"``:

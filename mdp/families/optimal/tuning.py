@@ -51,13 +51,15 @@ class OptimalTuning:
         A gap target also counts as met when the absolute gap is at most this times the largest
         distance (:func:`~mdp.families.optimal.formulation.gap_target_met`).
     finish_near, finish_time_factor, finish_min_seconds : float, defaults 10, 0.1, 60
-        ``solver="blocks"``: where the rounds' plateau is within ``finish_near`` times the
-        target, HiGHS's finish gets at most ``finish_time_factor`` times the rounds' seconds (at
-        least ``finish_min_seconds``); when it runs out or fails, the rounds' certified result
-        stands (no attempt at a lower coefficient limit follows). The finish ended within its
-        time only in builds up to about 100 points (Geolife n = 100: 31 s); from 200 points it
-        never did (fastText n = 200 at eps 2: stopped after 390 s; Geolife n = 200 at eps 0.1
-        and n = 250: after 287 s and 731 s).
+        ``solver="blocks"``: where the rounds end above the target with a certified matrix,
+        HiGHS's finish gets at most ``finish_time_factor`` times the rounds' seconds (at least
+        ``finish_min_seconds``); when it runs out, or fails within ``finish_near`` times the
+        target, the rounds' certified result stands (no attempt at a lower coefficient limit
+        follows; after a failure farther away each one gets the same time). The finish ended
+        within its time only in builds up to about 100 points (Geolife n = 100: 31 s); from 200
+        points it never did (fastText n = 200 at eps 2: stopped after 390 s; Geolife n = 200 at
+        eps 0.1 and n = 250: after 287 s and 731 s; two scales n = 200 at eps x median 0.3,
+        rounds at 3.8e-5: failed after 45 s, and the next limit's rounds ran past 600 s).
     mix_try_factor : float, default 4
     mix_previous : int, default 2
         ``gap=`` mode: the per-column mix is tried on a restricted optimum whose balanced

@@ -428,7 +428,9 @@ def test_blocks_keep_their_own_result_when_the_highs_finish_fails(monkeypatch):
 
     monkeypatch.setattr(opt_build, "solve_worst_case_lp_lazy", timing_out)
     with pytest.raises(mdp.errors.SolverTimeout):
-        mdp.build("optimal", space, eps, method="blocks", tuning=EXACTER)
+        # the caller's time limit, not the finish's budget, ran out
+        mdp.build("optimal", space, eps, method="blocks", time_limit=30.0,
+                  tuning=replace(EXACTER, finish_min_seconds=60.0))
 
 
 def test_blocks_certify_an_earlier_round_by_a_later_bound_without_a_finish(monkeypatch):
@@ -457,16 +459,18 @@ def test_blocks_certify_an_earlier_round_by_a_later_bound_without_a_finish(monke
     certify(mech.matrix, space.distances, eps, repair=False)
 
 
-@pytest.mark.parametrize("outcome", ["runs out", "fails"])
-def test_blocks_give_highs_a_bounded_finish_near_their_plateau(monkeypatch, outcome):
-    # near the target HiGHS's finish gets a bounded time; when it runs out or fails, the rounds'
-    # result stands and no later attempt follows (HiGHS's lazy solves at lower coefficient
-    # limits, from scratch, cost far more than they can gain there)
+@pytest.mark.parametrize("outcome,where", [("runs out", "near"), ("fails", "near"),
+                                           ("runs out", "far")])
+def test_blocks_give_highs_a_bounded_finish(monkeypatch, outcome, where):
+    # HiGHS's finish gets a bounded time; when it runs out (near the target or far from it) or
+    # fails near it, the rounds' result stands and no later attempt follows (HiGHS's lazy
+    # solves at lower coefficient limits, from scratch, cost far more than they can gain there)
     space = SPACES[1]
     eps = 0.5
     ref, _ = optimal_loss_linprog(space.distances, eps)
-    # the rounds cannot certify: HiGHS finishes, and they count as near the target
-    near = replace(EXACTER, finish_near=1e12, finish_time_factor=0.0, finish_min_seconds=5.0)
+    # the rounds cannot certify: HiGHS finishes; they count as near the target, or as far
+    near = replace(EXACTER, finish_near=1e12 if where == "near" else 1.0,
+                   finish_time_factor=0.0, finish_min_seconds=5.0)
     calls = []
 
     def finish(*args, time_limit=None, max_coefficient=None, **kwargs):
@@ -492,6 +496,36 @@ def test_blocks_give_highs_a_bounded_finish_near_their_plateau(monkeypatch, outc
             mdp.build("optimal", space, eps, method="blocks", time_limit=1e6,
                       tuning=replace(near, finish_min_seconds=1e7))
         assert calls[-1][0] < 1e6
+
+
+def test_after_a_failed_finish_far_away_the_next_limits_get_the_finish_budget(monkeypatch):
+    # the finish fails far from the target: HiGHS's lazy rounds at the next coefficient limit
+    # run, within the finish's time; past it the rounds' certified result stands
+    space = SPACES[1]
+    eps = 0.5
+    ref, _ = optimal_loss_linprog(space.distances, eps)
+    far = replace(EXACTER, finish_near=1.0, finish_time_factor=0.0, finish_min_seconds=5.0)
+    calls = []
+
+    def lazy(*args, time_limit=None, initial_rows=None, max_coefficient=None, **kwargs):
+        calls.append((time_limit, initial_rows is not None, max_coefficient))
+        if initial_rows is not None:
+            raise LPError("Unknown model status")        # the finish from the rounds' rows
+        raise mdp.lp.LPTimeout("LP time limit reached")  # the next limit's rounds
+
+    monkeypatch.setattr(opt_build, "solve_worst_case_lp_lazy", lazy)
+    with pytest.warns(mdp.AccuracyWarning, match="Unknown model status"):
+        mech = mdp.build("optimal", space, eps, method="blocks", tuning=far)
+    st = mech.stats
+    assert calls == [(5.0, True, None), (5.0, False, OPT_TUNING.max_coefficients[1])]
+    assert [a.outcome for a in mech.report.attempts] == ["ok", "stopped"]
+    assert "stopped after 5 s" in st["attempts"][1] and not st["target_met"]
+    assert st["loss"] >= ref * (1 - 3e-7) and st["lower_bound"] <= ref * (1 + 3e-7)
+    certify(mech.matrix, space.distances, eps, repair=False)
+    # a time limit of the caller's below the budget is the caller's: it ends the build
+    with pytest.raises(mdp.errors.SolverTimeout):
+        mdp.build("optimal", space, eps, method="blocks", time_limit=1e6,
+                  tuning=replace(far, finish_min_seconds=1e7))
 
 
 @pytest.mark.parametrize("gap", [1e-3, 1e-2])
