@@ -89,7 +89,11 @@ def describe_build(mech, seconds: float) -> dict:
         path += " + HiGHS finish"
         rounds, finish_rounds = stats["block_rounds"], stats.get("rounds")
     elif stats.get("finish_error"):
-        path += " + finish stopped"
+        path += " + finish failed" if ") failed: " in stats["finish_error"] else " + finish stopped"
+    if any(a.outcome == "stopped" for a in report.attempts):
+        path += " + retry stopped"
+    if stats.get("stalled_score") is not None:
+        path += " + stalled iterate"
     if report.fallbacks:
         path += " + fallback"
     iterations = [f"{stats[k]} {label}" for k, label in (("ipm_iterations", "ipm"),
