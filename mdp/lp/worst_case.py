@@ -526,7 +526,9 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         (:func:`mdp.lp.column_blocks.solve_worst_case_blocks`); both return an interior point the
         caller repairs as it repairs HiPO's. Clarabel's failure raises, and so does the
         column-block method's with ``crossover=True``; with ``False`` HiPO's chain (below) takes
-        over.
+        over; after a stall with a usable iterate, within a budget (``tuning.stalled_keep``,
+        ``stalled_time_factor``, ``stalled_min_seconds``), past which that iterate is returned
+        with ``stats["stalled_score"]``.
     max_coefficient : float
         Rows whose coefficient ``e^{eps D_uv}`` exceeds it are left out (see ``MAX_COEFFICIENTS``).
     tuning : LazyRoundsTuning
