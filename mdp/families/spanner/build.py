@@ -236,10 +236,11 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         if stalled:
             warnings.warn(AccuracyWarning(
                 f"SpannerMech (n = {space.n}, epsilon = {epsilon:g}): the column-block method "
-                f"stalled ({stats['failed_solves'][-1]}); its best iterate is certified within "
-                f"a relative gap of {stats['relative_gap']:.3g} of the SpannerMech LP's optimum "
-                f"(stats['relative_gap'], stats['lower_bound']). The matrix is private as "
-                f"certified."), stacklevel=3)  # the caller of mdp.build
+                f"stalled at a score of {stats['stalled_score']:.1e}, above its acceptance, and "
+                f"{stats['failed_solves'][-1]}. Its best iterate, repaired, is returned: its "
+                f"loss is certified within a relative gap of {stats['relative_gap']:.3g} of the "
+                f"SpannerMech LP's optimum (stats['relative_gap'], stats['lower_bound']). The "
+                f"matrix is private as certified."), stacklevel=3)  # the caller of mdp.build
         return report(exponential_floor(values, log, D, epsilon, stats, family="SpannerMech"))
     stats["loss"] = float(np.max(np.einsum("uw,uw->u", M, D)))
     stats["relative_gap"] = _relative_gap(stats)
