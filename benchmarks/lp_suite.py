@@ -89,7 +89,7 @@ def describe_build(mech, seconds: float) -> dict:
         path += " + HiGHS finish"
         rounds, finish_rounds = stats["block_rounds"], stats.get("rounds")
     elif stats.get("finish_error"):
-        path += " + finish failed" if ") failed: " in stats["finish_error"] else " + finish stopped"
+        path += f" + finish {stats['finish_outcome']}"
     if any(a.outcome == "stopped" for a in report.attempts):
         path += " + retry stopped"
     if stats.get("stalled_score") is not None:

@@ -594,14 +594,16 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     try:
         M, stats = _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0)
     except BlocksStalled as exc:
-        if tree is not None:
-            exc.matrix = exc.matrix[np.ix_(tree.positions, tree.positions)]
-        exc.stats["dissection_levels"] = _levels(tree)
+        exc.matrix = _in_caller_order(exc.matrix, exc.stats, tree)
         raise
-    if tree is not None:
-        M = M[np.ix_(tree.positions, tree.positions)]
+    return _in_caller_order(M, stats, tree), stats
+
+
+def _in_caller_order(M: np.ndarray, stats: dict, tree: Dissection | None) -> np.ndarray:
+    """``M`` back in the caller's order of the points (from the dissection's, if any); the
+    dissection's levels go into ``stats``."""
     stats["dissection_levels"] = _levels(tree)
-    return M, stats
+    return M if tree is None else M[np.ix_(tree.positions, tree.positions)]
 
 
 def _checked_device(n: int, hint: str = "", *, resources: BlockResources = BlockResources(),

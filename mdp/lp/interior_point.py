@@ -327,11 +327,11 @@ def run_interior_point(system: NewtonSystem, settings: IPMSettings, *, start=Non
         elif state.best_within(settings.stall_accept):
             return _finish(state, Status.STALLED)
         if not np.isfinite(score) or it >= settings.max_iter:
-            best = np.nan if state.best is None else state.best[0]
+            best = _best(state)
             raise NoConvergence(f"{system.name} stopped after {it} iterations without converging "
                                 f"(relative gap {scores.gap:.1e}, infeasibilities "
-                                f"{scores.primal:.1e} / {scores.dual:.1e}; best {best:.1e})",
-                                _best(state))
+                                f"{scores.primal:.1e} / {scores.dual:.1e}; best "
+                                f"{_score(best):.1e})", best)
         if deadline is not None and time.perf_counter() > deadline:
             raise SolverTimeout(f"time limit reached after {it} iterations of {system.name} "
                                 f"(relative gap {scores.gap:.1e})")
@@ -339,9 +339,9 @@ def run_interior_point(system: NewtonSystem, settings: IPMSettings, *, start=Non
             system.factor(p, score)
         except SolverError as exc:
             if not state.best_within(settings.stall_accept):
-                best = np.nan if state.best is None else state.best[0]
+                best = _best(state)
                 raise NoConvergence(f"{exc} after {it} iterations of {system.name} (best "
-                                    f"{best:.1e})", _best(state)) from exc
+                                    f"{_score(best):.1e})", best) from exc
             # the scaling of the last iterations can ruin the factorisation before the
             # tolerance is reached: the best iterate is as good as a stall's
             return _finish(state, Status.STALLED)
@@ -351,13 +351,13 @@ def run_interior_point(system: NewtonSystem, settings: IPMSettings, *, start=Non
 
 
 def _best(state: IterationState) -> Outcome | None:
-    """The best finite iterate as a stalled :class:`Outcome` (None if none was finite)."""
-    if state.best is None:
-        return None
-    status = state.status
-    out = _finish(state, Status.STALLED)
-    state.status = status
-    return out
+    """The best finite iterate as a stalled :class:`Outcome`, for :class:`NoConvergence` (None if
+    none was finite)."""
+    return None if state.best is None else _finish(state, Status.STALLED)
+
+
+def _score(outcome: Outcome | None) -> float:
+    return np.nan if outcome is None else outcome.scores.score
 
 
 def _finish(state: IterationState, status: Status) -> Outcome:

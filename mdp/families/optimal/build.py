@@ -155,6 +155,7 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
                    f"the rounds' time)"
                    if timed_out else f"failed: {exc}")
             stats.update(finish_error=f"HiGHS's lazy finish ({solver}) {why}",
+                         finish_outcome="stopped" if timed_out else "failed",
                          seconds=time.perf_counter() - t0)
             conclusive = timed_out or near
         else:
@@ -345,12 +346,12 @@ def _solve_over_coefficient_limits(solve, time_limit: float | None, rtol: float,
     """
     t0 = time.perf_counter()
     best, best_bound, lines, attempts = None, -np.inf, [], []
-    retry = None         # seconds a later attempt may take, as the last attempt set them
+    retry = None         # seconds a later attempt may take, as the last result set them
     for max_coefficient in tuning.max_coefficients:
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if left is not None and left <= 0:
             raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {len(lines)} attempts")
-        capped = best is not None and retry is not None and (left is None or retry < left)
+        capped = retry is not None and (left is None or retry < left)
         t1 = time.perf_counter()
         try:
             out = solve(max_coefficient, retry if capped else left)
@@ -484,8 +485,9 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         ``added``, ``closure``, ``certified``) and ``closure_rows`` the rows of the pair closure
         (:func:`mdp.lp.block_rounds.pair_closure`); where HiGHS finished, its statistics, with
         the rounds over blocks in ``block_round_trace``, ``block_rounds``, ``block_seconds`` and
-        ``block_ipm_iterations``; where HiGHS's finish failed, the rounds' least-loss repaired
-        matrix and their bound, with the reason in ``finish_error``; where an earlier round's
+        ``block_ipm_iterations``; where HiGHS's finish failed or ran out of its time, the rounds'
+        least-loss repaired matrix and their bound, with the reason in ``finish_error`` and
+        ``finish_outcome`` (``"failed"`` or ``"stopped"``); where an earlier round's
         repaired matrix meets the target against the best bound of all rounds, no finish runs
         and ``certified_by`` says so.
 

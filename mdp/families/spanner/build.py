@@ -222,7 +222,6 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                                                "coefficient limit: " + "; ".join(lines)))
     if stats.get("failed_solves"):
         base["fallbacks_taken"] = [f"{stats['final_method']} after {'; '.join(stats['failed_solves'])}"]
-    stalled = "stalled_score" in stats
     left_out = int(np.count_nonzero(level * D[pu, pv] > np.log(max_coefficient))) * space.n
     stats.update(base, max_coefficient=max_coefficient, unresolved_rows=left_out)
     interior = path.option("repair") == "envelope"
@@ -233,7 +232,7 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         values, log, mix = private_candidate(M, D, epsilon)
         stats.update(uniform_mix=mix, loss=candidate_loss(values, D, log))
         stats["relative_gap"] = _relative_gap(stats)
-        if stalled:
+        if "stalled_score" in stats:
             warnings.warn(AccuracyWarning(
                 f"SpannerMech (n = {space.n}, epsilon = {epsilon:g}): the column-block method "
                 f"stalled at a score of {stats['stalled_score']:.1e}, above its acceptance, and "

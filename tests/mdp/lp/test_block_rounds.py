@@ -487,6 +487,7 @@ def test_blocks_give_highs_a_bounded_finish(monkeypatch, outcome, where):
     assert calls == [(5.0, None)]                       # the finish only, no coefficient limit
     why = "failed: Unknown model status" if outcome == "fails" else "stopped after 5 s"
     assert why in st["finish_error"] and len(st["attempts"]) == 1
+    assert st["finish_outcome"] == ("failed" if outcome == "fails" else "stopped")
     assert st["loss"] == pytest.approx(ref, rel=2e-6)
     assert st["loss"] >= ref * (1 - 3e-7) and st["lower_bound"] <= ref * (1 + 3e-7)
     certify(mech.matrix, space.distances, eps, repair=False)
