@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sl
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 __all__ = ["DissectionNode", "Dissection", "nested_dissection", "LEAF_SIZE"]
 
@@ -83,10 +84,35 @@ class Dissection:
         return sum(node.flops() for node in self.nodes)
 
 
+def _split_components(labels: np.ndarray, count: int) -> np.ndarray:
+    """Sides (bool per point) of two groups of whole components, of sizes as equal as the
+    greedy rule makes them (largest component first, onto the lighter side)."""
+    sizes = np.bincount(labels, minlength=count)
+    on_right = np.zeros(count, dtype=bool)
+    load = [0, 0]
+    for comp in np.argsort(-sizes, kind="stable"):
+        side = int(load[1] < load[0])
+        on_right[comp] = bool(side)
+        load[side] += int(sizes[comp])
+    return on_right[labels]
+
+
 def _bisect(adj: sp.csr_matrix, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(left, right, separator)`` of ``nodes``: median split of the Fiedler vector, separator a
-    greedy vertex cover of the pairs across it."""
-    sub = adj[nodes][:, nodes].tocoo()
+    """``(left, right, separator)`` of ``nodes``: whole connected components on either side with
+    an empty separator where the part's graph is disconnected; else the median split of the
+    Fiedler vector, separator a greedy vertex cover of the pairs across it.
+
+    A disconnected part (a spanner whose long edges the coefficient limit dropped, or a half
+    whose separator was taken out) has no unique Fiedler vector: a median split of one cuts
+    through a component and pays for a separator the components do not need
+    (``docs/design/lp.md``).
+    """
+    sub = adj[nodes][:, nodes].tocsr()
+    count, labels = connected_components(sub, directed=False)
+    if count > 1:
+        side = _split_components(labels, count)
+        return nodes[~side], nodes[side], nodes[:0]
+    sub = sub.tocoo()
     k = len(nodes)
     lap = -sub.toarray()
     lap[np.diag_indices(k)] = 0.0

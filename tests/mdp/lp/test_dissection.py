@@ -77,6 +77,49 @@ def test_dissection_of_a_grid_and_of_disconnected_points():
     assert tree.nodes[-1].stop == tree.nodes[-1].sep
 
 
+def cliques(sizes):
+    """Pairs of disjoint cliques of the given sizes on consecutive points, shuffled."""
+    pu, pv, start = [], [], 0
+    for k in sizes:
+        a, b = np.meshgrid(np.arange(start, start + k), np.arange(start, start + k))
+        off = a != b
+        pu.append(a[off]), pv.append(b[off])
+        start += k
+    perm = np.random.default_rng(7).permutation(start)
+    return start, perm[np.concatenate(pu)], perm[np.concatenate(pv)]
+
+
+def test_components_are_split_without_a_separator():
+    # cliques of unequal sizes: cutting any of them costs a separator of most of its points
+    n, pu, pv = cliques([9, 7, 6, 4, 3, 1])
+    tree = nested_dissection(n, pu, pv, leaf_size=9)
+    check_tree(tree, n, pu, pv)
+    inner = [node for node in tree.nodes if not node.leaf]
+    assert inner and all(node.stop == node.sep for node in inner)
+    # every clique lies in one leaf, so the tree costs the leaves' dense inverses only
+    leaves = [node.stop - node.start for node in tree.nodes if node.leaf]
+    assert tree.flops() == sum(float(k) ** 3 for k in leaves)
+    assert max(leaves) <= 9 and sum(leaves) == n
+    # a connected graph keeps the Fiedler split and a separator
+    ring = np.arange(30)
+    tree = nested_dissection(30, ring, np.roll(ring, 1), leaf_size=8)
+    assert tree.nodes[-1].stop - tree.nodes[-1].sep >= 2
+
+
+def test_inverses_along_a_tree_of_components_equal_the_dense_inverses():
+    n, pu, pv = cliques([9, 7, 6, 4, 3, 1])
+    D = MetricSpace.from_points(np.random.default_rng(3).random((n, 2))).distances
+    tree = nested_dissection(n, pu, pv, leaf_size=9)
+    lp = ColumnBlockLP(D, pu, pv, 0.9).permuted(tree)
+    rng = np.random.default_rng(5)
+    dB, wx = rng.uniform(0.01, 100, (n, lp.m)), rng.uniform(0.01, 100, (n, n))
+    along = cb._BlockFactor(lp, tree)
+    along.factor(dB, wx, rng.random(n))
+    inv = np.linalg.inv(dense_blocks(lp.D, lp.rj, lp.ri, 0.9, dB, wx))
+    for w in range(n):
+        assert np.allclose(unpack_symmetric(along.Kinv[w], n), inv[w], rtol=1e-9, atol=1e-15)
+
+
 @pytest.mark.parametrize("space", SPACES, ids=lambda s: f"n{s.n}")
 def test_inverses_along_the_tree_equal_the_dense_inverses(space):
     D, n = space.distances, space.n
