@@ -31,7 +31,7 @@ import numpy as np
 from numba.extending import get_cython_function_address
 
 __all__ = ["fill_block_lower", "pack_lower", "accumulate_packed", "packed_size",
-           "unpack_symmetric", "dissected_inverse"]
+           "unpack_symmetric", "dissected_inverse", "dense_inverse"]
 
 
 def packed_size(n: int) -> int:
@@ -142,6 +142,16 @@ def _potrf_potri(out, a, k, ints, chars):  # pragma: no cover (compiled)
         return ints[2]
     _dpotri(chars[_L:].ctypes, ints[0:].ctypes, sub.ctypes, ints[1:].ctypes, ints[2:].ctypes)
     return ints[2]
+
+
+@nb.njit(nogil=True)
+def dense_inverse(block):  # pragma: no cover (compiled)
+    """Lower triangle of ``block`` (``n x n``, Fortran order) replaced by that of its inverse
+    (``potrf`` + ``potri`` in place, without the GIL, so that threads can share the blocks);
+    LAPACK's info (0, or the block is not positive definite)."""
+    ints = np.zeros(8, dtype=np.int32)
+    chars = np.array([ord("L"), ord("N"), ord("T")], dtype=np.uint8)
+    return _potrf_potri(block, 0, block.shape[0], ints, chars)
 
 
 @nb.njit(nogil=True)

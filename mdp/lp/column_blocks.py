@@ -53,13 +53,14 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
-from scipy.linalg import blas, lapack
+from scipy.linalg import blas
 
 from ..threads import limit_pools
 from .arrays import DETECT, GPUChoice, device_choice, resolve_gpu
 from .batched_blocks import BatchedBlockFactor, device_fits
 from .block_kernels import (
     accumulate_packed,
+    dense_inverse,
     dissected_inverse,
     fill_block_lower,
     pack_lower,
@@ -108,6 +109,11 @@ class BlockResources:
         The backend that stands for the GPU (:func:`mdp.lp.arrays.resolve_gpu`): CuPy's where
         it sees a device (``"detect"``), none, or a given one (NumPy's runs the GPU path on the
         CPU).
+    shared_from_n : int, default 200
+        Points from which the CPU shares dense block inverses among the cores that are free
+        (one BLAS thread each, as it always shares those along a dissection); below, one thread
+        inverts them all: the ``n^4`` flops of an iteration are then under a tenth of a
+        second, too short to split.
     """
 
     max_block_bytes: int = 8 * 2 ** 30
@@ -116,6 +122,7 @@ class BlockResources:
     dissection_gain: float = 4.0
     leaf_size: int | None = None
     gpu: GPUChoice = DETECT
+    shared_from_n: int = 200
 
 
 #: Blocks whose packed inverses are added into the Schur complement's sums together.
@@ -235,7 +242,7 @@ def _block_factor(lp: ColumnBlockLP | TripleBlockLP, device: str,
             if block_bytes(lp.n) > block_byte_limit(resources):
                 raise LPError(f"the column-block method found too little GPU memory at "
                               f"n = {lp.n} and needs more host memory than its limit") from None
-    return _BlockFactor(lp, tree)
+    return _BlockFactor(lp, tree, shared=tree is not None or lp.n >= resources.shared_from_n)
 
 
 def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray,
@@ -337,12 +344,14 @@ def lagrangian_bound(lp: ColumnBlockLP, y_sum: np.ndarray, z_loss: np.ndarray,
 class _BlockFactor(BlockFactorBase):
     """The packed block inverses (LAPACK, host memory) and the Schur complement of one
     iteration; each block inverted densely, or along ``tree`` (:mod:`mdp.lp.dissection`) when
-    the points are in its order."""
+    the points are in its order; ``shared``: the blocks shared among the free cores."""
 
-    def __init__(self, lp: ColumnBlockLP, tree: Dissection | None = None):
+    def __init__(self, lp: ColumnBlockLP, tree: Dissection | None = None, *,
+                 shared: bool | None = None):
         super().__init__(lp)
         n = lp.n
         self.tree = tree if tree is not None and len(tree.nodes) > 1 else None
+        self.shared = self.tree is not None if shared is None else shared
         self.Kinv = np.empty((n, packed_size(n)))
         if self.tree is not None:
             nodes = self.tree.nodes
@@ -359,11 +368,11 @@ class _BlockFactor(BlockFactorBase):
         n = self.lp.n
         # S = sum_w G_w K_w^{-1} G_w^T with G_w = [-diag(D[:, w]); I], added up from the packed
         # inverses in batches (_factor_blocks)
-        if self.tree is None:
+        if not self.shared:
             sums = self._factor_blocks(range(n), dB, wx)
         else:
-            # many small LAPACK and BLAS calls per block: one BLAS thread each, the blocks
-            # shared among the cores
+            # whole blocks per thread, one BLAS thread each: no thread waits inside a block's
+            # small LAPACK and BLAS calls, and a busy core takes no share (pool_threads)
             workers = max(1, min(get_threads() or default_blas_threads(SERIAL_BLAS_BELOW), n))
             bounds = np.linspace(0, n, workers + 1).astype(int)
             parts = [range(bounds[k], bounds[k + 1]) for k in range(workers)]
@@ -399,9 +408,7 @@ class _BlockFactor(BlockFactorBase):
                 if self.tree is not None:
                     info = dissected_inverse(block, c, *self._nodes, *work)
                 else:
-                    c, info = lapack.dpotrf(block, lower=1, overwrite_a=1, clean=0)
-                    if info == 0:
-                        c, info = lapack.dpotri(c, lower=1, overwrite_c=1)
+                    c, info = block, dense_inverse(block)
                 if info != 0:
                     raise LPError(f"a column block of the interior point method is not "
                                   f"positive definite (column {w})")
@@ -588,8 +595,6 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
     if tree is not None:
         # the points in the dissection's order, so that every node's parts are contiguous
         lp = lp.permuted(tree)
-    # n factorisations of side n: on every core (n = 500: 3.0 ms per block on two threads, 5.1 ms
-    # on one), although each is smaller than a "large" dense step of mdp.lp.dense
     fac = _block_factor(lp, device, tree, resources=resources)
     try:
         M, stats = _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0)

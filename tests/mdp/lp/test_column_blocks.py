@@ -9,7 +9,7 @@ from scipy.optimize import linprog
 
 import mdp
 from mdp.families.spanner import SpannerTuning, greedy_spanner
-from mdp.lp import LPError, LPTimeout, progress
+from mdp.lp import LPError, LPTimeout, progress, set_threads
 from mdp.lp import column_blocks as cb
 from mdp.lp.block_kernels import fill_block_lower, unpack_symmetric
 from mdp.lp.column_blocks import ColumnBlockLP, lagrangian_bound, solve_worst_case_blocks
@@ -146,6 +146,34 @@ def test_packed_inverses_and_schur_complement_match_dense_algebra():
     assert np.allclose(dX.sum(axis=0), rE, atol=1e-9)
     assert np.allclose(-lp.loss(dX) + dk - dL_inv * u, 0, atol=1e-9)
     assert u.sum() == pytest.approx(0.3)
+    # the dense blocks shared among threads (one BLAS thread each): the same inverses up to
+    # rounding; a block that is not positive definite is named
+    try:
+        set_threads(3)
+        shared = cb._BlockFactor(lp, shared=True)
+        shared.factor(dB, wx, dL_inv)
+        assert np.allclose(shared.Kinv, fac.Kinv, rtol=1e-12, atol=0)
+        assert np.allclose(shared.cho[0], fac.cho[0], rtol=1e-12, atol=1e-14)
+        bad = wx.copy()
+        bad[n - 2, 3] = -1e6
+        with pytest.raises(LPError, match=f"column {n - 2}"):
+            shared.factor(dB, bad, dL_inv)
+    finally:
+        set_threads(None)
+
+
+def test_dense_blocks_are_shared_among_cores_from_shared_from_n():
+    D = SPACES[2].distances
+    n = D.shape[0]
+    pu, pv = spanner_pairs(D)
+    lp = ColumnBlockLP(D, pu, pv, 0.9)
+    assert not cb._block_factor(lp, "cpu").shared
+    assert cb._block_factor(lp, "cpu", resources=cb.BlockResources(shared_from_n=n)).shared
+    assert not cb._block_factor(
+        lp, "cpu", resources=cb.BlockResources(shared_from_n=n + 1)).shared
+    # a build with shared blocks matches linprog as the serial one does
+    _, stats = solve_against_linprog(D, pu, pv, 0.9, resources=cb.BlockResources(shared_from_n=2))
+    assert stats["dissection_levels"] == 0
 
 
 def test_spanner_by_name_is_certified_near_the_vertex():
