@@ -135,6 +135,10 @@ TOL = 1e-8
 STALL_ITERATIONS = 8
 STALL_FACTOR = 0.8
 STALL_ACCEPT = 1e-4
+#: Above ``STALL_ACCEPT``, the method gives up (``BlocksStalled``, with its best iterate) once
+#: its score has not fallen by ``STALL_FACTOR`` for this many iterations, rather than at
+#: ``max_iter``: a plateau there does not come down.
+GIVE_UP_ITERATIONS = 3 * STALL_ITERATIONS
 #: Every starting multiplier of the privacy rows and of ``M >= 0`` (1e-3 to 1 gave 40 to 46
 #: iterations to a relative gap of 1e-5 at n = 100 on the Geolife cells).
 START_DUAL = 1e-2
@@ -162,6 +166,7 @@ STEP_FACTOR = 0.99
 #: caller's.
 SETTINGS = IPMSettings(tol=TOL, max_iter=200, stall_accept=STALL_ACCEPT,
                        stall_iterations=STALL_ITERATIONS, stall_factor=STALL_FACTOR,
+                       give_up_iterations=GIVE_UP_ITERATIONS,
                        correctors=CORRECTORS, corrector_aim=CORRECTOR_AIM,
                        corrector_gain=CORRECTOR_GAIN, beta_min=BETA_MIN, beta_max=BETA_MAX,
                        step_factor=STEP_FACTOR, late_step_factor=0.995, late_gap=1e-6)

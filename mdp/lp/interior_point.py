@@ -61,6 +61,10 @@ class IPMSettings:
     stall_iterations : int
     stall_factor : float
         A score below this times the last mark sets a new mark (1: any improvement).
+    give_up_iterations : int or None
+        With no iterate within ``stall_accept``, the iterations end in an error (carrying the
+        best iterate) once no mark has been set for this many iterations, rather than at
+        ``max_iter``; None: only ``max_iter`` ends them.
     correctors : int
         Gondzio's centrality correctors per iteration (0: Mehrotra's corrector only).
     corrector_aim, corrector_gain, beta_min, beta_max : float
@@ -77,6 +81,7 @@ class IPMSettings:
     stall_accept: float = 1e-6
     stall_iterations: int = 15
     stall_factor: float = 1.0
+    give_up_iterations: int | None = None
     correctors: int = 0
     corrector_aim: float = 0.1
     corrector_gain: float = 0.1
@@ -179,6 +184,12 @@ class IterationState(Generic[P]):
         return self.best_within(settings.stall_accept) and (
             self.iteration - self.mark[1] >= settings.stall_iterations
             or self.iteration >= settings.max_iter)
+
+    def given_up(self, settings: IPMSettings) -> bool:
+        """On a plateau above ``stall_accept``: no mark for ``give_up_iterations``."""
+        return (settings.give_up_iterations is not None
+                and not self.best_within(settings.stall_accept)
+                and self.iteration - self.mark[1] >= settings.give_up_iterations)
 
 
 @dataclass
@@ -326,12 +337,14 @@ def run_interior_point(system: NewtonSystem, settings: IPMSettings, *, start=Non
                 return _finish(state, Status.STALLED)
         elif state.best_within(settings.stall_accept):
             return _finish(state, Status.STALLED)
-        if not np.isfinite(score) or it >= settings.max_iter:
+        if not np.isfinite(score) or it >= settings.max_iter or state.given_up(settings):
             best = _best(state)
+            why = (f"; no progress for {it - state.mark[1]} iterations"
+                   if np.isfinite(score) and it < settings.max_iter else "")
             raise NoConvergence(f"{system.name} stopped after {it} iterations without converging "
                                 f"(relative gap {scores.gap:.1e}, infeasibilities "
                                 f"{scores.primal:.1e} / {scores.dual:.1e}; best "
-                                f"{_score(best):.1e})", best)
+                                f"{_score(best):.1e}{why})", best)
         if deadline is not None and time.perf_counter() > deadline:
             raise SolverTimeout(f"time limit reached after {it} iterations of {system.name} "
                                 f"(relative gap {scores.gap:.1e})")

@@ -10,6 +10,7 @@ from scipy.optimize import linprog
 from mdp.errors import SolverError, SolverTimeout
 from mdp.lp.interior_point import (
     IPMSettings,
+    NoConvergence,
     Scores,
     Status,
     centred_shift,
@@ -146,6 +147,27 @@ def test_stall_returns_the_best_iterate_and_failure_raises():
         run_interior_point(lp, IPMSettings(tol=1e-9, max_iter=2))
     with pytest.raises(SolverTimeout, match="time limit reached after 0 iterations of the dense"):
         run_interior_point(lp, IPMSettings(tol=1e-9), deadline=0.0)
+
+
+def test_a_plateau_above_the_acceptance_ends_early_with_the_best_iterate():
+    c, A, b = random_lp(2)
+    # nothing is acceptable: without the rule the method runs on past its last progress
+    settings = IPMSettings(tol=0.0, stall_accept=0.0, stall_factor=0.8, max_iter=80)
+    with pytest.raises(NoConvergence) as full:
+        run_interior_point(DenseLP(c, A, b), settings)
+    with pytest.raises(NoConvergence, match="no progress for 5 iterations") as early:
+        run_interior_point(DenseLP(c, A, b), replace(settings, give_up_iterations=5))
+    best, late = early.value.best, full.value.best
+    assert len(best.log) < len(late.log)
+    assert best.scores.score == min(s.score for s in best.log)
+    # it gives up after five iterations without a fifth of progress, at the same best point
+    mark, last = np.inf, 0
+    for k, scores in enumerate(best.log):
+        if scores.score < 0.8 * mark:
+            mark, last = scores.score, k
+    assert len(best.log) - 1 - last == 5
+    assert best.scores.score == pytest.approx(
+        min(s.score for s in late.log[:len(best.log)]), rel=0)
 
 
 def test_a_failed_factorisation_is_an_error_far_from_the_optimum_and_a_stall_near_it():
