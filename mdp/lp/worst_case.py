@@ -101,7 +101,7 @@ class LazyRoundsTuning:
         interior code failed, crossover faces the same badly scaled LP and can grind for many
         minutes (two scales of distance, eps x median 1, n = 100: over 600 s), while the next
         limit's better-scaled LP solves in seconds.
-    stalled_keep, stalled_time_factor, stalled_min_seconds : float, default 1e-2, 1.0 and 60.0
+    stalled_keep, stalled_time_factor, stalled_min_seconds : float, default 1e-2, 0.25 and 60.0
         The full solve by column blocks (``crossover=False``): where the method stalls above
         its acceptance (:class:`~mdp.lp.column_blocks.BlocksStalled`) with a best iterate whose
         score is within ``stalled_keep``, HiGHS's chain gets at most the larger of
@@ -109,7 +109,7 @@ class LazyRoundsTuning:
         or when the chain fails, that iterate is returned (``stats["stalled_score"]``) for the
         caller to repair and certify. On the full LP from scratch the chain takes minutes from
         a few hundred points (two scales, n = 500: HiPO about 6 s per iteration on 911,000 rows,
-        over 600 s).
+        over 600 s), and at n = 500 it never finished within its budget (``docs/design/lp.md``).
     """
 
     separation_tol: float = 1e-9
@@ -125,7 +125,7 @@ class LazyRoundsTuning:
     crossover_time_factor: float = 2.0
     crossover_min_seconds: float = 20.0
     stalled_keep: float = 1e-2
-    stalled_time_factor: float = 1.0
+    stalled_time_factor: float = 0.25
     stalled_min_seconds: float = 60.0
 
 
