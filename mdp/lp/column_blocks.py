@@ -127,6 +127,9 @@ class BlockResources:
 
 #: Blocks whose packed inverses are added into the Schur complement's sums together.
 BATCH = 16
+#: Parts of the columns whose sums threads add up when the blocks are shared among the cores
+#: (at most as many threads as parts; ``MAX_BLAS_THREADS`` in :mod:`mdp.lp.dense`).
+SHARED_PARTS = 8
 #: Relative gap and infeasibilities at which the iterations stop.
 TOL = 1e-8
 #: The best iterate is returned once its relative gap and infeasibilities have not fallen by
@@ -377,17 +380,20 @@ class _BlockFactor(BlockFactorBase):
             sums = self._factor_blocks(range(n), dB, wx)
         else:
             # whole blocks per thread, one BLAS thread each: no thread waits inside a block's
-            # small LAPACK and BLAS calls, and a busy core takes no share (pool_threads)
-            workers = max(1, min(get_threads() or default_blas_threads(SERIAL_BLAS_BELOW), n))
-            bounds = np.linspace(0, n, workers + 1).astype(int)
-            parts = [range(bounds[k], bounds[k + 1]) for k in range(workers)]
+            # small LAPACK and BLAS calls, and a busy core takes no share (pool_threads). The
+            # parts are fixed and their sums added in order, whatever the thread count: the
+            # count follows the load, and sums added in another order change the iterates
+            bounds = np.linspace(0, n, min(n, SHARED_PARTS) + 1).astype(int)
+            parts = [range(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1)]
+            workers = max(1, min(get_threads() or default_blas_threads(SERIAL_BLAS_BELOW),
+                                 len(parts)))
             with limit_pools(1, "blas"):
                 if workers == 1:
-                    sums = self._factor_blocks(parts[0], dB, wx)
+                    done = [self._factor_blocks(part, dB, wx) for part in parts]
                 else:
                     with ThreadPoolExecutor(workers) as pool:
                         done = list(pool.map(lambda ws: self._factor_blocks(ws, dB, wx), parts))
-                    sums = [sum(d[i] for d in done) for i in range(4)]
+            sums = [sum(d[i] for d in done) for i in range(4)]
         see, sll, s_row, s_col = sums
         SEE, SLL = unpack_symmetric(see, n), unpack_symmetric(sll, n)
         jj, ii = np.triu_indices(n)

@@ -154,6 +154,12 @@ def test_packed_inverses_and_schur_complement_match_dense_algebra():
         shared.factor(dB, wx, dL_inv)
         assert np.allclose(shared.Kinv, fac.Kinv, rtol=1e-12, atol=0)
         assert np.allclose(shared.cho[0], fac.cho[0], rtol=1e-12, atol=1e-14)
+        # whatever the thread count, the same sums to the last bit
+        set_threads(1)
+        alone = cb._BlockFactor(lp, shared=True)
+        alone.factor(dB, wx, dL_inv)
+        assert np.array_equal(alone.cho[0], shared.cho[0])
+        set_threads(3)
         bad = wx.copy()
         bad[n - 2, 3] = -1e6
         with pytest.raises(LPError, match=f"column {n - 2}"):
