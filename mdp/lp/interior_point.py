@@ -337,10 +337,10 @@ def run_interior_point(system: NewtonSystem, settings: IPMSettings, *, start=Non
                 return _finish(state, Status.STALLED)
         elif state.best_within(settings.stall_accept):
             return _finish(state, Status.STALLED)
-        if not np.isfinite(score) or it >= settings.max_iter or state.given_up(settings):
+        gave_up = state.given_up(settings)
+        if not np.isfinite(score) or it >= settings.max_iter or gave_up:
             best = _best(state)
-            why = (f"; no progress for {it - state.mark[1]} iterations"
-                   if np.isfinite(score) and it < settings.max_iter else "")
+            why = f"; no progress for {it - state.mark[1]} iterations" if gave_up else ""
             raise NoConvergence(f"{system.name} stopped after {it} iterations without converging "
                                 f"(relative gap {scores.gap:.1e}, infeasibilities "
                                 f"{scores.primal:.1e} / {scores.dual:.1e}; best "
