@@ -15,6 +15,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from .dissection import Dissection
 from .highs import LPError
+from .row_kernels import pair_gram, pair_transpose, pair_values, triple_gram
 
 __all__ = ["ColumnBlockLP", "TripleBlockLP", "BlockFactorBase", "REFINE_STEPS", "REFINE_RTOL"]
 
@@ -44,9 +45,6 @@ class ColumnBlockLP:
         self.ri, self.rj = pv, pu
         with np.errstate(under="ignore"):
             self.cb = -np.exp(-self.log_scale)
-        rows = np.arange(self.m)
-        self._PiT = sp.csr_matrix((np.ones(self.m), (pv, rows)), shape=(n, self.m))
-        self._PjT = sp.csr_matrix((self.cb, (pu, rows)), shape=(n, self.m))
         self.privacy_rows = self.m * n
 
     def block_rows(self, w: int, dB: np.ndarray) -> tuple:
@@ -61,14 +59,18 @@ class ColumnBlockLP:
         return ColumnBlockLP(self.D[np.ix_(tree.order, tree.order)], pos[self.rj], pos[self.ri],
                              self.eps_pair)
 
-    def privacy(self, X: np.ndarray) -> np.ndarray:
-        """``B X``: the privacy rows' values, shape ``(n, m)`` (column, pair)."""
-        return X[:, self.ri] + X[:, self.rj] * self.cb
+    def privacy(self, X: np.ndarray, minus: np.ndarray | None = None) -> np.ndarray:
+        """``B X`` (less ``minus`` if given): the privacy rows' values, shape ``(n, m)``
+        (column, pair)."""
+        return pair_values(X, self.ri, self.rj, self.cb, minus)
 
     def privacy_t(self, Z: np.ndarray) -> np.ndarray:
         """``B^T Z`` for multipliers of shape ``(n, m)``."""
-        Zt = Z.T
-        return np.asarray(self._PiT @ Zt + self._PjT @ Zt).T
+        return pair_transpose(Z, self.ri, self.rj, self.cb, self.n)
+
+    def gram(self, X: np.ndarray, d: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """``B^T diag(d) B X + q X``: the blocks ``K_w`` applied to the rows of ``X``."""
+        return pair_gram(X, d, self.ri, self.rj, self.cb, q)
 
     def loss(self, X: np.ndarray) -> np.ndarray:
         """``sum_w D_uw M_uw`` per row ``u``."""
@@ -109,13 +111,18 @@ class TripleBlockLP:
         a, b = self.start[w], self.start[w + 1]
         return self.ri[a:b], self.rj[a:b], self.cb[a:b], dB[a:b]
 
-    def privacy(self, X: np.ndarray) -> np.ndarray:
-        """``B X``: the rows' values, flat."""
-        return self._B @ X.ravel()
+    def privacy(self, X: np.ndarray, minus: np.ndarray | None = None) -> np.ndarray:
+        """``B X`` (less ``minus`` if given): the rows' values, flat."""
+        values = self._B @ np.ascontiguousarray(X).ravel()
+        return values if minus is None else values - minus
 
     def privacy_t(self, Z: np.ndarray) -> np.ndarray:
         """``B^T Z`` for flat multipliers, shape ``(n, n)``."""
         return (self._BT @ Z).reshape(self.n, self.n)
+
+    def gram(self, X: np.ndarray, d: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """``B^T diag(d) B X + q X`` (see :meth:`ColumnBlockLP.gram`)."""
+        return triple_gram(X, d, self.start, self.ri, self.rj, self.cb, q)
 
     def loss(self, X: np.ndarray) -> np.ndarray:
         """``sum_w D_uw M_uw`` per row ``u``."""
@@ -177,7 +184,7 @@ class BlockFactorBase:
         dX, dk, u, lE = self._solve_once(r, rE, rho, qL)
         scale = max(float(np.abs(r).max()), float(np.abs(rE).max()), abs(rho), 1e-300)
         for _ in range(self.refine_steps):
-            KdX = lp.privacy_t(self.dB * lp.privacy(dX)) + self.wx * dX
+            KdX = lp.gram(dX, self.dB, self.wx)
             e1 = r - (KdX - lp.DT * u[None, :] + lE[None, :])
             e2 = -(-lp.loss(dX) + dk - self.dL_inv * u)
             e3 = rE - dX.sum(axis=0)

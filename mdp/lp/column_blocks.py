@@ -74,6 +74,7 @@ from .highs import LPError, LPTimeout, get_threads
 from .interior_point import IPMSettings, NoConvergence, Scores, Status, run_interior_point
 from .plan import BLOCKS
 from .reporting import LPProgress, report
+from .row_kernels import scaled_quotient
 from .rowgen import warm_rows
 
 __all__ = ["ColumnBlockLP", "solve_worst_case_blocks", "lagrangian_bound", "BLOCKS",
@@ -494,7 +495,7 @@ class _Point:
     def residuals(self, lp: ColumnBlockLP) -> _Residuals:
         rdM = -(self.yE[None, :] - lp.DT * self.zL[None, :] + lp.privacy_t(self.zB) + self.W)
         return _Residuals(E=1.0 - self.X.sum(axis=0), L=self.sL + lp.loss(self.X) - self.k,
-                          B=self.sB - lp.privacy(self.X), dM=rdM, dk=1.0 - float(self.zL.sum()))
+                          B=-lp.privacy(self.X, minus=self.sB), dM=rdM, dk=1.0 - float(self.zL.sum()))
 
     def mu(self) -> float:
         count = self.sL.size + self.sB.size + self.X.size
@@ -540,12 +541,13 @@ def _newton(lp: ColumnBlockLP, fac: BlockFactorBase, p: _Point, r: _Residuals, r
     """
     rsL, rsB, rsX = rs
     pL = (rsL + p.zL * r.L) / p.sL
-    rhs = -lp.DT * pL[None, :] + lp.privacy_t((rsB + p.zB * r.B) / p.sB) + rsX / p.X - r.dM
+    rhs = (-lp.DT * pL[None, :] + lp.privacy_t(scaled_quotient(rsB, p.zB, r.B, p.sB))
+           + rsX / p.X - r.dM)
     dX, dk, _, lE = fac.solve(rhs, r.E, float(pL.sum() - r.dk), rtol)
     dsL = dk - lp.loss(dX) - r.L
     dzL = (rsL - p.zL * dsL) / p.sL
-    dsB = lp.privacy(dX) - r.B
-    dzB = (rsB - p.zB * dsB) / p.sB
+    dsB = lp.privacy(dX, minus=r.B)
+    dzB = scaled_quotient(rsB, p.zB, dsB, p.sB, -1.0)
     dyE = -lE
     dW = r.dM - (dyE[None, :] - lp.DT * dzL[None, :] + lp.privacy_t(dzB))
     return _Point(X=dX, k=dk, sL=dsL, sB=dsB, zL=dzL, zB=dzB, W=dW, yE=dyE)

@@ -36,9 +36,10 @@ from typing import Generic, Protocol, TypeVar
 import numpy as np
 
 from ..errors import SolverError, SolverTimeout
+from .ipm_kernels import centring_targets, corrector_targets, moved_product_sum, ratio_test
 
 __all__ = ["IPMSettings", "Scores", "NewtonSystem", "IterationState", "Status", "Outcome",
-           "NoConvergence", "run_interior_point", "max_step", "centred_shift"]
+           "NoConvergence", "run_interior_point", "max_step"]
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -239,16 +240,7 @@ class NoConvergence(SolverError):
 def max_step(v: np.ndarray, dv: np.ndarray) -> float:
     """The ratio test: the largest ``a`` in ``[0, 1]`` with ``v + a dv >= 0`` for a positive
     ``v``."""
-    neg = dv < 0
-    return 1.0 if not neg.any() else float(min(1.0, np.min(-v[neg] / dv[neg])))
-
-
-def centred_shift(products: np.ndarray, target: float, beta_min: float,
-                  beta_max: float) -> np.ndarray:
-    """Gondzio's corrector term: products moved into ``[beta_min, beta_max] x target``, large
-    ones by at most ``beta_max x target``."""
-    shift = np.clip(products, beta_min * target, beta_max * target) - products
-    return np.maximum(shift, -beta_max * target)
+    return ratio_test(v, dv)
 
 
 def _steps(pairs: Sequence[tuple]) -> tuple[float, float]:
@@ -264,18 +256,22 @@ def _direction(system: NewtonSystem, point, residuals, gap: float,
     # the pairs of the point with itself: only their values (v, z) are read here
     aff = system.newton(point, residuals,
                         tuple(-v * z for v, _, z, _ in system.pairs(point, point)), True)
-    ap, ad = _steps(system.pairs(point, aff))
-    sigma = min(1.0, (system.mu(system.moved(point, aff, ap, ad)) / mu) ** 3)
+    pairs = system.pairs(point, aff)
+    ap, ad = _steps(pairs)
+    # mu is the pairs' mean product: its ratio after the step needs no moved point
+    moved = sum(moved_product_sum(v, dv, z, dz, ap, ad) for v, dv, z, dz in pairs)
+    now = sum(moved_product_sum(v, dv, z, dz, 0.0, 0.0) for v, dv, z, dz in pairs)
+    sigma = min(1.0, (moved / now) ** 3)
     target = sigma * mu
-    rs = tuple(target - v * z - dv * dz for v, dv, z, dz in system.pairs(point, aff))
+    rs = tuple(centring_targets(v, dv, z, dz, target) for v, dv, z, dz in pairs)
     d = system.newton(point, residuals, rs, False)
     ap, ad = _steps(system.pairs(point, d))
     aim = settings.corrector_aim
     for _ in range(settings.correctors):
         tp, td = min(1.0, ap + aim), min(1.0, ad + aim)
-        shifts = [centred_shift((v + tp * dv) * (z + td * dz), target, settings.beta_min,
-                                settings.beta_max) for v, dv, z, dz in system.pairs(point, d)]
-        rs_c = tuple(a + b for a, b in zip(rs, shifts, strict=True))
+        rs_c = tuple(corrector_targets(r, v, dv, z, dz, tp, td, target, settings.beta_min,
+                                       settings.beta_max)
+                     for r, (v, dv, z, dz) in zip(rs, system.pairs(point, d), strict=True))
         d_c = system.newton(point, residuals, rs_c, False)
         ap_c, ad_c = _steps(system.pairs(point, d_c))
         if min(ap_c, ad_c) < min(ap, ad) + settings.corrector_gain * aim:

@@ -348,7 +348,7 @@ def test_state_counts_tight_rounds_without_a_falling_gap():
 
 def test_rounds_end_when_tight_rounds_stall():
     space = SPACES[1]
-    D, eps = space.distances, 4.0
+    D, eps = space.distances, 3.0
     n = D.shape[0]
     allowed = ~np.eye(n, dtype=bool)
     ref, _ = optimal_loss_linprog(D, eps)
