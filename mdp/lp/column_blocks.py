@@ -53,7 +53,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
-from scipy.linalg import blas
+from scipy.linalg import blas, lapack
 
 from ..threads import limit_pools
 from .arrays import DETECT, GPUChoice, device_choice, resolve_gpu
@@ -419,8 +419,15 @@ class _BlockFactor(BlockFactorBase):
                 fill_block_lower(block, *lp.block_rows(w, dB), wx[w])
                 if self.tree is not None:
                     info = dissected_inverse(block, c, *self._nodes, *work)
-                else:
+                elif self.shared:
                     c, info = block, dense_inverse(block)
+                else:
+                    # SciPy's wrappers of the same LAPACK: the compiled kernel cannot be cached
+                    # (it holds LAPACK's addresses), and compiling it in every process would cost
+                    # a small build more than its blocks
+                    c, info = lapack.dpotrf(block, lower=1, overwrite_a=1, clean=0)
+                    if info == 0:
+                        c, info = lapack.dpotri(c, lower=1, overwrite_c=1)
                 if info != 0:
                     raise LPError(f"a column block of the interior point method is not "
                                   f"positive definite (column {w})")

@@ -1,5 +1,7 @@
 """The column-block interior point method (mdp.lp.column_blocks) against independent solvers."""
 
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -180,6 +182,28 @@ def test_dense_blocks_are_shared_among_cores_from_shared_from_n():
     # a build with shared blocks matches linprog as the serial one does
     _, stats = solve_against_linprog(D, pu, pv, 0.9, resources=cb.BlockResources(shared_from_n=2))
     assert stats["dissection_levels"] == 0
+
+
+def test_serial_dense_blocks_compile_no_uncached_kernel():
+    """Below ``shared_from_n`` the dense blocks go through SciPy's LAPACK wrappers: the
+    GIL-free kernels hold LAPACK's addresses, cannot be cached, and compiling them in every
+    process took longer than a 50-point build. Run in a fresh interpreter, where nothing else
+    has compiled them."""
+    code = (
+        "import numpy as np\n"
+        "from mdp.lp import block_kernels as bk\n"
+        "from mdp.lp.column_blocks import solve_worst_case_blocks\n"
+        "rng = np.random.default_rng(0)\n"
+        "P = rng.random((12, 2))\n"
+        "D = np.sqrt(((P[:, None] - P[None]) ** 2).sum(-1))\n"
+        "pu, pv = np.nonzero(~np.eye(12, dtype=bool))\n"
+        "M, st = solve_worst_case_blocks(D, pu, pv, 1.0)\n"
+        "assert st['dissection_levels'] == 0 and np.allclose(M.sum(1), 1, atol=1e-6)\n"
+        "print(len(bk.dense_inverse.signatures), len(bk.dissected_inverse.signatures))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "0"]
 
 
 def test_spanner_by_name_is_certified_near_the_vertex():
