@@ -113,7 +113,7 @@ class TripleBlockLP:
 
     def privacy(self, X: np.ndarray, minus: np.ndarray | None = None) -> np.ndarray:
         """``B X`` (less ``minus`` if given): the rows' values, flat."""
-        values = self._B @ np.ascontiguousarray(X).ravel()
+        values = self._B @ X.ravel()
         return values if minus is None else values - minus
 
     def privacy_t(self, Z: np.ndarray) -> np.ndarray:

@@ -129,7 +129,8 @@ class NewtonSystem(Protocol[P, R]):
         """The point's residuals and scores."""
 
     def mu(self, point: P) -> float:
-        """The mean complementarity product ``sum v z / count``."""
+        """The mean complementarity product over the pairs: ``sum v z`` over every entry of
+        every pair, divided by the pairs' total size."""
 
     def pairs(self, point: P, direction: P) -> Sequence[tuple]:
         """``(v, dv, z, dz)`` of every complementary pair."""
@@ -258,10 +259,10 @@ def _direction(system: NewtonSystem, point, residuals, gap: float,
                         tuple(-v * z for v, _, z, _ in system.pairs(point, point)), True)
     pairs = system.pairs(point, aff)
     ap, ad = _steps(pairs)
-    # mu is the pairs' mean product: its ratio after the step needs no moved point
-    moved = sum(moved_product_sum(v, dv, z, dz, ap, ad) for v, dv, z, dz in pairs)
-    now = sum(moved_product_sum(v, dv, z, dz, 0.0, 0.0) for v, dv, z, dz in pairs)
-    sigma = min(1.0, (moved / now) ** 3)
+    # mu is the pairs' mean product: the mean after the step needs no moved point
+    size = sum(np.size(v) for v, _, _, _ in pairs)
+    mu_aff = sum(moved_product_sum(v, dv, z, dz, ap, ad) for v, dv, z, dz in pairs) / size
+    sigma = min(1.0, (mu_aff / mu) ** 3)
     target = sigma * mu
     rs = tuple(centring_targets(v, dv, z, dz, target) for v, dv, z, dz in pairs)
     d = system.newton(point, residuals, rs, False)
