@@ -26,8 +26,8 @@ import pandas as pd
 
 import mdp
 from mdp.curves import baseline_curves
-from mdp.errors import FileFormatError
-from mdp.io import atomic_write, atomic_write_text
+from mdp.errors import FileFormatError, MissingFileError
+from mdp.io import atomic_write, atomic_write_text, output_directory
 from mdp.space import MetricSpace
 
 from .executor import Task, flatten, records_frame, run_sweep
@@ -145,7 +145,22 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def out_dir(args, name: str) -> Path:
-    return Path(args.out) if args.out else Path("results") / name
+    """The experiment's output folder: ``-o DIR`` (its parent must exist: a mistyped path is
+    refused, not created), else ``results/NAME``. The writers below create it when they first
+    write, so a run refused before its results leaves no folder behind."""
+    if not args.out:
+        return Path("results") / name
+    path = Path(args.out)
+    if not path.parent.is_dir():
+        raise MissingFileError(f"{path}: its parent directory {path.parent} does not exist "
+                               f"(create it first, e.g. mkdir -p {path.parent})")
+    return path
+
+
+def _writable(path: Path) -> Path:
+    """``path`` with its folder created (the folder :func:`out_dir` checked)."""
+    output_directory(Path(path).parent, parents=True)
+    return path
 
 
 def store_path(args, out: Path) -> Path:
@@ -216,7 +231,7 @@ def markdown_table(df: pd.DataFrame, *, floatfmt: str = ".3f", index: bool = Tru
 
 def write_table(df: pd.DataFrame, path: Path) -> Path:
     """Atomic CSV."""
-    return atomic_write_text(path, df.to_csv(index=False))
+    return atomic_write_text(_writable(path), df.to_csv(index=False))
 
 
 def read_table(path: str | Path, *, required: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -252,9 +267,9 @@ def merge_results(earlier: pd.DataFrame, new: pd.DataFrame, *, keys: tuple[str, 
 
 
 def write_markdown(text: str, path: Path) -> Path:
-    return atomic_write_text(path, text)
+    return atomic_write_text(_writable(path), text)
 
 
 def save_figure(fig, path: Path) -> Path:
     """Atomic PNG."""
-    return atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=130, bbox_inches="tight"))
+    return atomic_write(_writable(path), lambda fh: fig.savefig(fh, format="png", dpi=130, bbox_inches="tight"))

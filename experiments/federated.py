@@ -57,6 +57,7 @@ from geo.federated import (
 from geo.federated.data import NYC_BOX
 from mdp.io import atomic_write, atomic_write_text
 
+from .common import out_dir
 from .realdata import SYNTHETIC_NOTE, checkins_file
 
 DESCRIPTION = ("federated heatmaps (distributed DP + SecAgg): Bagdasaryan et al. 2022 Table 1 on "
@@ -220,7 +221,7 @@ def main(args) -> None:
         design_study(args)
         return
     quick = bool(args.quick)
-    out = Path(args.out or "results/federated")
+    out = out_dir(args, "federated")
     repeats = args.repeats or (1 if quick else 3)
     emd_side = args.emd_side or (64 if quick else 128)
     c_sweep = list(args.c_sweep)
@@ -530,7 +531,7 @@ def design_study(args) -> None:
     non-private MSE from 10k to 100k users (6.19 / 7.75 = 0.80).
     """
     quick = bool(args.quick)
-    out = Path(args.out or "results/federated")
+    out = out_dir(args, "federated")
     reps = args.design_repeats or (2 if quick else 6)
     weights = (1.0, 0.2) if quick else TEXTURE_WEIGHTS
     data, synthetic = checkins_file("federated", GOWALLA_FILE, args.data, quick, out)

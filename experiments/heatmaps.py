@@ -43,6 +43,7 @@ from geo.saliency import cc, kl, sim
 from mdp.emd import block_sum, emd_grid
 from mdp.io import atomic_write, atomic_write_text
 
+from .common import out_dir
 from .realdata import SYNTHETIC_NOTE, checkins_file
 
 DESCRIPTION = "DP heatmaps on Gowalla NYC: sparse EMD aggregation vs Laplace (Ghazi et al. 2023, Figs 1-2)"
@@ -273,7 +274,7 @@ def _claims(eps_sum: pd.DataFrame, delta_sum: pd.DataFrame) -> str:
 
 
 def main(args) -> None:
-    out = Path(args.out or "results/heatmaps")
+    out = out_dir(args, "heatmaps")
     cfg = _config(args)
     data, synthetic = checkins_file("heatmaps", DATA_FILE, args.data, args.quick, out)
     cells = load_cells(data, args.min_users)

@@ -38,6 +38,8 @@ from geo.saliency import KL_EPS, cc, kl, sim
 from mdp.emd import block_sum, emd_grid
 from mdp.io import atomic_write, atomic_write_text
 
+from .common import out_dir
+
 __all__ = ["run_kl_study", "KL_CONSTANTS"]
 
 OURS_NEW = "ours (siblings equal)"
@@ -214,7 +216,7 @@ def _plots(out: Path, summ: pd.DataFrame, main_sigma: float, n_runs: int) -> Non
 def run_kl_study(args, cells: list[dict], user_matrix) -> None:
     """The KL study on the heatmaps experiment's cells (``user_matrix(cell, delta)`` gives the
     users' distributions); writes into ``args.out`` (default ``results/heatmaps``)."""
-    out = Path(args.out or "results/heatmaps")
+    out = out_dir(args, "heatmaps")
     quick = bool(args.quick)
     eps_list = [0.1, 1.0, 5.0] if quick else [0.1, 0.5, 1.0, 2.0, 5.0]
     runs = 6 if quick else args.kl_runs

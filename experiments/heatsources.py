@@ -40,6 +40,8 @@ from geo.heatsource import (
 )
 from mdp.io import atomic_write, atomic_write_text
 
+from .common import out_dir
+
 DESCRIPTION = "heat sources: EMD of l1 recovery vs n, m, T, sigma, eps (Gilbert-McMillan Figs 1-3, 6)"
 
 FIG3_DEFAULTS = dict(n=100, m=50, T=0.5, sigma=0.1)
@@ -185,7 +187,7 @@ def main(args: argparse.Namespace) -> None:
         run_m_sweep(args)
         return
 
-    out = Path(args.out or "results/heatsources")
+    out = out_dir(args, "heatsources")
     grid = GRIDS["quick" if args.quick else "full"]
     rng = np.random.default_rng(args.seed)
     jobs = _jobs(grid, args.rules)
@@ -197,6 +199,7 @@ def main(args: argparse.Namespace) -> None:
             "sensitivity", "emd_mean", "emd_ci95", "emd_mean_excl_zero", "trials", "infeasible",
             "zero", "optimal", "max_abs_gap", "seconds_per_trial"]
     df = df[cols]
+    out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "heatsources.csv", df.to_csv(index=False))
     examples = _examples(out / "examples.png", rng)
     _plot_panels(df, "3", ["n", "m", "T", "sigma"], out / "fig3_noisy.png",

@@ -49,6 +49,8 @@ from geo.heatsource import (
 )
 from mdp.io import atomic_write, atomic_write_text
 
+from .common import out_dir
+
 __all__ = ["M_GRID", "SETTINGS", "MISS", "infeasible_bounds", "ml_location_emd",
            "model_quantities", "run_m_sweep", "saturation_fit"]
 
@@ -340,7 +342,7 @@ def run_m_sweep(args: argparse.Namespace) -> pd.DataFrame:
     """
     from tqdm import tqdm
 
-    out = Path(args.out or "results/heatsources")
+    out = out_dir(args, "heatsources")
     grid = M_GRID["quick" if args.quick else "full"]
     points = [(s, m) for s in SETTINGS for m in grid]
     streams = np.random.SeedSequence(args.seed).spawn(len(points))
@@ -350,6 +352,7 @@ def run_m_sweep(args: argparse.Namespace) -> pd.DataFrame:
                                       disable=args.no_progress)]
     elapsed = time.perf_counter() - start
     df = pd.DataFrame.from_records(records)
+    out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "m_sweep.csv", df.to_csv(index=False))
     fits = {rule: saturation_fit(g) for rule, g in df.groupby("rule")}
     _plot_sweep(df, fits, out / "fig_m_sweep.png")

@@ -223,10 +223,11 @@ def summary(df: pd.DataFrame, seconds: float, merged: str | None = None) -> str:
 
 
 def main(args) -> None:
-    out = out_dir(args, "loss-curves")
     t0 = time.perf_counter()
-    # read before the sweep: a bad file is refused at once, not after hours of tasks
+    # read before the sweep (and before any folder is made): a bad file is refused at once,
+    # not after hours of tasks
     earlier = None if args.merge is None else read_table(args.merge, required=MERGE_KEYS + ("status",))
+    out = out_dir(args, "loss-curves")
     tasks, refs = build_tasks(args)
     df = sweep(tasks, args, out, desc="loss-curves")
     df = pd.concat([df, refs], ignore_index=True)

@@ -230,7 +230,7 @@ def read_geolife(path: str | os.PathLike, *, users: Iterable | None = None,
     """
     frames = list(iter_geolife(path, users=users, on_error=on_error))
     if not frames:
-        raise ValueError(f"no readable traces under {path}"
+        raise ParameterError(f"no readable traces under {path}"
                          + ("" if users is None else f" for users {sorted(map(str, users))}"))
     df = pd.concat(frames, ignore_index=True)
     df["user"] = df["user"].astype("category")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from mdp.errors import ParameterError, ParameterTypeError
 from mdp.space import haversine_km
 from mdp.validation import check_positive
 
@@ -38,7 +39,7 @@ def parse_cell_label(label: str) -> tuple[int, int]:
     """
     m = _LABEL.match(str(label))
     if m is None:
-        raise ValueError(f"cell label must look like 'r12c34', got {label!r}")
+        raise ParameterError(f"cell label must look like 'r12c34', got {label!r}")
     return int(m.group(1)), int(m.group(2))
 
 
@@ -77,16 +78,16 @@ class Grid:
         for name in ("lat_min", "lat_max", "lon_min", "lon_max"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-                raise TypeError(f"{name} must be a real number, got {value!r}")
+                raise ParameterTypeError(f"{name} must be a real number, got {value!r}")
             if not math.isfinite(float(value)):
-                raise ValueError(f"{name} must be finite, got {value!r}")
+                raise ParameterError(f"{name} must be finite, got {value!r}")
             object.__setattr__(self, name, float(value))
         object.__setattr__(self, "cell_deg", check_positive(self.cell_deg, "cell_deg"))
         if not -90 <= self.lat_min < self.lat_max <= 90:
-            raise ValueError(f"need -90 <= lat_min < lat_max <= 90, got lat_min={self.lat_min}, "
+            raise ParameterError(f"need -90 <= lat_min < lat_max <= 90, got lat_min={self.lat_min}, "
                              f"lat_max={self.lat_max}")
         if not -180 <= self.lon_min < self.lon_max <= 180:
-            raise ValueError(f"need -180 <= lon_min < lon_max <= 180, got lon_min={self.lon_min}, "
+            raise ParameterError(f"need -180 <= lon_min < lon_max <= 180, got lon_min={self.lon_min}, "
                              f"lon_max={self.lon_max}")
 
     # -- constructors -------------------------------------------------------------------------
@@ -100,12 +101,12 @@ class Grid:
         values = [float(v) for v in np.asarray(box, dtype=float).ravel()]
         if len(values) == 5:
             if cell_deg is not None and not math.isclose(values[4], cell_deg, rel_tol=1e-12):
-                raise ValueError(f"cell_deg={cell_deg} disagrees with the box's cell size {values[4]}")
+                raise ParameterError(f"cell_deg={cell_deg} disagrees with the box's cell size {values[4]}")
             return cls(*values)
         if len(values) != 4:
-            raise ValueError(f"box must be (lat_min, lat_max, lon_min, lon_max[, cell_deg]), got {box!r}")
+            raise ParameterError(f"box must be (lat_min, lat_max, lon_min, lon_max[, cell_deg]), got {box!r}")
         if cell_deg is None:
-            raise ValueError("cell_deg is required when box has 4 entries")
+            raise ParameterError("cell_deg is required when box has 4 entries")
         return cls(*values, cell_deg)
 
     @classmethod
@@ -120,9 +121,9 @@ class Grid:
         lat = np.asarray(lat, dtype=float)
         lon = np.asarray(lon, dtype=float)
         if lat.size == 0:
-            raise ValueError("cannot build a covering grid of zero points")
+            raise ParameterError("cannot build a covering grid of zero points")
         if not (np.all(np.isfinite(lat)) and np.all(np.isfinite(lon))):
-            raise ValueError("coordinates must be finite (found NaN or inf)")
+            raise ParameterError("coordinates must be finite (found NaN or inf)")
         # Rounding to 12 decimals keeps 40.475 from printing as 40.475000000000001.
         lo_lat = round(math.floor(lat.min() / c) * c, 12)
         lo_lon = round(math.floor(lon.min() / c) * c, 12)
@@ -170,12 +171,12 @@ class Grid:
         lat = np.asarray(lat, dtype=float)
         lon = np.asarray(lon, dtype=float)
         if lat.shape != lon.shape:
-            raise ValueError(f"lat and lon must have the same shape, got {lat.shape} and {lon.shape}")
+            raise ParameterError(f"lat and lon must have the same shape, got {lat.shape} and {lon.shape}")
         inside = self.contains(lat, lon)
         if not np.all(inside):
             bad = np.flatnonzero(~inside.ravel())
             k = int(bad[0])
-            raise ValueError(
+            raise ParameterError(
                 f"{bad.size} point(s) outside the grid box lat [{self.lat_min}, {self.lat_max}) x "
                 f"lon [{self.lon_min}, {self.lon_max}); first: index {k}, "
                 f"(lat, lon) = ({lat.ravel()[k]}, {lon.ravel()[k]})")
@@ -195,11 +196,11 @@ class Grid:
     def _check_ids(self, cell_ids: ArrayLike) -> np.ndarray:
         ids = np.asarray(cell_ids)
         if ids.dtype.kind not in "iu":
-            raise TypeError(f"cell ids must be integers, got dtype {ids.dtype}")
+            raise ParameterTypeError(f"cell ids must be integers, got dtype {ids.dtype}")
         ids = ids.astype(np.int64)
         if ids.size and (ids.min() < 0 or ids.max() >= self.ncells):
             bad = ids[(ids < 0) | (ids >= self.ncells)].ravel()[0]
-            raise ValueError(f"cell id {int(bad)} out of range for a grid of {self.ncells} cells")
+            raise ParameterError(f"cell id {int(bad)} out of range for a grid of {self.ncells} cells")
         return ids
 
     def row_col(self, cell_ids: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -227,7 +228,7 @@ class Grid:
         ids = np.array([r * self.ncols + c for r, c in rc], dtype=np.int64)
         for (r, c), lab in zip(rc, labels, strict=True):
             if r >= self.nrows or c >= self.ncols:
-                raise ValueError(f"cell {lab!r} is outside this {self.nrows} x {self.ncols} grid")
+                raise ParameterError(f"cell {lab!r} is outside this {self.nrows} x {self.ncols} grid")
         return ids
 
     def distances_km(self, cell_ids: ArrayLike) -> np.ndarray:

@@ -28,7 +28,15 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from mdp.validation import check_epsilon, check_int, check_positive, check_probability, check_rng
+from mdp.errors import ParameterError, ParameterTypeError
+from mdp.validation import (
+    as_float_array,
+    check_epsilon,
+    check_int,
+    check_positive,
+    check_probability,
+    check_rng,
+)
 
 __all__ = [
     "pyramid",
@@ -47,16 +55,16 @@ __all__ = [
 
 def _check_grid(counts, name: str = "counts") -> tuple[np.ndarray, int]:
     """A square, finite, non-negative grid whose side is a power of two; returns (array, ell)."""
-    s = np.asarray(counts, dtype=float)
+    s = as_float_array(counts, "counts")
     if s.ndim != 2 or s.shape[0] != s.shape[1]:
-        raise ValueError(f"{name} must be a square Delta x Delta grid, got shape {s.shape}")
+        raise ParameterError(f"{name} must be a square Delta x Delta grid, got shape {s.shape}")
     delta = s.shape[0]
     if delta < 1 or delta & (delta - 1):
-        raise ValueError(f"{name} side Delta must be a power of two, got {delta}")
+        raise ParameterError(f"{name} side Delta must be a power of two, got {delta}")
     if not np.all(np.isfinite(s)):
-        raise ValueError(f"{name} must be finite (found nan or inf)")
+        raise ParameterError(f"{name} must be finite (found nan or inf)")
     if np.any(s < 0):
-        raise ValueError(f"{name} must be non-negative, min is {s.min()}")
+        raise ParameterError(f"{name} must be non-negative, min is {s.min()}")
     return s, delta.bit_length() - 1
 
 
@@ -93,7 +101,7 @@ def pyramidal_transform(counts) -> np.ndarray:
     Lemma 3.5 (Indyk and Thaper 2003) ``||z||_EMD <= ||P z||_1`` with the L1 ground distance on the
     unit square. ``counts`` may be signed here (it is a linear map).
     """
-    z = np.asarray(counts, dtype=float)
+    z = as_float_array(counts, "counts")
     _check_grid(np.abs(z))
     ell = z.shape[0].bit_length() - 1
     out, t = [], z
@@ -222,17 +230,17 @@ def reconstruct(noisy: list[np.ndarray | None], w: int = 20, *, siblings: str = 
     """
     w = check_int(w, "w", low=1)
     if siblings not in ("equal", "vertex"):
-        raise ValueError(f"siblings must be 'equal' or 'vertex', got {siblings!r}")
+        raise ParameterError(f"siblings must be 'equal' or 'vertex', got {siblings!r}")
     ell = len(noisy) - 1
     measured = [i for i, y in enumerate(noisy) if y is not None]
     if not measured:
-        raise ValueError("noisy must contain at least one measured level")
+        raise ParameterError("noisy must contain at least one measured level")
     q = measured[0]
     if measured != list(range(q, ell + 1)):
-        raise ValueError(f"measured levels must be contiguous up to ell={ell}, got {measured}")
+        raise ParameterError(f"measured levels must be contiguous up to ell={ell}, got {measured}")
     for i in measured:
         if np.shape(noisy[i]) != (2**i, 2**i):
-            raise ValueError(f"noisy[{i}] must have shape {(2**i, 2**i)}, got {np.shape(noisy[i])}")
+            raise ParameterError(f"noisy[{i}] must have shape {(2**i, 2**i)}, got {np.shape(noisy[i])}")
 
     # Selection (Algorithm 2 lines 3-7).
     selected: list = [None] * (ell + 1)
@@ -397,18 +405,18 @@ def laplace_baseline(counts, epsilon: float, *, top_percent: float | None = None
     -------
     ndarray, shape (R, C)
     """
-    s = np.asarray(counts, dtype=float)
+    s = as_float_array(counts, "counts")
     if s.ndim != 2:
-        raise ValueError(f"counts must be 2-D, got shape {s.shape}")
+        raise ParameterError(f"counts must be 2-D, got shape {s.shape}")
     if not np.all(np.isfinite(s)) or np.any(s < 0):
-        raise ValueError("counts must be finite and non-negative")
+        raise ParameterError("counts must be finite and non-negative")
     epsilon = check_epsilon(epsilon)
     rng = check_rng(rng)
     noisy = np.maximum(s + rng.laplace(0.0, 1.0 / epsilon, size=s.shape), 0.0)
     if top_percent is not None:
         t = check_positive(top_percent, "top_percent")
         if t > 100:
-            raise ValueError(f"top_percent must be in (0, 100], got {top_percent!r}")
+            raise ParameterError(f"top_percent must be in (0, 100], got {top_percent!r}")
         k = max(1, math.ceil(t / 100 * s.size))
         flat = noisy.ravel()
         kept = np.zeros_like(flat)
@@ -435,9 +443,9 @@ def gaussian_heatmap(p, sigma: float) -> np.ndarray:
     sigma : float
         Standard deviation in unit-square units (``sigma = 2 / Delta`` is two cells).
     """
-    p = np.asarray(p, dtype=float)
+    p = as_float_array(p, "p")
     if p.ndim != 2:
-        raise ValueError(f"p must be 2-D, got shape {p.shape}")
+        raise ParameterError(f"p must be 2-D, got shape {p.shape}")
     sigma = check_positive(sigma, "sigma")
 
     def kernel(n: int) -> np.ndarray:
@@ -459,13 +467,13 @@ def points_to_cells(x, y, *, delta: int, bounds) -> tuple[np.ndarray, np.ndarray
     try:
         x0, x1, y0, y1 = (float(b) for b in bounds)
     except (TypeError, ValueError):
-        raise ValueError(f"bounds must be (x_min, x_max, y_min, y_max), got {bounds!r}") from None
+        raise ParameterError(f"bounds must be (x_min, x_max, y_min, y_max), got {bounds!r}") from None
     if not (x1 > x0 and y1 > y0):
-        raise ValueError(f"bounds must satisfy x_min < x_max and y_min < y_max, got {bounds!r}")
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
+        raise ParameterError(f"bounds must satisfy x_min < x_max and y_min < y_max, got {bounds!r}")
+    x = as_float_array(x, "x")
+    y = as_float_array(y, "y")
     if x.shape != y.shape or x.ndim != 1:
-        raise ValueError(f"x and y must be 1-D of equal length, got {x.shape} and {y.shape}")
+        raise ParameterError(f"x and y must be 1-D of equal length, got {x.shape} and {y.shape}")
     inside = (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
     col = np.minimum(np.floor((x - x0) / (x1 - x0) * delta), delta - 1)
     row = np.minimum(np.floor((y - y0) / (y1 - y0) * delta), delta - 1)
@@ -504,15 +512,15 @@ def user_distributions(users, row, col, *, delta: int, weights=None) -> tuple[np
     col = np.asarray(col)
     m = users.shape[0] if users.ndim == 1 else -1
     if users.ndim != 1 or row.shape != (m,) or col.shape != (m,):
-        raise ValueError(f"users, row, col must be 1-D of equal length, got "
+        raise ParameterError(f"users, row, col must be 1-D of equal length, got "
                          f"{users.shape}, {row.shape}, {col.shape}")
     if not (np.issubdtype(row.dtype, np.integer) and np.issubdtype(col.dtype, np.integer)):
-        raise TypeError("row and col must be integer arrays")
+        raise ParameterTypeError("row and col must be integer arrays")
     if m and (row.min() < 0 or col.min() < 0 or row.max() >= delta or col.max() >= delta):
-        raise ValueError(f"row and col must lie in [0, {delta - 1}] (drop points outside bounds first)")
-    wts = np.ones(m) if weights is None else np.asarray(weights, dtype=float)
+        raise ParameterError(f"row and col must lie in [0, {delta - 1}] (drop points outside bounds first)")
+    wts = np.ones(m) if weights is None else as_float_array(weights, "weights")
     if wts.shape != (m,) or not np.all(np.isfinite(wts)) or np.any(wts < 0):
-        raise ValueError("weights must be finite, non-negative and one per point")
+        raise ParameterError("weights must be finite, non-negative and one per point")
     user_ids, uidx = np.unique(users, return_inverse=True)
     P = sp.csr_array((wts, (uidx, row * delta + col)), shape=(user_ids.size, delta * delta))
     P.sum_duplicates()

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from mdp.cli_args import MEMORY_HELP, memory_size
-from mdp.errors import FileFormatError, MissingFileError
+from mdp.errors import FileFormatError, MissingFileError, ParameterError
 from mdp.io import atomic_write, open_binary
 from mdp.plugins import Command
 from mdp.resources import check_memory
@@ -35,6 +35,8 @@ from .plotting import draw_heatmap, geo_aspect
 __all__ = ["configure_parser", "run_cli", "read_points"]
 
 
+#: What ``-o`` may end in: a PNG picture, or an HTML page with an interactive map.
+OUTPUT_SUFFIXES = (".png", ".html", ".htm")
 #: float64 arrays of the grid's size alive at once in ``mdp heatmap`` (an upper estimate).
 HEATMAP_GRID_COPIES = 8
 
@@ -89,8 +91,9 @@ def read_points(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
         return pd.DataFrame({"user": df["user"], "x": df["lon"], "y": df["lat"], "weight": 1.0})
     try:
         with open_binary(path, what="points CSV") as fh:
-            df = pd.read_csv(fh, dtype=str, skipinitialspace=True, skip_blank_lines=False,
-                             encoding="utf-8")
+            # every field as text: a user named "NA" is a user, not a missing value
+            df = pd.read_csv(fh, dtype=str, keep_default_na=False, na_values=[""],
+                             skipinitialspace=True, skip_blank_lines=False, encoding="utf-8")
     except FileFormatError:
         raise
     except pd.errors.EmptyDataError:
@@ -115,7 +118,10 @@ def read_points(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
             bad |= vals.to_numpy(dtype=float) < 0
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
-            raise FileFormatError(path, f"bad {src} value {df[cols[src]].iloc[k]!r}", line=int(df.index[k]) + 2)
+            # the line, not the value: a point may be private
+            raise FileFormatError(path, f"{src} is not a finite number"
+                                  + (" >= 0" if name == "weight" else ""),
+                                  line=int(df.index[k]) + 2)
         out[name] = vals.to_numpy(dtype=float)
     if out["user"].isna().any():
         k = int(np.flatnonzero(out["user"].isna().to_numpy())[0])
@@ -137,17 +143,26 @@ def run_cli(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    suffix = Path(str(args.output)).suffix.lower()
+    if suffix not in OUTPUT_SUFFIXES:
+        raise ParameterError(f"-o must end in .png (a picture) or .html (an interactive map), got "
+                             f"{str(args.output)!r}")
+    if args.bounds is not None:
+        x0, x1, y0, y1 = (float(b) for b in args.bounds)
+        if not (np.isfinite([x0, x1, y0, y1, x1 - x0, y1 - y0]).all() and x1 > x0 and y1 > y0):
+            raise ParameterError(f"--bounds must be finite numbers X_MIN X_MAX Y_MIN Y_MAX with "
+                                 f"X_MIN < X_MAX and Y_MIN < Y_MAX, got {tuple(args.bounds)}")
     # the grid's arrays (counts, the quadtree's levels, the filtered image): refuse before work
     check_memory(HEATMAP_GRID_COPIES * 8 * args.delta_grid ** 2,
                  f"a {args.delta_grid} x {args.delta_grid} heatmap grid (--delta-grid)",
                  getattr(args, "max_memory", None))
     pts = read_points(args.input, args.format)
     if len(pts) == 0:
-        raise ValueError(f"{args.input}: no points")
+        raise ParameterError(f"{args.input}: no points")
     if args.bounds is None:
         bounds = (pts.x.min(), pts.x.max(), pts.y.min(), pts.y.max())
         if bounds[0] == bounds[1] or bounds[2] == bounds[3]:
-            raise ValueError("points span a degenerate box; pass --bounds")
+            raise ParameterError("points span a degenerate box; pass --bounds")
         print("mdp heatmap: warning: --bounds not given; using the data's bounding box, which is "
               "itself not differentially private", file=sys.stderr)
     else:
@@ -155,7 +170,7 @@ def run_cli(args: argparse.Namespace) -> int:
     row, col, inside = points_to_cells(pts.x.to_numpy(), pts.y.to_numpy(), delta=args.delta_grid,
                                        bounds=bounds)
     if not inside.any():
-        raise ValueError(f"no point of {args.input} lies inside bounds {bounds}")
+        raise ParameterError(f"no point of {args.input} lies inside bounds {bounds}")
     users, P = user_distributions(pts.user.to_numpy()[inside], row[inside], col[inside],
                                   delta=args.delta_grid, weights=pts.weight.to_numpy()[inside])
     counts = np.asarray(P.sum(axis=0)).reshape(args.delta_grid, args.delta_grid)
@@ -192,11 +207,11 @@ def run_cli(args: argparse.Namespace) -> int:
 def _write_html(args, heat, bounds, n_users: int, sigma: float, a_hat, inside) -> int:
     """``-o heat.html``: the released heatmap over an interactive map (extra ``map``)."""
     if not (args.format != "csv" or _has_lonlat_columns(args.input)):
-        raise ValueError("-o *.html draws on a map: the input needs lon/lat columns (degrees)")
+        raise ParameterError("-o *.html draws on a map: the input needs lon/lat columns (degrees)")
     try:
         from .webmap import heat_overlay_map, save_map  # folium is the optional extra 'map'
     except ImportError as exc:
-        raise ValueError(f"-o *.html needs folium (pip install 'mdp-toolkit[map]'): {exc}") from None
+        raise ParameterError(f"-o *.html needs folium (pip install 'mdp-toolkit[map]'): {exc}") from None
     title = (f"DP heatmap, epsilon {args.epsilon:g} per user, {n_users} users "
              f"({args.delta_grid} x {args.delta_grid}, sigma {sigma:.2g})")
     save_map(heat_overlay_map(heat, bounds, title=title, origin=args.origin), args.output)

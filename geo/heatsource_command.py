@@ -13,6 +13,7 @@ import argparse
 
 import numpy as np
 
+from mdp.errors import ParameterError
 from mdp.gaussian import GAUSSIAN_RULES, gaussian_delta, gaussian_sigma
 from mdp.plugins import Command
 from mdp.validation import check_int, check_positive
@@ -74,9 +75,13 @@ def run_cli(args: argparse.Namespace) -> int:
     trials = check_int(args.trials, "trials", low=1)
     A = heat_matrix(n, m, T)
     sens = sensitivity(A)
+    if not (np.isfinite(sens) and sens > 0):
+        raise ParameterError(f"--T {T:g}: the heat matrix has sensitivity {sens:g}: every sensor "
+                             "reads the same whatever the sources, so nothing can be recovered; "
+                             "use a smaller T (Gilbert & McMillan use T of order 0.01-0.1)")
     print(f"heat matrix: n={n} source cells, m={m} sensors, T={T:g}")
     print(f"sensitivity Delta_2(A) = {sens:.6g}   (Gilbert & McMillan bound O(sqrt(m)/(n T^1.5)) = "
-          f"{np.sqrt(m) / (n * T**1.5):.4g} x const)")
+          f"{np.sqrt(m) / n / np.float64(T) ** 1.5:.4g} x const)")
     print(f"per-sensor Gaussian noise for (epsilon={args.epsilon:g}, delta={args.delta:g})-LDP:")
     for rule in GAUSSIAN_RULES:
         try:

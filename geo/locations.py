@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.spatial import cKDTree
 
-from mdp.errors import ParameterError
+from mdp.errors import ParameterError, ParameterTypeError
 from mdp.mechanism import Mechanism
 from mdp.plugins import InputFormat
 from mdp.space import EARTH_RADIUS_KM, MetricSpace, haversine_km
@@ -67,9 +67,15 @@ def _haversine_rows(a: np.ndarray, B: np.ndarray) -> np.ndarray:
     return 2 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.clip(h, 0.0, 1.0)))
 
 
+def _check_mechanism(mech) -> None:
+    if not isinstance(mech, Mechanism):
+        raise ParameterTypeError(f"mech must be an mdp.Mechanism on a haversine (lat, lon) space, "
+                                 f"got {type(mech).__name__}")
+
+
 def _check_geo_space(space: MetricSpace) -> np.ndarray:
     if space.metric != "haversine" or space.points is None or space.points.shape[1] != 2:
-        raise ValueError("locations can only be privatized on a haversine space with (lat, lon) "
+        raise ParameterError("locations can only be privatized on a haversine space with (lat, lon) "
                          f"points (e.g. from geo.popular_cells), got metric={space.metric!r}")
     return np.asarray(space.points)
 
@@ -114,14 +120,19 @@ def grid_of_space(space: MetricSpace) -> Grid | None:
 
 
 def _check_latlon(latlon: ArrayLike) -> np.ndarray:
-    P = np.asarray(latlon, dtype=float)
+    try:
+        P = np.asarray(latlon, dtype=float)
+    except (ValueError, TypeError, OverflowError):
+        raise ParameterError("locations must be an (m, 2) array of (lat, lon) numbers of "
+                             "degrees") from None
     if P.ndim == 1 and P.shape[0] == 2:
         P = P[None, :]
     if P.ndim != 2 or P.shape[1] != 2:
-        raise ValueError(f"locations must be an (m, 2) array of (lat, lon), got shape {P.shape}")
+        raise ParameterError(f"locations must be an (m, 2) array of (lat, lon), got shape "
+                             f"{P.shape}")
     bad = ~np.isfinite(P).all(axis=1) | (np.abs(P[:, 0]) > 90) | (np.abs(P[:, 1]) > 180)
     if bad.any():
-        raise ValueError(f"locations must be (lat, lon) degrees with |lat| <= 90, |lon| <= 180; "
+        raise ParameterError(f"locations must be (lat, lon) degrees with |lat| <= 90, |lon| <= 180; "
                          f"not so: {_positions(None, np.flatnonzero(bad), len(P))}")
     return P
 
@@ -256,6 +267,7 @@ def privatize_locations(mech: Mechanism, latlon: ArrayLike, *, rng=None, strict:
     ndarray of shape (m, 2): the released cell centres (lat, lon).
     """
     rng = check_rng(rng)
+    _check_mechanism(mech)
     idx = locate(mech.space, latlon, strict=strict, snap=snap, max_snap_km=max_snap_km)
     out = mech.sample_indices(idx, rng)
     return np.asarray(mech.space.points)[out]

@@ -11,6 +11,7 @@ background tiles.
 from __future__ import annotations
 
 import argparse
+import io
 from pathlib import Path
 
 import numpy as np
@@ -29,21 +30,37 @@ __all__ = ["read_released", "configure_parser", "run_cli", "COMMAND"]
 
 
 def read_released(path: str | Path) -> np.ndarray:
-    """(m, 2) released (lat, lon): a CSV with lat/lon columns, or headerless ``lat,lon`` lines."""
+    """(m, 2) released (lat, lon): a CSV with lat/lon columns, or headerless ``lat,lon`` lines.
+
+    Raises
+    ------
+    FileFormatError
+        Not UTF-8 text, no locations, or a value that is not a latitude / longitude in degrees
+        (the message names the file and line).
+    """
     path = Path(path)
     with open_binary(path, what="released locations") as fh:
-        text = fh.read().decode("utf-8", errors="replace")
+        raw = fh.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FileFormatError(path, f"not UTF-8 text (byte {exc.start} of the file)") from None
     lines = [s for s in text.splitlines() if s.strip()]
     if not lines:
         raise FileFormatError(path, "no released locations")
     header = [c.strip().lower() for c in lines[0].split(",")]
     if "lat" in header and "lon" in header:
-        df = pd.read_csv(path, skipinitialspace=True)
+        try:
+            df = pd.read_csv(io.StringIO(text), dtype=str, skipinitialspace=True,
+                             keep_default_na=False)
+        except (pd.errors.ParserError, ValueError) as exc:
+            raise FileFormatError(path, f"malformed CSV: {str(exc).strip()}") from None
         df.columns = [str(c).strip().lower() for c in df.columns]
         P = df[["lat", "lon"]].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(P).all(axis=1)
+        bad = ~np.isfinite(P).all(axis=1) | (np.abs(P[:, 0]) > 90) | (np.abs(P[:, 1]) > 180)
         if bad.any():
-            raise FileFormatError(path, "bad lat/lon value", line=int(np.flatnonzero(bad)[0]) + 2)
+            raise FileFormatError(path, "not a latitude and longitude in degrees (|lat| <= 90, "
+                                        "|lon| <= 180)", line=int(np.flatnonzero(bad)[0]) + 2)
         return P
     try:
         return parse_latlon_lines(lines)

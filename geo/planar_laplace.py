@@ -58,7 +58,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import lambertw
 
-from mdp.errors import ParameterError
+from mdp.errors import ParameterError, ParameterTypeError
 from mdp.validation import check_epsilon, check_positive, check_rng
 
 from .projection import LocalProjection
@@ -133,18 +133,25 @@ def sample_planar_noise(m: int, epsilon: float, *, rng=None) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PlanarLaplaceSettings:
-    """How :func:`planar_laplace` discretises.
+    """How :func:`planar_laplace` discretises, and the arithmetic slack it accepts.
 
     Attributes
     ----------
     grid_m : float
         Step of the output grid in metres (outputs are grid points; default 1 m).
+    max_log_slack : float
+        Largest additive log bound ``2 delta`` of the sampler's arithmetic (module docstring)
+        a release may carry: a grid much finer than the floats' resolution over the area makes
+        ``delta`` large, and such a release is refused (default ``1e-6``; a 1 m grid over the
+        largest area, 9,007 km, gives ``5e-7``).
     """
 
     grid_m: float = 1.0
+    max_log_slack: float = 1e-6
 
     def __post_init__(self) -> None:
         check_positive(self.grid_m, "grid_m")
+        check_positive(self.max_log_slack, "max_log_slack")
 
 
 @dataclass(frozen=True)
@@ -201,9 +208,12 @@ def planar_laplace(latlon: ArrayLike, epsilon: float, *, area: LocalProjection |
     epsilon : float
         Level per km (``level / radius`` in Location Guard's terms: ``ln 4 / 0.2`` is level
         ln 4 within 200 m).
-    area : LocalProjection or None
-        The public area the locations lie in (centre, radius). ``None`` takes the smallest cap
-        around the inputs, which depends on the data and so is not private itself: pass it.
+    area : LocalProjection
+        The public area the locations lie in (centre, radius), chosen without looking at them:
+        outputs are truncated to it, so an area taken from the inputs themselves (the smallest
+        cap around them) would release them. Required; its radius must be at least the noise's
+        mean displacement ``2 k_max / epsilon``, or truncation, not noise, would decide the
+        outputs.
     settings : PlanarLaplaceSettings
         Output grid.
     rng : None, int or numpy.random.Generator
@@ -215,23 +225,44 @@ def planar_laplace(latlon: ArrayLike, epsilon: float, *, area: LocalProjection |
     Raises
     ------
     mdp.errors.ParameterError
-        Malformed coordinates, a location outside ``area`` (named), an invalid ``epsilon``.
+        Malformed coordinates, a location outside ``area`` (its position, never its
+        coordinates), no ``area``, an area smaller than the noise, an invalid ``epsilon``, or a
+        grid so fine that the arithmetic bound exceeds ``settings.max_log_slack``.
     """
     epsilon = check_epsilon(epsilon)
     rng = check_rng(rng)
     if area is None:
-        area = LocalProjection.around(latlon)
-    P = area.check_inside(latlon)
+        raise ParameterError("area is required: the public area the locations lie in, e.g. "
+                             "geo.LocalProjection(lat, lon, radius_km) of the city, chosen "
+                             "without looking at the locations (outputs are truncated to it, so "
+                             "an area around the inputs would release them)")
+    if not isinstance(area, LocalProjection):
+        raise ParameterTypeError(f"area must be a geo.LocalProjection, got {type(area).__name__}")
+    if not isinstance(settings, PlanarLaplaceSettings):
+        raise ParameterTypeError(f"settings must be a PlanarLaplaceSettings, got "
+                                 f"{type(settings).__name__}")
     k = area.scale_max
     eps0 = epsilon / k
+    R = area.radius_km
+    if R < expected_displacement_km(eps0):
+        raise ParameterError(f"the area's radius {R:.4g} km is below the noise's mean "
+                             f"displacement {expected_displacement_km(eps0):.4g} km at epsilon "
+                             f"{epsilon:g} per km: most outputs would be moved onto the area's "
+                             "edge, so the area, not the noise, would decide them. Use an area "
+                             "that holds where your users may be, or a larger epsilon")
     u = settings.grid_m / 1000.0
+    delta = 2.0 ** -50 * (2 * eps0 * R + 16 * 2 * R / u + 16)
+    if 2 * delta > settings.max_log_slack:
+        raise ParameterError(f"grid_m = {settings.grid_m:g} is too fine for a {R:.4g} km area: "
+                             f"the sampler's arithmetic bound would be {2 * delta:.3g}, above "
+                             f"max_log_slack = {settings.max_log_slack:g} (a 1 m grid gives at "
+                             f"most {2 * 2.0 ** -50 * (2 * eps0 * R + 32 * R / 1e-3 + 16):.2g})")
+    P = area.check_inside(latlon)
     Z = area.forward(P) + sample_planar_noise(len(P), eps0, rng=rng)
     rho = np.hypot(Z[:, 0], Z[:, 1])
     far = rho > area.radius_km
     Z[far] *= (area.radius_km / rho[far])[:, None]
     G = np.rint(Z / u) * u
-    R = area.radius_km
-    delta = 2.0 ** -50 * (2 * eps0 * R + 16 * 2 * R / u + 16)
     return PlanarLaplaceRelease(latlon=area.inverse(G), epsilon=epsilon, noise_epsilon=eps0,
                                 scale_max=k, area=area, grid_km=u, log_slack=2 * delta)
 

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from mdp.errors import FileFormatError, MissingFileError
+from mdp.errors import FileFormatError, MissingFileError, ParameterError, ParameterTypeError
 from mdp.io import read_npz
 from mdp.space import MetricSpace
 from mdp.validation import check_int, check_positive
@@ -115,7 +115,7 @@ def _trace_keys(frame: pd.DataFrame) -> list[str]:
     for key in ("trace", "user"):
         if key in frame.columns:
             return [key]
-    raise ValueError("a points DataFrame needs a 'trace' and/or 'user' column to group points "
+    raise ParameterError("a points DataFrame needs a 'trace' and/or 'user' column to group points "
                      f"into traces, got columns {list(frame.columns)}")
 
 
@@ -136,7 +136,7 @@ def trace_cell_counts(frame: pd.DataFrame, grid: Grid) -> pd.DataFrame:
     """
     for col in ("lat", "lon"):
         if col not in frame.columns:
-            raise ValueError(f"a points DataFrame needs 'lat' and 'lon' columns, got {list(frame.columns)}")
+            raise ParameterError(f"a points DataFrame needs 'lat' and 'lon' columns, got {list(frame.columns)}")
     keys = _trace_keys(frame)
     codes = frame.groupby(keys, sort=True, observed=True).ngroup().to_numpy(dtype=np.int64)
     lat = frame["lat"].to_numpy(dtype=float)
@@ -185,14 +185,14 @@ def cell_popularity(counts: pd.DataFrame, *, top_per_trace: int = 30) -> pd.Data
     top_per_trace = check_int(top_per_trace, "top_per_trace", low=1)
     missing = [c for c in COUNT_COLUMNS if c not in counts.columns]
     if missing:
-        raise ValueError(f"counts needs columns {COUNT_COLUMNS}, missing {missing}")
+        raise ParameterError(f"counts needs columns {COUNT_COLUMNS}, missing {missing}")
     trace = counts["trace"].to_numpy(dtype=np.int64)
     cell = counts["cell_id"].to_numpy(dtype=np.int64)
     count = counts["count"].to_numpy(dtype=np.int64)
     if len(trace) == 0:
         return pd.DataFrame({"cell_id": np.empty(0, np.int64), "traces": np.empty(0, np.int64)})
     if pd.DataFrame({"t": trace, "c": cell}).duplicated().any():
-        raise ValueError("counts must have one row per (trace, cell_id) pair, found duplicates")
+        raise ParameterError("counts must have one row per (trace, cell_id) pair, found duplicates")
     # Order each trace's cells by count (desc), then cell id (asc): the documented tie-break.
     order = np.lexsort((cell, -count, trace))
     trace, cell = trace[order], cell[order]
@@ -207,7 +207,7 @@ def cell_popularity(counts: pd.DataFrame, *, top_per_trace: int = 30) -> pd.Data
 def _grid_for(box, cell_deg: float, default: Grid | None) -> Grid:
     if box is None:
         if default is None:
-            raise ValueError("box is required for this source")
+            raise ParameterError("box is required for this source")
         return default
     return Grid.from_box(box, cell_deg)
 
@@ -216,34 +216,34 @@ def _counts_and_grid(source, cell_deg: float, box, on_error: str) -> tuple[pd.Da
     if isinstance(source, pd.DataFrame):
         if all(c in source.columns for c in COUNT_COLUMNS):
             if box is None:
-                raise ValueError("box is required when source is a cell-count table "
+                raise ParameterError("box is required when source is a cell-count table "
                                  f"(columns {COUNT_COLUMNS})")
             grid = _grid_for(box, cell_deg, None)
             cells = source["cell_id"].to_numpy()
             if len(cells) and (cells.min() < 0 or cells.max() >= grid.ncells):
-                raise ValueError(f"cell_id must be in [0, {grid.ncells}) for box {grid.box} with "
+                raise ParameterError(f"cell_id must be in [0, {grid.ncells}) for box {grid.box} with "
                                  f"cell_deg={grid.cell_deg}, got max {cells.max()}")
             return source[COUNT_COLUMNS], grid
         if "lat" in source.columns and "lon" in source.columns:
             if len(source) == 0:
-                raise ValueError("source DataFrame has no points")
+                raise ParameterError("source DataFrame has no points")
             default = None if box is not None else Grid.covering(
                 source["lat"].to_numpy(dtype=float), source["lon"].to_numpy(dtype=float), cell_deg)
             grid = _grid_for(box, cell_deg, default)
             return trace_cell_counts(source, grid), grid
-        raise ValueError("a DataFrame source needs lat/lon columns (points) or columns "
+        raise ParameterError("a DataFrame source needs lat/lon columns (points) or columns "
                          f"{COUNT_COLUMNS} (cell counts), got {list(source.columns)}")
     if not isinstance(source, (str, os.PathLike)):
-        raise TypeError("source must be a path (PLT tree or .npz cell-count file) or a DataFrame, "
+        raise ParameterTypeError("source must be a path (PLT tree or .npz cell-count file) or a DataFrame, "
                         f"got {type(source).__name__}")
     path = Path(source)
     if path.suffix.lower() == ".npz":
         counts, file_grid = load_cell_counts(path)
         if not math.isclose(cell_deg, file_grid.cell_deg, rel_tol=1e-12):
-            raise ValueError(f"cell_deg must be the file's {file_grid.cell_deg} for {path.name}, "
+            raise ParameterError(f"cell_deg must be the file's {file_grid.cell_deg} for {path.name}, "
                              f"got {cell_deg}")
         if box is not None and not np.allclose(np.ravel(box)[:4], file_grid.box, rtol=0, atol=1e-12):
-            raise ValueError(f"box must be None or the file's box {file_grid.box} for {path.name}, "
+            raise ParameterError(f"box must be None or the file's box {file_grid.box} for {path.name}, "
                              f"got {tuple(np.ravel(box).tolist())}")
         return counts, file_grid
     grid = _grid_for(box, cell_deg, Grid(*GEOLIFE_BEIJING_BOX, cell_deg))
@@ -294,11 +294,11 @@ def popular_cells(source: str | os.PathLike | pd.DataFrame, *, n: int = 50, cell
     cell_deg = check_positive(cell_deg, "cell_deg")
     top_per_trace = check_int(top_per_trace, "top_per_trace", low=1)
     if on_error not in ("raise", "skip"):
-        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+        raise ParameterError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
     counts, grid = _counts_and_grid(source, cell_deg, box, on_error)
     ranking = cell_popularity(counts, top_per_trace=top_per_trace)
     if n > len(ranking):
-        raise ValueError(f"n must be <= the number of cells in some trace's top-{top_per_trace} "
+        raise ParameterError(f"n must be <= the number of cells in some trace's top-{top_per_trace} "
                          f"({len(ranking)} inside box {grid.box}), got {n}")
     ids = ranking["cell_id"].to_numpy()[:n]
     return MetricSpace.from_points(grid.centres(ids), metric="haversine", labels=grid.labels(ids))
@@ -317,11 +317,11 @@ def space_from_spec(spec: str) -> MetricSpace:
     prefix, _, rest = str(spec).partition(":")
     path, _, n_text = rest.rpartition(":")
     if prefix not in ("geolife", "checkins") or not path:
-        raise ValueError(f"space spec must be geolife:PATH:N or checkins:PATH:N, got {spec!r}")
+        raise ParameterError(f"space spec must be geolife:PATH:N or checkins:PATH:N, got {spec!r}")
     try:
         n = int(n_text)
     except ValueError:
-        raise ValueError(f"space spec {spec!r}: N must be an integer, got {n_text!r}") from None
+        raise ParameterError(f"space spec {spec!r}: N must be an integer, got {n_text!r}") from None
     if not Path(path).exists():
         raise MissingFileError(f"space spec {spec!r}: no file or folder at {path}")
     if prefix == "geolife":

@@ -40,7 +40,11 @@ MAX_CAP_KM = 0.45 * np.pi * EARTH_RADIUS_KM
 
 
 def _as_latlon(latlon: ArrayLike, name: str) -> np.ndarray:
-    P = np.asarray(latlon, dtype=float)
+    try:
+        P = np.asarray(latlon, dtype=float)
+    except (ValueError, TypeError, OverflowError):
+        raise ParameterError(f"{name} must be an (m, 2) array of (lat, lon) numbers of "
+                             "degrees") from None
     if P.ndim == 1 and P.shape[0] == 2:
         P = P[None, :]
     if P.ndim != 2 or P.shape[1] != 2:
@@ -48,8 +52,9 @@ def _as_latlon(latlon: ArrayLike, name: str) -> np.ndarray:
     bad = ~np.isfinite(P).all(axis=1) | (np.abs(P[:, 0]) > 90) | (np.abs(P[:, 1]) > 180)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
+        # the row's position, not its values (a location may be private)
         raise ParameterError(f"{name} must be (lat, lon) degrees with |lat| <= 90, |lon| <= 180; "
-                             f"row {k} is {tuple(P[k].tolist())}")
+                             f"row {k} is not ({int(bad.sum())} such row(s))")
     return P
 
 
@@ -105,10 +110,10 @@ class LocalProjection:
         out = np.flatnonzero(d > self.radius_km * (1 + 1e-12))
         if out.size:
             k = int(out[0])
+            # the row's position only: its coordinates and distance are private
             raise ParameterError(
-                f"{name} {k} = {tuple(P[k].tolist())} is {d[k]:.3f} km from the centre "
-                f"({self.lat:.6f}, {self.lon:.6f}) of the area, outside its radius "
-                f"{self.radius_km:.3f} km ({out.size} such row(s)); widen the area")
+                f"{name} {k} is outside the area (centre {self.lat:.6f}, {self.lon:.6f}, "
+                f"radius {self.radius_km:.3f} km) ({out.size} such row(s)); widen the area")
         return P
 
     def forward(self, latlon: ArrayLike) -> np.ndarray:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from mdp.emd import emd_downsampled
+from mdp.errors import ParameterError
 
 __all__ = ["sim", "cc", "kl", "emd", "KL_EPS"]
 
@@ -32,21 +33,21 @@ def _maps(estimate, truth) -> tuple[np.ndarray, np.ndarray]:
     s = np.asarray(estimate, dtype=float)
     g = np.asarray(truth, dtype=float)
     if s.shape != g.shape:
-        raise ValueError(f"estimate and truth must have the same shape, got {s.shape} and {g.shape}")
+        raise ParameterError(f"estimate and truth must have the same shape, got {s.shape} and {g.shape}")
     if s.size < 2:
-        raise ValueError(f"maps must have at least 2 cells, got shape {s.shape}")
+        raise ParameterError(f"maps must have at least 2 cells, got shape {s.shape}")
     for name, m in (("estimate", s), ("truth", g)):
         if not np.all(np.isfinite(m)):
-            raise ValueError(f"{name} must be finite (found nan or inf)")
+            raise ParameterError(f"{name} must be finite (found nan or inf)")
     return s, g
 
 
 def _nonneg_mass(name: str, m: np.ndarray) -> np.ndarray:
     if np.any(m < 0):
-        raise ValueError(f"{name} must be non-negative, min is {m.min()}")
+        raise ParameterError(f"{name} must be non-negative, min is {m.min()}")
     total = m.sum()
     if total <= 0:
-        raise ValueError(f"{name} must have positive mass, got total {total}")
+        raise ParameterError(f"{name} must have positive mass, got total {total}")
     return m / total
 
 
@@ -105,7 +106,7 @@ def kl(estimate, truth, *, eps: float = KL_EPS) -> float:
     g = _nonneg_mass("truth", g)
     eps = float(eps)
     if not (np.isfinite(eps) and eps > 0):
-        raise ValueError(f"eps must be a positive finite number, got {eps!r}")
+        raise ParameterError(f"eps must be a positive finite number, got {eps!r}")
     return float(np.sum(g * np.log(eps + g / (s + eps))))
 
 

@@ -2,42 +2,67 @@ r"""Whole location files privatized with each user's privacy loss accounted for.
 
 A check-in file holds many reports per user (``user,lat,lon[,time]``). Privatizing each row as
 if it were a new person lets an observer average a user's 500 check-ins from home back to the
-home. :func:`privatize_users` releases one output per row with per-user accounting:
+home. :func:`privatize_users` releases one output per row with per-user accounting, and the
+guarantee covers everything an observer sees of a user: the outputs, which of them are equal,
+and how many rows are released.
 
-* **Repeated reports from one cell reuse that cell's first output** (Location Guard's defence
-  against averaging; Andres et al. 2013, section 6): a user's second report from the cell of an
-  earlier one releases the same point again, which reveals nothing new and costs nothing.
-* **Every other report adds its epsilon** (basic composition, Dwork & Roth 2014, Theorem 3.16,
-  which holds for metric DP too: the losses of ``k`` reports add, so ``k`` reports of
-  ``epsilon``-mDP are ``k epsilon``-mDP, per km).
-* **A per-user budget** refuses a user's fresh reports once their sum would exceed it; the rows of
-  a refused report (and its later repeats) get no output, and the summary names the users and how
-  many rows each lost.
+* **Every report is a fresh draw and adds its epsilon** (default). Basic composition (Dwork &
+  Roth 2014, Theorem 3.16, which holds for metric DP too): a user's reports
+  :math:`x_1, \dots, x_k` released as :math:`k` independent draws of an
+  :math:`\epsilon`-mDP mechanism satisfy, for any other sequence :math:`y_1, \dots, y_k`,
 
-A user's reports are taken in ``time`` order when the column exists, else in file order. Each
-user's randomness comes from its own stream, ``SeedSequence(seed).spawn`` keyed by a hash of the
-user's name (:func:`user_generator`), so the output does not depend on how rows are split
-into partitions or in which order users are processed: the same seed gives the same file from
-pandas and from a Dask DataFrame partitioned by user. The released table holds the user and the
-released (lat, lon) only, never the input location or the time.
+  .. math:: \Pr[z_1, \dots, z_k \mid x] \le e^{\epsilon \sum_i d(x_i, y_i)}
+            \Pr[z_1, \dots, z_k \mid y],
+
+  so the user spends :math:`k \epsilon` (per km) against any change of location.
+* **One output per time window** (``window=``, Location Guard's cache by time): a user's reports
+  whose times fall in one window ``floor(time / window)`` release the output drawn for the
+  window's first report (by time, then file order), and the window is charged once. The other
+  reports of the window are not used at all, so the bound above holds with one term per window
+  (the window's first report), which is at most the sum over all reports. Windows are chosen by
+  time alone, never by location: reusing an output because two reports came from one *place*
+  (as an earlier design did) tells an observer that the places were equal, with probability 1,
+  which no epsilon covers.
+* **A per-user budget** refuses a user's fresh draws once their sum would exceed it; the rows of
+  a refused draw get no output, and the summary names the users and how many rows each lost.
+  Which rows are refused depends on the number of reports (and windows) only, never on where
+  they were made.
+
+User names are normalized before accounting (:mod:`geo.user_names`: NFKC, invisible characters
+removed, look-alike scripts refused), so two spellings of one name share one budget.
+
+What the guarantee does not cover: the number of reports, their times (visible through which
+outputs are equal in window mode) and the user names are released as they are; the budget holds
+within one call (a second call starts every user from zero, so two runs over the same user spend
+twice).
+
+A user's reports are taken in ``time`` order when the column exists (numbers, or dates and times
+that :func:`pandas.to_datetime` reads), else in file order. Each user's randomness comes from
+its own stream, ``SeedSequence(seed).spawn`` keyed by a hash of the user's name
+(:func:`user_generator`), so the output does not depend on how rows are split into partitions or
+in which order users are processed: the same seed gives the same file from pandas and from a
+Dask DataFrame partitioned by user. The released table holds the user and the released (lat,
+lon) only, never the input location or the time.
 """
 
 from __future__ import annotations
 
 import hashlib
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from mdp.errors import ParameterError
+from mdp.errors import ParameterError, ParameterTypeError
 from mdp.mechanism import Mechanism
 from mdp.validation import check_positive
 
 from .locations import locate
+from .user_names import normalize_user_names
 
 __all__ = ["UserReleaseSummary", "user_generator", "privatize_users_frame", "privatize_users",
-           "RELEASED_COLUMNS"]
+           "report_windows", "parse_report_times", "RELEASED_COLUMNS"]
 
 #: Columns of the released table.
 RELEASED_COLUMNS = ("user", "lat", "lon")
@@ -60,11 +85,91 @@ def _entropy(seed) -> int:
     raise ParameterError(f"seed must be a non-negative integer or None, got {seed!r}")
 
 
+def parse_report_times(values) -> tuple[np.ndarray, str, np.ndarray]:
+    """Times as sortable numbers: ``(values, kind, bad)``.
+
+    ``kind`` is ``"number"`` when every time is a number (kept as such, so ``"10"`` sorts after
+    ``"9"``), else ``"datetime"``: dates and times :func:`pandas.to_datetime` reads (UTC when
+    they name no zone), as seconds since 1970. ``bad`` marks the times that are neither (their
+    values are NaN).
+    """
+    s = pd.Series(values)
+    if pd.api.types.is_datetime64_any_dtype(s):
+        dt = pd.to_datetime(s, utc=True)
+    else:
+        as_number = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
+        if np.isfinite(as_number).all():
+            return as_number, "number", np.zeros(len(s), dtype=bool)
+        try:
+            dt = pd.to_datetime(s.astype(str), utc=True, errors="coerce", format="mixed")
+        except (ValueError, TypeError, OverflowError):
+            dt = pd.Series(pd.NaT, index=s.index)
+    bad = dt.isna().to_numpy()
+    seconds = (dt - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy(dtype=float)
+    return seconds, "datetime", bad
+
+
+def _parse_times(values) -> tuple[np.ndarray, str]:
+    t, kind, bad = parse_report_times(values)
+    if bad.any():
+        # the row's position, not its value: a report's time is private
+        raise ParameterError(f"time: row {int(np.flatnonzero(bad)[0])} is neither a number nor "
+                             f"a date and time ({int(bad.sum())} such rows)")
+    return t, kind
+
+
+def _window_length(window, kind: str) -> float:
+    """The window in the times' units: seconds for date-times (``"1h"``, a Timedelta), else a
+    positive number in the time column's own units."""
+    if kind == "datetime":
+        if isinstance(window, numbers.Real) and not isinstance(window, bool):
+            raise ParameterError("window must be a duration such as '1h' or '30min' when the "
+                                 f"times are dates, got the number {window!r}")
+        try:
+            seconds = pd.Timedelta(window).total_seconds()
+        except (ValueError, TypeError):
+            raise ParameterError(f"window must be a duration such as '1h', '30min' or '1D', got "
+                                 f"{window!r}") from None
+        return check_positive(seconds, "window (seconds)")
+    if isinstance(window, str):
+        try:
+            return check_positive(float(window), "window")
+        except ValueError:
+            raise ParameterError(f"window must be a positive number in the units of the time "
+                                 f"column (the times are numbers), got {window!r}") from None
+    return check_positive(window, "window")
+
+
+def report_windows(times, window) -> np.ndarray:
+    """Index of each report's time window, ``floor(time / window)`` (int64).
+
+    Parameters
+    ----------
+    times : array-like
+        Numbers, or dates and times (:func:`pandas.to_datetime`; UTC unless they name a zone).
+    window : float, str or pandas.Timedelta
+        For numeric times a positive number in their units; for dates a duration (``"1h"``).
+
+    Raises
+    ------
+    ParameterError
+        A time that is neither a number nor a date, or a window of the wrong kind.
+    """
+    t, kind = _parse_times(times)
+    length = _window_length(window, kind)
+    keys = np.floor(t / length)
+    if not np.isfinite(keys).all() or np.abs(keys).max(initial=0.0) >= 2.0 ** 62:
+        raise ParameterError(f"window {window!r} is too short for these times (window indices "
+                             "beyond 2^62)")
+    return keys.astype(np.int64)
+
+
 def privatize_users_frame(frame: pd.DataFrame, mech: Mechanism, *, epsilon_budget: float | None,
-                          seed_entropy: int, snap: bool = False,
+                          seed_entropy: int, window=None, snap: bool = False,
                           max_snap_km: float | None = None) -> pd.DataFrame:
     """One partition (every row of each of its users): the accounting of the module docstring.
 
+    ``frame["user"]`` must hold normalized names (:func:`privatize_users` normalizes them).
     Returns a frame with the rows' order and index: ``user``, released ``lat``/``lon`` (NaN
     where refused), ``released`` and ``spent`` (the user's total epsilon after the release).
     """
@@ -75,20 +180,24 @@ def privatize_users_frame(frame: pd.DataFrame, mech: Mechanism, *, epsilon_budge
         return out.astype(_WORK_COLUMNS)
     cells = locate(mech.space, frame[["lat", "lon"]].to_numpy(dtype=float), snap=snap,
                    max_snap_km=max_snap_km)
-    work = pd.DataFrame({"user": out["user"].to_numpy(), "cell": cells,
-                         "pos": np.arange(len(frame))})
+    pos = np.arange(len(frame))
+    work = pd.DataFrame({"user": out["user"].to_numpy(), "cell": cells, "pos": pos})
     if "time" in frame.columns:
-        work["time"] = frame["time"].to_numpy()
+        work["time"] = _parse_times(frame["time"].to_numpy())[0]
+        work["key"] = pos if window is None else report_windows(frame["time"].to_numpy(), window)
         work = work.sort_values(["user", "time", "pos"], kind="stable")
     else:
+        if window is not None:
+            raise ParameterError("window needs a 'time' column")
+        work["key"] = pos
         work = work.sort_values(["user", "pos"], kind="stable")
-    first = ~work.duplicated(["user", "cell"])
+    # a fresh draw per report, or per (user, window): never keyed on the location
+    first = ~work.duplicated(["user", "key"])
     fresh = work[first]
     rank = fresh.groupby("user", sort=False).cumcount().to_numpy() + 1
     eps = float(mech.epsilon)
     allowed = np.ones(len(fresh), dtype=bool) if epsilon_budget is None else \
         rank * eps <= epsilon_budget * (1 + 1e-12)
-    fresh = fresh.assign(allowed=allowed, rank=rank)
     points = np.asarray(mech.space.points, dtype=float)
     released_cell = np.full(len(fresh), -1, dtype=np.int64)
     users = fresh["user"].to_numpy()
@@ -96,13 +205,13 @@ def privatize_users_frame(frame: pd.DataFrame, mech: Mechanism, *, epsilon_budge
     ends = np.r_[starts[1:], len(users)]
     fresh_cells = fresh["cell"].to_numpy()
     for s, e in zip(starts, ends, strict=True):
-        k = int(allowed[s:e].sum())          # allowed reports are each user's first k
+        k = int(allowed[s:e].sum())          # allowed draws are each user's first k
         if k:
             rng = user_generator(seed_entropy, users[s])
             released_cell[s:s + k] = mech.sample_indices(fresh_cells[s:s + k], rng)
-    fresh = fresh.assign(out=released_cell)
+    fresh = fresh.assign(out=released_cell, allowed=allowed)
     spent = fresh.groupby("user", sort=False)["allowed"].sum() * eps
-    merged = work.merge(fresh[["user", "cell", "out"]], on=["user", "cell"], how="left")
+    merged = work.merge(fresh[["user", "key", "out"]], on=["user", "key"], how="left")
     pos = merged["pos"].to_numpy()
     got = merged["out"].to_numpy()
     ok = got >= 0
@@ -127,7 +236,9 @@ class UserReleaseSummary:
     largest_spent : float
         Largest total epsilon (per km) a user spent.
     epsilon, budget : float, float or None
-        Per report, and per user.
+        Per draw, and per user.
+    window : str or None
+        The time window sharing one draw (``None``: a draw per report).
     refused : dict[str, int]
         Rows refused per user (users with none left out).
     """
@@ -138,12 +249,15 @@ class UserReleaseSummary:
     largest_spent: float
     epsilon: float
     budget: float | None
+    window: str | None = None
     refused: dict = field(default_factory=dict)
 
     def text(self, *, max_names: int = 20) -> str:
         """The summary ``mdp privatize --users`` prints."""
         lines = [f"{self.users} users, {self.rows} rows, {self.rows_refused} rows refused; "
-                 f"epsilon {self.epsilon:g} per km per fresh report, largest spent by one user "
+                 f"epsilon {self.epsilon:g} per km per "
+                 + ("report" if self.window is None else f"time window of {self.window}")
+                 + ", largest spent by one user "
                  f"{self.largest_spent:g} per km"
                  + (f" (budget {self.budget:g})" if self.budget is not None else " (no budget)")]
         if self.refused:
@@ -154,13 +268,14 @@ class UserReleaseSummary:
         return "\n".join(lines)
 
 
-def _summary(work: pd.DataFrame, eps: float, budget: float | None) -> UserReleaseSummary:
+def _summary(work: pd.DataFrame, eps: float, budget: float | None,
+             window: str | None) -> UserReleaseSummary:
     refused = work.loc[~work["released"], "user"].value_counts()
     spent = work.groupby("user")["spent"].max()
     return UserReleaseSummary(users=int(spent.size), rows=int(len(work)),
                               rows_refused=int(refused.sum()),
                               largest_spent=float(spent.max()) if spent.size else 0.0,
-                              epsilon=eps, budget=budget,
+                              epsilon=eps, budget=budget, window=window,
                               refused={str(k): int(v) for k, v in refused.items()})
 
 
@@ -171,20 +286,43 @@ def _check_columns(columns) -> None:
                              f"{missing}, found {list(columns)}")
 
 
-def privatize_users(data, mech: Mechanism, *, budget: float | None = None, seed=None,
-                    snap: bool = False, max_snap_km: float | None = None):
+def _check_coordinates(frame: pd.DataFrame) -> pd.DataFrame:
+    """``lat``/``lon`` as numbers of degrees in range (positions in the message, never values)."""
+    out = frame.copy()
+    for name, limit in (("lat", 90.0), ("lon", 180.0)):
+        vals = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
+        bad = ~np.isfinite(vals) | (np.abs(vals) > limit)
+        if bad.any():
+            raise ParameterError(f"{name}: {int(bad.sum())} of {len(vals)} rows are not a number "
+                                 f"of degrees with |{name}| <= {limit:g} (the first is row "
+                                 f"{int(np.flatnonzero(bad)[0])})")
+        out[name] = vals
+    return out
+
+
+def _normalized_users(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.assign(user=normalize_user_names(frame["user"].to_numpy()))
+
+
+def privatize_users(data, mech: Mechanism, *, budget: float | None = None, window=None,
+                    seed=None, snap: bool = False, max_snap_km: float | None = None):
     """Privatize every row of a users table with per-user accounting (module docstring).
 
     Parameters
     ----------
     data : pandas.DataFrame or dask.dataframe.DataFrame
-        Columns ``user``, ``lat``, ``lon`` and optionally ``time`` (sortable). A Dask DataFrame
-        must be partitioned by user: all rows of a user in one partition (checked).
+        Columns ``user``, ``lat``, ``lon`` and optionally ``time`` (numbers, or dates and
+        times). A Dask DataFrame must be partitioned by user: all rows of a user in one
+        partition (checked after the names are normalized).
     mech : Mechanism
         A mechanism on a haversine (lat, lon) space; locations are located as by
         :func:`geo.locations.locate` (far ones refused unless ``snap``).
     budget : float or None
         Largest total epsilon (per km) per user; ``None``: no limit.
+    window : None, float, str or pandas.Timedelta
+        ``None`` (default): every report is a fresh draw. Otherwise one draw per user and
+        time window (:func:`report_windows`; needs a ``time`` column), released for every
+        report of the window.
     seed : int or None
         Entropy of the per-user streams (:func:`user_generator`); ``None``: fresh OS entropy.
     snap, max_snap_km
@@ -193,24 +331,52 @@ def privatize_users(data, mech: Mechanism, *, budget: float | None = None, seed=
     Returns
     -------
     released : DataFrame (pandas, or Dask for Dask input)
-        ``user``, ``lat``, ``lon`` of every released row, in input order, with the input's
-        index (row labels).
+        ``user`` (normalized), ``lat``, ``lon`` of every released row, in input order, with
+        the input's index (row labels).
     summary : UserReleaseSummary
+
+    Raises
+    ------
+    mdp.errors.ParameterError
+        A missing column, a coordinate that is not a number of degrees in range, a name that
+        mixes look-alike scripts, a time that is neither a number nor a date, a bad ``budget``,
+        ``window`` or ``seed``, or a location outside the mechanism's area (positions only:
+        never a location, time or name).
+    mdp.errors.ParameterTypeError
+        ``data`` that is not a DataFrame, or ``mech`` that is not a mechanism.
     """
+    if not isinstance(mech, Mechanism):
+        raise ParameterTypeError(f"mech must be an mdp.Mechanism on a haversine (lat, lon) "
+                                 f"space, got {type(mech).__name__}")
     if budget is not None:
         budget = check_positive(budget, "budget")
-    _check_columns(data.columns)
+    columns = getattr(data, "columns", None)
+    if columns is None or not hasattr(data, "map_partitions") and not isinstance(data,
+                                                                                pd.DataFrame):
+        raise ParameterTypeError(f"data must be a pandas or Dask DataFrame with columns user, "
+                                 f"lat, lon[, time], got {type(data).__name__}")
+    _check_columns(columns)
+    if window is not None and "time" not in columns:
+        raise ParameterError("window needs a 'time' column")
     entropy = _entropy(seed)
     eps = float(mech.epsilon)
-    kwargs = dict(epsilon_budget=budget, seed_entropy=entropy, snap=snap, max_snap_km=max_snap_km)
+    kwargs = dict(epsilon_budget=budget, seed_entropy=entropy, window=window, snap=snap,
+                  max_snap_km=max_snap_km)
+    shown = None if window is None else str(window)
     if isinstance(data, pd.DataFrame):
-        work = privatize_users_frame(data, mech, **kwargs)
+        frame = _normalized_users(_check_coordinates(data))
+        if window is not None and len(frame):
+            report_windows(frame["time"].to_numpy(), window)     # the window's kind, up front
+        work = privatize_users_frame(frame, mech, **kwargs)
         released = work.loc[work["released"], list(RELEASED_COLUMNS)]
-        return released, _summary(work, eps, budget)
-    return _privatize_dask(data, mech, eps, budget, kwargs)
+        return released, _summary(work, eps, budget, shown)
+    return _privatize_dask(data, mech, eps, budget, shown, kwargs)
 
 
-def _privatize_dask(ddf, mech: Mechanism, eps: float, budget: float | None, kwargs: dict):
+def _privatize_dask(ddf, mech: Mechanism, eps: float, budget: float | None, window: str | None,
+                    kwargs: dict):
+    ddf = ddf.map_partitions(lambda p: _normalized_users(_check_coordinates(p)),
+                             meta=ddf._meta)
     per_partition = ddf[["user"]].map_partitions(
         lambda p: pd.DataFrame({"user": p["user"].astype(str).unique()}),
         meta={"user": object}).compute()
@@ -222,4 +388,4 @@ def _privatize_dask(ddf, mech: Mechanism, eps: float, budget: float | None, kwar
     work = ddf.map_partitions(privatize_users_frame, mech, meta=_WORK_COLUMNS, **kwargs).persist()
     summary_frame = work[["user", "released", "spent"]].compute()
     released = work[work["released"]][list(RELEASED_COLUMNS)]
-    return released, _summary(summary_frame, eps, budget)
+    return released, _summary(summary_frame, eps, budget, window)

@@ -11,6 +11,14 @@ Bootstrap and Font Awesome from CDNs; these pages need only Leaflet, which the p
 under ``geo/static/leaflet`` (Leaflet 1.9.3, BSD-2-Clause, licence beside it) and inlines, and
 the legend is plain HTML/CSS, so markers, circles and legend render without network access.
 Only the background tiles (OpenStreetMap) need the network.
+
+Text from data (a space's labels, a mechanism's name, titles) reaches the page in three
+contexts at once: folium writes a tooltip into a JavaScript template literal, which Leaflet
+then sets as HTML, and legends are HTML text. :func:`html_text` writes every character other
+than ASCII letters, digits, space and ``.,:;_-()%/`` as an HTML numeric character reference
+(``&#96;`` for a backtick), which is inert in all three: no quote, backtick, ``$``, backslash
+or ``<`` survives to end a string or open a tag, and the browser shows the original text.
+So the page runs no code built from data, whatever a mechanism file's labels hold.
 """
 
 from __future__ import annotations
@@ -31,14 +39,22 @@ from mdp.mechanism import Mechanism
 from .explain import radius_holding
 from .locations import locate
 
-__all__ = ["mechanism_map", "released_map", "heat_overlay_map", "save_map", "OUTPUT_CLASS",
-           "RELEASED_CLASS"]
+__all__ = ["mechanism_map", "released_map", "heat_overlay_map", "save_map", "html_text",
+           "OUTPUT_CLASS", "RELEASED_CLASS"]
 
 #: CSS class of the output markers of :func:`mechanism_map` (tests count them in the page).
 OUTPUT_CLASS = "mdp-output"
 #: CSS class of the markers of :func:`released_map`.
 RELEASED_CLASS = "mdp-released"
 _CMAP = "viridis"
+_SAFE_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                             " .,:;_-()%/")
+
+
+def html_text(value) -> str:
+    """``value`` as text that is inert in HTML text, HTML attributes and JavaScript strings
+    (module docstring): characters outside a small safe set become ``&#N;`` references."""
+    return "".join(ch if ch in _SAFE_CHARACTERS else f"&#{ord(ch)};" for ch in str(value))
 
 
 def _leaflet_inline() -> tuple[str, str]:
@@ -59,11 +75,12 @@ def _new_map(latlon: np.ndarray) -> folium.Map:
 
 def _legend(title: str, stops: list[str], ticks: list[str], extra: str = "") -> folium.Element:
     gradient = ", ".join(stops)
-    labels = "".join(f'<span style="flex:1;text-align:center">{t}</span>' for t in ticks)
+    labels = "".join(f'<span style="flex:1;text-align:center">{html_text(t)}</span>'
+                     for t in ticks)
     return folium.Element(
         '<div id="mdp-legend" style="position:fixed;bottom:24px;right:12px;z-index:1000;'
         'background:white;padding:8px 10px;border:1px solid #888;border-radius:4px;'
-        f'font:12px sans-serif;width:230px"><b>{title}</b>'
+        f'font:12px sans-serif;width:230px"><b>{html_text(title)}</b>'
         f'<div class="mdp-colorbar" style="height:12px;margin:4px 0;'
         f'background:linear-gradient(to right, {gradient})"></div>'
         f'<div style="display:flex">{labels}</div>{extra}</div>')
@@ -89,7 +106,8 @@ def mechanism_map(mech: Mechanism, lat: float, lon: float, *, snap: bool = False
     norm = LogNorm(vmin=max(positive.min(), positive.max() * 1e-6), vmax=positive.max())
     cmap = colormaps[_CMAP]
     m = _new_map(np.vstack([pts, [[lat, lon]]]))
-    labels = space.labels.tolist() if space.labels is not None else [str(i) for i in range(space.n)]
+    labels = ([html_text(lab) for lab in space.labels.tolist()] if space.labels is not None
+              else [str(i) for i in range(space.n)])
     for w in np.argsort(p):
         colour = to_hex(cmap(norm(max(p[w], norm.vmin))))
         folium.CircleMarker(pts[w].tolist(), radius=7, color=colour, fill=True, fill_color=colour,
@@ -106,7 +124,7 @@ def mechanism_map(mech: Mechanism, lat: float, lon: float, *, snap: bool = False
     ticks = [f"{v:.2g}" for v in np.geomspace(norm.vmin, norm.vmax, 3)]
     extra = ('<div style="margin-top:4px"><span style="color:#d62728">&#9711;</span> 90% of '
              f'outputs ({r90:.3g} km) &nbsp; <b>&#9711;</b> input</div>'
-             f'<div>{mech.name}, epsilon {mech.epsilon:g} per km</div>')
+             f'<div>{html_text(mech.name)}, epsilon {mech.epsilon:g} per km</div>')
     m.get_root().html.add_child(_legend("probability of each output", _stops(), ticks, extra))
     return m
 

@@ -23,10 +23,9 @@ from .cli_args import (
     ArgumentParser,
     choose_metric,
     memory_size,
-    weak_privacy_message,
 )
-from .curves import run_curves
-from .errors import MDPError, ParameterError
+from .curves import DEFAULT_OUT_DIR, run_curves
+from .errors import MDPError, ParameterError, WeakPrivacyWarning
 from .estimate import LONG_WORK_SECONDS, build_seconds, describe_seconds
 from .input_lines import privatize_lines
 from .loading import load
@@ -38,6 +37,7 @@ from .release import SEED_WARNING, output_line
 from .resources import memory_limit
 from .spaces import load_space
 from .threads import check_threads, use_threads
+from .weak_privacy import weak_privacy_message
 
 
 def _parse_param(text: str):
@@ -123,10 +123,9 @@ def _space(args):
 def cmd_build(args) -> int:
     space, _ = _space(args)
     epsilon = _build_epsilon(args, space)
-    distances = getattr(space, "distances", None)     # a vocabulary space holds no matrix
-    weak = weak_privacy_message(distances, epsilon) if distances is not None else None
+    weak = weak_privacy_message(space, epsilon)
     if weak:
-        warnings.warn(weak, UserWarning, stacklevel=1)
+        warnings.warn(weak, WeakPrivacyWarning, stacklevel=1)
     seconds = build_seconds(args.mechanism, space.n)
     if seconds > LONG_WORK_SECONDS:
         print(f"mdp build: estimated {describe_seconds(seconds)} for {args.mechanism} on "
@@ -199,8 +198,8 @@ def cmd_privatize(args) -> int:
             raise ValueError("--users needs the geo package's privatize-users command, which is "
                              "not installed")
         return int(COMMANDS.get("privatize-users").run(args) or 0)
-    if args.budget is not None or args.output is not None:
-        raise ValueError("--budget and --output go with --users FILE.csv")
+    if args.budget is not None or args.output is not None or args.window is not None:
+        raise ParameterError("--budget, --window and --output go with --users FILE.csv")
     mech = load(args.file, max_memory=args.max_memory)
     lines = privatize_lines(mech, _read_inputs(args), rng=args.seed, snap=args.snap,
                             max_snap_km=args.max_snap_km, oov=args.oov)
@@ -306,6 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a user,lat,lon[,time] file: one output per row with per-user accounting")
     p.add_argument("--budget", type=float, default=None,
                    help="with --users: largest total epsilon per user; reports beyond are refused")
+    p.add_argument("--window", default=None, metavar="DURATION",
+                   help="with --users: one draw per user and time window of the 'time' column "
+                        "(1h, 30min, 1D, or a number in the column's units); default: every "
+                        "report is a fresh draw")
     p.add_argument("-o", "--output", default=None, help="with --users: released CSV (default stdout)")
     p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
     p.set_defaults(func=cmd_privatize)
@@ -342,7 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--q", type=float, default=0.95, help="loss quantile L_q (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="random seed of randomised builds (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("-o", "--output", default="results/curves", help="output directory")
+    p.add_argument("-o", "--output", default=DEFAULT_OUT_DIR,
+                   help=f"output directory (default {DEFAULT_OUT_DIR}; another one's parent must "
+                        "exist)")
     p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
     p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
     p.set_defaults(func=cmd_curves)

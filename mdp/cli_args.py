@@ -14,14 +14,11 @@ import argparse
 import re
 from pathlib import Path
 
-import numpy as np
-
 from .errors import MDPError
 from .io import latlon_columns, open_text
 from .resources import parse_bytes
 
-__all__ = ["ArgumentParser", "MetricChoice", "choose_metric", "weak_privacy_message",
-           "NO_PRIVACY_EXPONENT", "memory_size", "MEMORY_HELP"]
+__all__ = ["ArgumentParser", "MetricChoice", "choose_metric", "memory_size", "MEMORY_HELP"]
 
 #: Help of every command's ``--max-memory`` option.
 MEMORY_HELP = ("largest memory the command may plan to use, e.g. 8GB or 512MiB (B, KB, MB, GB, "
@@ -37,10 +34,6 @@ def memory_size(text: str) -> int:
     except MDPError as exc:
         raise argparse.ArgumentTypeError(str(exc).replace("max_memory", "a memory size", 1)) \
             from None
-
-#: ``epsilon * d`` above which the two closest points of a space are told apart with odds
-#: beyond ``exp(10)`` (about 22,000): no meaningful privacy is left between any two inputs.
-NO_PRIVACY_EXPONENT = 10.0
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
@@ -125,28 +118,6 @@ def choose_metric(spec: str | None, metric: str | None) -> MetricChoice:
         return MetricChoice("haversine", f"the header of {path.name} names lat,lon columns, so "
                                          "distances are great-circle km (epsilon per km)")
     return MetricChoice("euclidean", None)
-
-
-def weak_privacy_message(distances, epsilon: float) -> str | None:
-    """A warning when ``epsilon`` leaves no meaningful privacy on a space, else None.
-
-    mDP bounds the odds of telling inputs ``x, x'`` apart by ``exp(epsilon d(x, x'))``; when
-    even the two closest points get odds beyond ``exp(NO_PRIVACY_EXPONENT)``, every input is
-    all but released (the loss is near 0 for that reason, not because the mechanism is good).
-    """
-    D = np.asarray(distances, dtype=float)
-    positive = D[D > 0]
-    if positive.size == 0 or not np.isfinite(epsilon):
-        return None
-    closest = float(positive.min())
-    exponent = float(epsilon) * closest
-    if exponent <= NO_PRIVACY_EXPONENT:
-        return None
-    return (f"epsilon = {epsilon:g} gives no meaningful privacy on this space: even its two "
-            f"closest points (distance {closest:.4g}) may be told apart with odds up to "
-            f"exp({exponent:.3g}), so outputs all but reveal the input; a meaningful epsilon "
-            f"is at most about {NO_PRIVACY_EXPONENT / closest:.3g} here (odds exp("
-            f"{NO_PRIVACY_EXPONENT:g}) between the closest points)")
 
 
 def _first_line(path: Path) -> str | None:

@@ -34,7 +34,7 @@ from .estimate import (
     curves_seconds,
     describe_seconds,
 )
-from .io import atomic_write_text
+from .io import atomic_write_text, output_directory
 from .lower_bound import lower_bounds
 from .plotting import finish_and_save
 from .registry import get
@@ -47,7 +47,13 @@ from .validation import check_positive, check_probability
 from .vector_space import VectorSpace
 
 __all__ = ["default_targets", "loss_curves", "run_curves", "plot_curves", "baseline_curves",
-           "plan_families"]
+           "plan_families", "DEFAULT_OUT_DIR"]
+
+#: Largest ``eps_tight target x closest distance`` accepted: beyond ``exp(700)`` the odds
+#: overflow float64 and every mechanism is the identity.
+MAX_TARGET_EXPONENT = 700.0
+#: Where ``mdp curves`` writes when not told (created with its parents).
+DEFAULT_OUT_DIR = "results/curves"
 
 
 def default_targets(space: MetricSpace, k: int = 10) -> np.ndarray:
@@ -154,6 +160,13 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
     names, _ = plan_families(space, mechanisms)
     targets = default_targets(space) if targets is None else np.array(
         [check_positive(t, "eps_tight target") for t in targets])
+    closest = float(space.distances[space.distances > 0].min())
+    if targets.max() * closest > MAX_TARGET_EXPONENT:
+        raise ParameterError(f"eps_tight target {targets.max():g} is beyond any level that means "
+                             f"something on this space: even its two closest points (distance "
+                             f"{closest:.4g}) would be told apart with odds exp("
+                             f"{targets.max() * closest:.3g}); targets up to about "
+                             f"{MAX_TARGET_EXPONENT / closest:.3g} are meaningful")
     tasks = [(name, float(t)) for name in names for t in targets]
     bar = tqdm(tasks, desc="calibrating", disable=not progress, unit="point")
     with _heartbeat(bar, HEARTBEAT_SECONDS if progress else None):
@@ -264,7 +277,8 @@ def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float
 
 
 def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = None, eps_tight=None, *,
-               metric: str | None = None, delta: float = 1e-3, q: float = 0.95, out_dir: str | Path = "results/curves",
+               metric: str | None = None, delta: float = 1e-3, q: float = 0.95,
+               out_dir: str | Path = DEFAULT_OUT_DIR,
                seed: int = 0, progress: bool = True, threads=None,
                costs: CostModel = DEFAULT_COSTS, max_memory: int | None = None) -> pd.DataFrame:
     """``mdp curves``: compute, write ``curves.csv`` / ``curves.md`` / ``curves.png``, print a table.
@@ -286,9 +300,12 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
     """
     spec = space_spec or DEFAULT_SPACE
     t0 = time.perf_counter()
+    # the default folder (results/curves) is created with its parents, a folder the user named
+    # only if its parent exists; either before any work
+    out = output_directory(out_dir, parents=Path(out_dir) == Path(DEFAULT_OUT_DIR))
     space = load_space(spec, metric=metric, max_memory=max_memory)
     if isinstance(space, VectorSpace):
-        return run_scale_curves(space, spec, mechanisms, eps_tight, q=q, out_dir=out_dir,
+        return run_scale_curves(space, spec, mechanisms, eps_tight, q=q, out_dir=out,
                                 seed=seed)
     ran, left_out = plan_families(space, mechanisms)
     for name in ran:
@@ -305,7 +322,6 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
               file=sys.stderr, flush=True)
     df = loss_curves(space, ran, eps_tight, delta=delta, q=q, seed=seed, progress=progress,
                      threads=threads)
-    out = Path(out_dir)
     atomic_write_text(out / "curves.csv", df.to_csv(index=False))
     names = {name: get(name).display_name for name in ran}
     table = df.pivot_table(index="target_eps_tight", columns="mechanism", values="loss_q")

@@ -22,7 +22,9 @@ type                        raised when
 ==========================  =================================================================
 
 Warnings: :class:`AccuracyWarning` when a solver returns a result that holds its privacy
-guarantee but is certified less accurately than asked (e.g. OPTMech's exact target).
+guarantee but is certified less accurately than asked (e.g. OPTMech's exact target);
+:class:`UnverifiedPointsWarning` when a loaded file's guarantee rests on points no named source
+vouches for; :class:`WeakPrivacyWarning` when epsilon leaves no meaningful privacy on a space.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ import os
 
 __all__ = ["MDPError", "ParameterError", "ParameterTypeError", "UnknownInputError",
            "MissingFileError", "DataNotFoundError", "FileFormatError", "PrivacyError",
-           "SolverError", "SolverTimeout", "BuildError", "ResourceLimitError", "AccuracyWarning"]
+           "SolverError", "SolverTimeout", "BuildError", "ResourceLimitError", "AccuracyWarning",
+           "UnverifiedPointsWarning", "WeakPrivacyWarning"]
 
 
 class MDPError(Exception):
@@ -131,3 +134,13 @@ class ResourceLimitError(MDPError, MemoryError):
 class AccuracyWarning(UserWarning):
     """A result is private as certified, but its certified optimality gap misses the target asked
     for (the message names the family, n, epsilon, the gap, the target and why)."""
+
+
+class UnverifiedPointsWarning(UserWarning):
+    """A loaded mechanism's guarantee is relative to the points (or distances) stored in its file,
+    and no named source could vouch for them (:mod:`mdp.provenance`)."""
+
+
+class WeakPrivacyWarning(UserWarning):
+    """Epsilon is so large on this space that most inputs are all but released
+    (:mod:`mdp.weak_privacy`)."""

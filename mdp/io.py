@@ -45,11 +45,12 @@ from .errors import (
     DataNotFoundError,
     FileFormatError,
     MissingFileError,
+    ParameterTypeError,
     ResourceLimitError,
 )
 from .resources import check_memory, distance_matrix_bytes, format_bytes
 
-__all__ = ["atomic_write", "atomic_write_text", "shared_data_dir", "latlon_columns", "read_npz", "read_npy",
+__all__ = ["atomic_write", "atomic_write_text", "output_directory", "shared_data_dir", "latlon_columns", "read_npz", "read_npy",
            "npz_json", "open_text", "open_binary", "read_points_csv", "load_points_csv",
            "file_errors", "current_umask"]
 
@@ -81,19 +82,52 @@ def current_umask() -> int:
     return mask
 
 
+def _check_path_type(path, what: str = "path") -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise ParameterTypeError(f"{what} must be a file path (str or os.PathLike), got "
+                                 f"{type(path).__name__}")
+    return Path(path)
+
+
 def _output_path(path: str | os.PathLike) -> Path:
-    path = Path(path)
+    path = _check_path_type(path, "output path")
     if path.is_dir():
         raise FileFormatError(path, "is a directory; the output must be a file path "
                                     f"(e.g. {path / 'out.npz'})")
     parent = path.parent
     if parent.exists() and not parent.is_dir():
         raise FileFormatError(path, f"cannot write: {parent} is not a directory")
+    if not parent.exists():
+        # a mistyped directory is not created behind the user's back
+        raise MissingFileError(f"{path}: its directory {parent} does not exist (create it "
+                               f"first, e.g. mkdir -p {parent})")
+    return path
+
+
+def output_directory(path: str | os.PathLike, *, parents: bool = False) -> Path:
+    """An output directory the user named (``mdp curves -o DIR``), created if missing.
+
+    Its parent must exist unless ``parents`` (a command's default such as ``results/curves``):
+    a mistyped path is refused rather than created.
+
+    Raises
+    ------
+    MissingFileError
+        The parent directory does not exist (and not ``parents``).
+    FileFormatError
+        ``path`` is a file, or cannot be created.
+    """
+    path = _check_path_type(path, "output directory")
+    if path.exists() and not path.is_dir():
+        raise FileFormatError(path, "is a file; the output must be a directory")
+    if not parents and not path.parent.is_dir():
+        raise MissingFileError(f"{path}: its parent directory {path.parent} does not exist "
+                               f"(create it first, e.g. mkdir -p {path.parent})")
     try:
-        parent.mkdir(parents=True, exist_ok=True)
+        path.mkdir(parents=parents, exist_ok=True)
     except OSError as exc:
-        raise FileFormatError(path, f"cannot create its directory {parent} "
-                                    f"({exc.strerror or exc})") from None
+        raise FileFormatError(path, f"cannot create the directory ({exc.strerror or exc})") \
+            from None
     return path
 
 
@@ -108,7 +142,11 @@ def atomic_write(path: str | os.PathLike, write: Callable) -> Path:
     Raises
     ------
     FileFormatError
-        ``path`` is a directory, or its directory cannot be created (the message names it).
+        ``path`` is a directory, or its directory is not one (the message names it).
+    MissingFileError
+        Its directory does not exist (it is not created: a mistyped path would be).
+    ParameterTypeError
+        ``path`` is not a path.
     """
     path = _output_path(path)
     try:

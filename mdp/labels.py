@@ -14,6 +14,16 @@ from .errors import UnknownInputError
 __all__ = ["LabelIndex"]
 
 
+def _index_or_minus_one(value) -> int:
+    """An integer input as an int64 index; one beyond int64 becomes -1 (out of range)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, (float, np.floating)) and float(value).is_integer() \
+                and abs(value) < 2.0 ** 63:
+            return int(value)
+        raise TypeError(f"not an index: {type(value).__name__}")
+    return int(value) if -(2 ** 63) <= int(value) < 2 ** 63 else -1
+
+
 class LabelIndex:
     """Label and index lookup of a finite space (mixin; see the module docstring)."""
 
@@ -31,10 +41,14 @@ class LabelIndex:
             not the input, which is private; also a ``KeyError``).
         """
         scalar = np.ndim(x) == 0
-        xs = np.atleast_1d(np.asarray(x, dtype=object if self.labels is not None else None))
+        try:
+            xs = np.atleast_1d(np.asarray(x, dtype=object if self.labels is not None else None))
+        except OverflowError:         # an integer beyond int64: no index of any space
+            xs = np.atleast_1d(np.asarray(x, dtype=object))
         if self.labels is None:
             try:
-                idx = xs.astype(np.int64)
+                idx = np.array([_index_or_minus_one(v) for v in xs.tolist()], dtype=np.int64) \
+                    if xs.dtype == object else xs.astype(np.int64)
             except (TypeError, ValueError):
                 raise UnknownInputError(f"this space has no labels; inputs must be indices 0..{self.n - 1}, "
                                         f"got a {type(x).__name__}") from None
@@ -48,7 +62,7 @@ class LabelIndex:
             unknown = []
             for k, item in enumerate(xs.tolist()):
                 if isinstance(item, (int, np.integer)) and not isinstance(item, bool) and str(item) not in self._index:
-                    idx[k] = item
+                    idx[k] = _index_or_minus_one(item)
                     continue
                 i = self._index.get(str(item))
                 if i is None:

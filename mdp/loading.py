@@ -7,13 +7,22 @@ builds on :mod:`mdp.mechanism`; so loading sits above both, in a module of its o
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
-from .errors import BuildError, FileFormatError, PrivacyError
+from .errors import (
+    BuildError,
+    FileFormatError,
+    ParameterTypeError,
+    PrivacyError,
+    WeakPrivacyWarning,
+)
 from .io import npz_json, read_npz
 from .mechanism import READABLE_VERSIONS, Mechanism
+from .provenance import check_points_source
 from .registry import get, vocabulary_class
 from .stored_space import space_from_file
+from .weak_privacy import weak_privacy_message
 
 __all__ = ["load", "LOAD_WORK_FACTOR"]
 
@@ -21,6 +30,14 @@ __all__ = ["load", "LOAD_WORK_FACTOR"]
 #: Copies of a mechanism file's arrays that loading holds at once (the arrays, the certified
 #: matrix, the sampler's tables).
 LOAD_WORK_FACTOR = 4
+
+
+def _warn_if_weak(path: Path, mech):
+    """The weak-epsilon check of a build, run again on what was loaded (:mod:`mdp.weak_privacy`)."""
+    message = weak_privacy_message(mech.space, mech.epsilon)
+    if message:
+        warnings.warn(f"{path}: {message}", WeakPrivacyWarning, stacklevel=3)
+    return mech
 
 
 def _load_vocabulary(path: Path, data: dict):
@@ -39,7 +56,7 @@ def _load_vocabulary(path: Path, data: dict):
     if cls is None:
         raise FileFormatError(path, f"mechanism family {name!r} has no vocabulary mode")
     try:
-        return cls.from_file(path, data, meta)
+        return _warn_if_weak(path, cls.from_file(path, data, meta))
     except PrivacyError as exc:
         raise PrivacyError(f"{path}: {exc}") from None
     except (ValueError, TypeError) as exc:
@@ -56,7 +73,9 @@ def load(path: str | os.PathLike, *, max_memory: int | None = None) -> Mechanism
     repair is refused) or, for analytic families, re-derives the noise from ``epsilon``. A
     vocabulary-mode file (points, no matrix) gives a
     :class:`~mdp.vocabulary_mode.VocabularyMechanism` whose guarantee is recomputed from the
-    points and ``epsilon``.
+    points and ``epsilon``. The points of a file made from a named embedding are checked
+    against the installed embedding (:mod:`mdp.provenance`), and the weak-epsilon check of a
+    build runs again (:mod:`mdp.weak_privacy`).
 
     Parameters
     ----------
@@ -73,11 +92,23 @@ def load(path: str | os.PathLike, *, max_memory: int | None = None) -> Mechanism
     mdp.errors.ResourceLimitError
         The file's arrays are declared larger than ``max_memory`` allows.
     mdp.errors.FileFormatError
-        The file is missing pieces, corrupt, of an unknown family, or its distances disagree
-        with its points (the message names the file).
+        The file is missing pieces, corrupt, of an unknown family, its distances disagree
+        with its points, or its vectors are not those of the embedding it names (the message
+        names the file).
     mdp.errors.PrivacyError
         The stored matrix fails its privacy check (message names the file).
+
+    Warns
+    -----
+    mdp.errors.UnverifiedPointsWarning
+        The file's points (other than locations) name no embedding that could be checked: its
+        guarantee is relative to the points in the file.
+    mdp.errors.WeakPrivacyWarning
+        Epsilon leaves no meaningful privacy on the file's space.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ParameterTypeError(f"path must be a file path (str or os.PathLike), got "
+                                 f"{type(path).__name__}")
     path = Path(path)
     data = read_npz(path, required=("metadata",),
                     allowed=("matrix", "log_matrix", "distances", "metadata", "labels", "points",
@@ -109,10 +140,11 @@ def load(path: str | os.PathLike, *, max_memory: int | None = None) -> Mechanism
         except ValueError:
             raise FileFormatError(path, f"unknown mechanism family {name!r}") from None
     space = space_from_file(path, data, meta)
+    check_points_source(path, space, meta)
     try:
         if "log_matrix" in data:
-            return cls._from_saved(data["log_matrix"], space, meta, log=True)
-        return cls._from_saved(data["matrix"], space, meta)
+            return _warn_if_weak(path, cls._from_saved(data["log_matrix"], space, meta, log=True))
+        return _warn_if_weak(path, cls._from_saved(data["matrix"], space, meta))
     except PrivacyError as exc:
         raise PrivacyError(f"{path}: stored matrix fails its privacy check: {exc}") from None
     except BuildError as exc:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import ParameterTypeError
 from .space import MetricSpace
 from .validation import check_epsilon, check_int, check_probability, check_rng
 
@@ -154,7 +155,7 @@ def lower_bounds(space: MetricSpace, epsilons, *, delta: float = 0.0, starts: in
                  rng=None) -> list[LowerBound]:
     """:func:`lower_bound` for several epsilons at once (one traversal serves them all)."""
     if not isinstance(space, MetricSpace):
-        raise TypeError(f"space must be a MetricSpace, got {type(space).__name__}")
+        raise ParameterTypeError(f"space must be a MetricSpace, got {type(space).__name__}")
     eps = np.array([check_epsilon(e) for e in np.atleast_1d(epsilons)], dtype=float)
     delta = check_probability(delta, "delta")
     starts = check_int(starts, "starts", low=1)

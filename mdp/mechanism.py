@@ -18,6 +18,7 @@ import numpy as np
 from . import accounting
 from .errors import BuildError, ParameterError, ParameterTypeError, PrivacyError
 from .io import atomic_write
+from .provenance import source_metadata
 from .space import MetricSpace
 from .validation import check_epsilon, check_rng
 
@@ -230,7 +231,8 @@ class Mechanism:
         return {"format_version": FORMAT_VERSION, "name": self.name,
                 "representation": self.representation,
                 "epsilon": self.epsilon, "params": _jsonable(self.params),
-                "stats": _jsonable(self.stats), "metric": self.space.metric}
+                "stats": _jsonable(self.stats), "metric": self.space.metric,
+                **source_metadata(self.space)}
 
     def save(self, path: str | os.PathLike) -> Path:
         """Save to one ``.npz`` file (matrix or log matrix, space, JSON metadata), atomically."""

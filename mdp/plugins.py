@@ -14,6 +14,10 @@ registry               entry-point group            object registered
 :data:`EXPERIMENTS`    ``mdp.experiments``          a module (``DESCRIPTION``, ``add_arguments``,
                                                     ``main``)
 :data:`INPUTS`         ``mdp.inputs``               an :class:`InputFormat`
+:data:`EMBEDDINGS`     ``mdp.embeddings``           ``vectors(words) -> ndarray``: a named
+                                                    embedding's vectors of those words, which
+                                                    a mechanism file's points are checked
+                                                    against (:mod:`mdp.provenance`)
 families               ``mdp.families``             a module whose import registers families
                                                     with :func:`mdp.register`
 =====================  ===========================  ===========================================
@@ -30,7 +34,7 @@ from typing import Any, Generic, TypeVar
 from .errors import ParameterError, UnknownInputError
 
 __all__ = ["Registry", "Command", "InputFormat", "SPACES", "COMMANDS", "EXPERIMENTS", "INPUTS",
-           "load_family_plugins"]
+           "EMBEDDINGS", "load_family_plugins"]
 
 T = TypeVar("T")
 
@@ -162,6 +166,7 @@ SPACES: Registry[Callable] = Registry("space prefix", "mdp.spaces")
 COMMANDS: Registry[Command] = Registry("command", "mdp.commands")
 EXPERIMENTS: Registry[Any] = Registry("experiment", "mdp.experiments")
 INPUTS: Registry[InputFormat] = Registry("input format", "mdp.inputs")
+EMBEDDINGS: Registry[Callable] = Registry("embedding", "mdp.embeddings")
 
 _FAMILY_PLUGINS_LOADED = False
 

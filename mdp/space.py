@@ -145,7 +145,13 @@ class MetricSpace(LabelIndex):
         Coordinates when built from points, else ``None``.
     metric : str
         ``"euclidean"``, ``"haversine"``, a callable's name, or ``"precomputed"``.
+    source : str or None
+        The named embedding the points are vectors of (``"glove"``; set by the embeddings'
+        loaders in ``text``), which a mechanism file records and loading checks
+        (:mod:`mdp.provenance`); ``None`` for every other space.
     """
+
+    source: str | None = None
 
     def __init__(self, distances, labels=None, points=None, metric: str = "precomputed"):
         # a read-only float64 array that owns its data (from_points makes one) is kept as it

@@ -19,6 +19,7 @@ __all__ = [
     "check_probability",
     "check_int",
     "check_rng",
+    "as_float_array",
 ]
 
 
@@ -96,3 +97,13 @@ def check_rng(rng) -> np.random.Generator:
     raise ParameterTypeError(
         f"rng must be None, an int seed or a numpy.random.Generator, got {type(rng).__name__}"
     )
+
+
+def as_float_array(value, name: str) -> np.ndarray:
+    """``value`` as a float ndarray; anything that is not numbers raises a ParameterError
+    naming ``name`` (never numpy's own message)."""
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise ParameterError(f"{name} must be an array of numbers, got "
+                             f"{type(value).__name__}") from None

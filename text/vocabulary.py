@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdp.errors import ParameterError
 from mdp.space import MetricSpace
 from mdp.validation import check_int, check_probability, check_rng
 from mdp.vector_space import VectorSpace
@@ -40,11 +41,12 @@ def sample_vocabulary(emb: Embeddings, size: int, *, rng=None, p_random: float =
 
     Returns
     -------
-    MetricSpace with the words as labels and the vectors as points.
+    MetricSpace with the words as labels and the vectors as points (``source``: the
+    embedding's, so a mechanism file records which embedding its vectors must match).
     """
     size = check_int(size, "size", low=2)
     if size > len(emb):
-        raise ValueError(f"size must be <= the embedding's {len(emb)} words, got {size}")
+        raise ParameterError(f"size must be <= the embedding's {len(emb)} words, got {size}")
     p_random = check_probability(p_random, "p_random")
     neighbours = check_int(neighbours, "neighbours", low=1)
     rng = check_rng(rng)
@@ -74,7 +76,9 @@ def sample_vocabulary(emb: Embeddings, size: int, *, rng=None, p_random: float =
             seen.add(cand)
             chosen.append(cand)
     idx = np.array(chosen)
-    return MetricSpace.from_points(emb.vectors[idx], labels=emb.words[idx])
+    space = MetricSpace.from_points(emb.vectors[idx], labels=emb.words[idx])
+    space.source = emb.source
+    return space
 
 
 def word_space(emb: Embeddings, words) -> MetricSpace:
@@ -83,7 +87,9 @@ def word_space(emb: Embeddings, words) -> MetricSpace:
     Unknown words raise ``KeyError`` naming the word; repeated words raise ``ValueError``.
     """
     sub = emb.subset(list(words))
-    return MetricSpace.from_points(sub.vectors, labels=sub.words)
+    space = MetricSpace.from_points(sub.vectors, labels=sub.words)
+    space.source = emb.source
+    return space
 
 
 def space_from_spec(spec: str) -> MetricSpace | VectorSpace:
@@ -107,18 +113,18 @@ def space_from_spec(spec: str) -> MetricSpace | VectorSpace:
         try:
             n_words = int(parts[2]) if len(parts) == 3 else None
         except ValueError:
-            raise ValueError(f"glove:full:N needs an integer N, got {spec!r}") from None
+            raise ParameterError(f"glove:full:N needs an integer N, got {spec!r}") from None
         return full_glove_space(n_words)
     usage = "glove:N[:SEED[:full]] or fasttext:N[:SEED]"
     if prefix not in ("glove", "fasttext") or not 2 <= len(parts) <= (4 if prefix == "glove" else 3):
-        raise ValueError(f"space spec must be {usage}, got {spec!r}")
+        raise ParameterError(f"space spec must be {usage}, got {spec!r}")
     try:
         n = int(parts[1])
         seed = int(parts[2]) if len(parts) > 2 and parts[2] else 0
     except ValueError:
-        raise ValueError(f"space spec must be {usage} with integers N and SEED, got {spec!r}") from None
+        raise ParameterError(f"space spec must be {usage} with integers N and SEED, got {spec!r}") from None
     if len(parts) == 4 and parts[3] != "full":
-        raise ValueError(f"the 4th field of a glove spec can only be 'full', got {parts[3]!r} in {spec!r}")
+        raise ParameterError(f"the 4th field of a glove spec can only be 'full', got {parts[3]!r} in {spec!r}")
     if prefix == "fasttext":
         from .fasttext import train_lee_fasttext
 

@@ -17,8 +17,11 @@ __all__ = ["vocabulary_space", "full_glove_space"]
 
 
 def vocabulary_space(emb: Embeddings) -> VectorSpace:
-    """Every word of ``emb`` as a :class:`~mdp.vector_space.VectorSpace` (labels = words)."""
-    return VectorSpace(emb.vectors, labels=emb.words)
+    """Every word of ``emb`` as a :class:`~mdp.vector_space.VectorSpace` (labels = words;
+    ``source``: the embedding's)."""
+    space = VectorSpace(emb.vectors, labels=emb.words)
+    space.source = emb.source
+    return space
 
 
 def full_glove_space(n_words: int | None = None) -> VectorSpace:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mdp.errors import ParameterError
 from mdp.validation import check_epsilon, check_int, check_positive, check_rng
 
 from .accounting import Accounting
@@ -65,7 +66,7 @@ def target_sigma(c: float, users: int, slots: int, shard_size: int, *, rule: str
         return c * users / slots / math.sqrt(-(-users // shard_size))
     if rule == "printed":
         return c * users / slots * math.sqrt(-(-shard_size // users))
-    raise ValueError(f"rule must be 'summed' or 'printed', got {rule!r}")
+    raise ParameterError(f"rule must be 'summed' or 'printed', got {rule!r}")
 
 
 def schedule_epsilon(eps_rem: float, eps_target: float, b: float) -> tuple[float, bool]:
@@ -84,7 +85,7 @@ def update_tree(tree: PrefixTree, counts, threshold: float, *, collapse_ratio: f
     ``count <= collapse_ratio * t``. Returns ``(new tree, nodes added, nodes removed)``."""
     counts = np.asarray(counts, dtype=float)
     if counts.shape != (tree.n_slots,):
-        raise ValueError(f"counts must have length n_slots={tree.n_slots}, got {counts.shape}")
+        raise ParameterError(f"counts must have length n_slots={tree.n_slots}, got {counts.shape}")
     new = tree.copy()
     split = np.flatnonzero(counts > threshold)
     collapse = np.flatnonzero(counts <= collapse_ratio * threshold)
@@ -176,19 +177,19 @@ def adaptive_hierarchical_histogram(rows, cols, depth: int, epsilon: float, *,
     max_rounds = check_int(max_rounds, "max_rounds", low=1)
     rng = check_rng(rng)
     if target_rule not in ("summed", "printed"):
-        raise ValueError(f"target_rule must be 'summed' or 'printed', got {target_rule!r}")
+        raise ParameterError(f"target_rule must be 'summed' or 'printed', got {target_rule!r}")
     if threshold_noise not in ("summed", "shard"):
-        raise ValueError(f"threshold_noise must be 'summed' or 'shard', got {threshold_noise!r}")
+        raise ParameterError(f"threshold_noise must be 'summed' or 'shard', got {threshold_noise!r}")
     if release_threshold is not None:
         release_threshold = check_positive(release_threshold, "release_threshold", allow_zero=True)
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
     users = int(rows.size)
     if users == 0:
-        raise ValueError("no users: rows is empty")
+        raise ParameterError("no users: rows is empty")
     tree = PrefixTree(depth) if start_tree is None else start_tree.copy()
     if tree.depth != depth:
-        raise ValueError(f"start_tree has depth {tree.depth}, expected {depth}")
+        raise ParameterError(f"start_tree has depth {tree.depth}, expected {depth}")
     n_sh = -(-users // shard_size)
     acc = Accounting()
     log = []

@@ -30,6 +30,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from mdp.errors import ParameterError
 from mdp.validation import check_epsilon, check_int, check_positive, check_rng
 
 from .accounting import Accounting
@@ -68,15 +69,15 @@ def oracle_partition(level_estimates: dict[int, np.ndarray], truth: np.ndarray) 
     side = truth.shape[0]
     depth = int(round(math.log2(side)))
     if not level_estimates:
-        raise ValueError("level_estimates is empty")
+        raise ParameterError("level_estimates is empty")
     levels = sorted(level_estimates)
     if levels[-1] > depth:
-        raise ValueError(f"level {levels[-1]} is finer than the {side}x{side} truth")
+        raise ParameterError(f"level {levels[-1]} is finer than the {side}x{side} truth")
     vals, err = {}, {}
     for lv in levels:
         v = to_density(level_estimates[lv])
         if v.shape != (1 << lv, 1 << lv):
-            raise ValueError(f"level {lv} estimate must be {(1 << lv, 1 << lv)}, got {v.shape}")
+            raise ParameterError(f"level {lv} estimate must be {(1 << lv, 1 << lv)}, got {v.shape}")
         f = side >> lv
         F, Q = block_sum(truth, f), block_sum(truth**2, f)
         vals[lv] = v
@@ -148,7 +149,7 @@ def level_errors(counts: np.ndarray, truth) -> float:
     counts = np.asarray(counts, dtype=float)
     f = truth.shape[0] // counts.shape[0]
     if counts.shape[0] * f != truth.shape[0] or counts.shape[0] != counts.shape[1]:
-        raise ValueError(f"counts of shape {counts.shape} do not tile a {truth.shape} map")
+        raise ParameterError(f"counts of shape {counts.shape} do not tile a {truth.shape} map")
     p = to_density(counts)
     F, Q = block_sum(truth, f), block_sum(truth**2, f)
     return float(np.sum(p**2 / f**2 - 2 * p * F / f**2 + Q))
@@ -172,7 +173,7 @@ def nonprivate_best_level(rows, cols, depth: int, truth, *, shard_size: int = 10
     truth = np.asarray(truth, dtype=float)
     side = 1 << check_int(depth, "depth", low=0, high=14)
     if truth.shape != (side, side):
-        raise ValueError(f"truth must be {side}x{side} for depth {depth}, got {truth.shape}")
+        raise ParameterError(f"truth must be {side}x{side} for depth {depth}, got {truth.shape}")
     r, c = _reporting(rows, cols, shard_size, dropout, rng)
     est = _sample_levels(r, c, depth, range(depth + 1))
     errors = {lv: level_errors(h, truth) / side**2 for lv, h in est.items()}
@@ -292,7 +293,7 @@ def adaptive_grid(rows, cols, depth: int, epsilon: float, *, m1: int = 10, alpha
     epsilon = check_epsilon(epsilon)
     alpha = check_positive(alpha, "alpha")
     if alpha >= 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        raise ParameterError(f"alpha must be in (0, 1), got {alpha}")
     c2 = check_positive(c2, "c2")
     m1 = check_int(m1, "m1", low=1)
     rng = check_rng(rng)

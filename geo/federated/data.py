@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
+from mdp.errors import ParameterError
 from mdp.validation import check_int, check_positive, check_rng
 
 from ..heatmap import points_to_cells
@@ -45,7 +46,7 @@ def population_map(lat, lon, depth: int, *, smooth: float = 0.0, box=NYC_BOX) ->
     smooth = check_positive(smooth, "smooth", allow_zero=True)
     r, c, keep = to_pixels(lat, lon, depth, box)
     if not keep.any():
-        raise ValueError(f"no point falls inside box {box}")
+        raise ParameterError(f"no point falls inside box {box}")
     f = density_map(r, c, depth)
     if smooth > 0:
         f = gaussian_filter(f, smooth, mode="constant")
@@ -59,6 +60,6 @@ def sample_users(density, n: int, *, rng=None) -> tuple[np.ndarray, np.ndarray]:
     n = check_int(n, "n", low=1)
     rng = check_rng(rng)
     if density.ndim != 2 or np.any(density < 0) or density.sum() <= 0:
-        raise ValueError("density must be a non-negative 2-D map with positive mass")
+        raise ParameterError("density must be a non-negative 2-D map with positive mass")
     idx = rng.choice(density.size, size=n, p=(density / density.sum()).ravel())
     return np.divmod(idx, density.shape[1])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from mdp.emd import block_sum, emd_grid
+from mdp.errors import ParameterError
 
 __all__ = ["density_map", "to_density", "mse", "l1", "block_sum", "emd_maps"]
 
@@ -26,7 +27,7 @@ def density_map(rows, cols, depth: int, weights=None) -> np.ndarray:
     h = np.bincount(np.asarray(rows) * side + np.asarray(cols), weights=weights,
                     minlength=side * side).astype(float)
     if h.sum() <= 0:
-        raise ValueError("density_map needs at least one point with positive weight")
+        raise ParameterError("density_map needs at least one point with positive weight")
     return (h / h.sum()).reshape(side, side)
 
 
@@ -41,7 +42,7 @@ def _check_pair(est, truth):
     est = np.asarray(est, dtype=float)
     truth = np.asarray(truth, dtype=float)
     if est.shape != truth.shape:
-        raise ValueError(f"maps must have the same shape, got {est.shape} and {truth.shape}")
+        raise ParameterError(f"maps must have the same shape, got {est.shape} and {truth.shape}")
     return est, truth
 
 

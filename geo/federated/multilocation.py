@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from mdp.errors import ParameterError
 from mdp.validation import check_int, check_positive, check_rng
 
 __all__ = ["multi_location_sensitivity", "encode_weighted"]
@@ -42,7 +43,7 @@ def encode_weighted(visits, gamma: float, *, rng=None) -> sp.csr_matrix:
     rng = check_rng(rng)
     m = sp.csr_matrix(visits, dtype=float)
     if m.nnz and m.data.min() < 0:
-        raise ValueError("visits must be non-negative")
+        raise ParameterError("visits must be non-negative")
     norms = np.asarray(m.sum(axis=1)).ravel()
     scale = np.divide(gamma, norms, out=np.zeros_like(norms), where=norms > 0)
     m = sp.diags(scale) @ m

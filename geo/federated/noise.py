@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from mdp.errors import ParameterError
 from mdp.validation import check_epsilon, check_int, check_positive, check_probability, check_rng
 
 __all__ = [
@@ -179,7 +180,7 @@ def shard_noise(size, epsilon: float, *, clients: int, dropout: float = 0.0,
     alpha = dp_alpha(clients, pd)
     n = surviving_clients(clients, dropout)
     if n * alpha < 1.0 - 1e-12:
-        raise ValueError(
+        raise ParameterError(
             f"dropout {dropout!r} exceeds provisioned_dropout {pd!r}: {n} survivors of {clients} "
             f"carry total alpha {n * alpha:.4f} < 1, the shard would not be {epsilon}-DP")
     b = discrete_laplace_beta(epsilon, sensitivity)

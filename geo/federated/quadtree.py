@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdp.errors import ParameterError
 from mdp.validation import check_int
 
 __all__ = ["PrefixTree", "node_bitstring", "cell_codes"]
@@ -118,9 +119,9 @@ class PrefixTree:
         cols = np.asarray(cols, dtype=np.int64)
         side = 1 << self.depth
         if rows.shape != cols.shape:
-            raise ValueError(f"rows and cols must have the same shape, got {rows.shape}, {cols.shape}")
+            raise ParameterError(f"rows and cols must have the same shape, got {rows.shape}, {cols.shape}")
         if rows.size and (rows.min() < 0 or cols.min() < 0 or rows.max() >= side or cols.max() >= side):
-            raise ValueError(f"pixel coordinates must be in [0, {side}), got rows "
+            raise ParameterError(f"pixel coordinates must be in [0, {side}), got rows "
                              f"[{rows.min()}, {rows.max()}], cols [{cols.min()}, {cols.max()}]")
         _, _, index = self._slots()
         best = np.full(rows.shape, -1, dtype=np.int64)
@@ -142,7 +143,7 @@ class PrefixTree:
         ``v / (P^2 - psi)`` to each remaining pixel."""
         values = np.asarray(values, dtype=float)
         if values.shape != (self.n_slots,):
-            raise ValueError(f"values must have length n_slots={self.n_slots}, got {values.shape}")
+            raise ParameterError(f"values must have length n_slots={self.n_slots}, got {values.shape}")
         ps = self.pixel_slots()
         npix = np.bincount(ps.ravel(), minlength=self.n_slots)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -156,7 +157,7 @@ class PrefixTree:
         row = check_int(row, "row", low=0, high=(1 << level) - 1)
         col = check_int(col, "col", low=0, high=(1 << level) - 1)
         if level == 0 and not present:
-            raise ValueError("the root cannot be deleted")
+            raise ParameterError("the root cannot be deleted")
         self.present[level][row * (1 << level) + col] = bool(present)
         self._cache = None
 

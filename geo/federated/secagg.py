@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from mdp.errors import ParameterError, ParameterTypeError
 from mdp.validation import check_epsilon, check_int, check_probability, check_rng
 
 from .noise import shard_noise, surviving_clients
@@ -59,7 +60,7 @@ def secure_sum(client_vectors, modulus: int) -> np.ndarray:
     m = _check_modulus(modulus)
     v = np.asarray(client_vectors, dtype=np.int64)
     if v.ndim != 2:
-        raise ValueError(f"client_vectors must be 2-D (clients, d), got shape {v.shape}")
+        raise ParameterError(f"client_vectors must be 2-D (clients, d), got shape {v.shape}")
     acc = np.zeros(v.shape[1], dtype=np.int64)
     for row in np.mod(v, m):
         acc = np.mod(acc + row, m)
@@ -124,15 +125,15 @@ def _user_vectors(reports, vector_length: int):
     if sp.issparse(reports):
         mat = sp.csr_matrix(reports)
         if mat.shape[1] != vector_length:
-            raise ValueError(f"reports has {mat.shape[1]} columns, vector_length is {vector_length}")
+            raise ParameterError(f"reports has {mat.shape[1]} columns, vector_length is {vector_length}")
         if mat.nnz and not np.all(np.equal(np.mod(mat.data, 1), 0)):
-            raise ValueError("reports must hold integers (scale and round first, section 5.7)")
+            raise ParameterError("reports must hold integers (scale and round first, section 5.7)")
         return mat, mat.shape[0]
     idx = np.asarray(reports)
     if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
-        raise TypeError("reports must be a 1-D integer array of slot indices or a sparse matrix")
+        raise ParameterTypeError("reports must be a 1-D integer array of slot indices or a sparse matrix")
     if idx.size and (idx.min() < 0 or idx.max() >= vector_length):
-        raise ValueError(f"slot indices must be in [0, {vector_length}), got range "
+        raise ParameterError(f"slot indices must be in [0, {vector_length}), got range "
                          f"[{idx.min()}, {idx.max()}]")
     return idx, idx.size
 
@@ -173,7 +174,7 @@ def histogram_query(reports, vector_length: int, epsilon: float | None, *, shard
     rng = check_rng(rng)
     vectors, n_users = _user_vectors(reports, vector_length)
     if n_users == 0:
-        raise ValueError("reports is empty: a histogram query needs at least one user")
+        raise ParameterError("reports is empty: a histogram query needs at least one user")
     plan = plan_shards(n_users, shard_size, dropout=dropout, rng=rng)
     total = np.zeros(vector_length, dtype=np.int64)
     true_total = np.zeros(vector_length, dtype=np.int64)

@@ -61,6 +61,10 @@ __all__ = ["ExponentialRows", "MadlibRows", "inverse_density_log_weights_rows",
 MAX_RELATIVE_MARGIN = 1e-3
 #: Budget of the exact sampler's ``exp`` evaluation per log-weight (checked on every row).
 ROW_EXP_ERROR = 1e-12
+#: Largest vocabulary whose missing weighted-exponential weights a load recomputes (an
+#: ``n x n`` pass: a few seconds at 50,000 words; a Madlib file of all 400,000 GloVe words
+#: renamed ``weighted_exponential`` took 8-12 minutes to load before this limit).
+RECOMPUTED_WEIGHTS_MAX_N = 50_000
 #: Entries of one block of rows computed at once (about 256 MB of float64).
 _BLOCK_ENTRIES = 1 << 25
 
@@ -127,8 +131,9 @@ class ExponentialRows(VocabularyMechanism):
                           "of the stored points; weights are exp of the stored log-weights"}
 
     def _arrays(self) -> dict:
-        Y = self.params.get("Y")
-        if Y is not None and not isinstance(Y, str):
+        # the weights are saved whatever they came from: any positive weights keep the
+        # guarantee (Proposition 1), and recomputing the inverse density costs O(n^2) on load
+        if self.params.get("Y") is not None:
             return {"log_weights": self._logw}
         return {}
 
@@ -141,6 +146,11 @@ class ExponentialRows(VocabularyMechanism):
                 if lw.shape != (space.n,) or not np.all(np.isfinite(lw)):
                     raise FileFormatError(path, f"log_weights must be {space.n} finite numbers")
                 params["Y"] = np.exp(lw)
+            elif space.n > RECOMPUTED_WEIGHTS_MAX_N:
+                raise FileFormatError(path, f"a weighted_exponential file on {space.n} words must "
+                                            "hold its log_weights (a build saves them); "
+                                            "recomputing them costs an n x n pass, over "
+                                            f"{RECOMPUTED_WEIGHTS_MAX_N} words too long for a load")
             else:
                 params["Y"] = "inverse_density"
         else:

@@ -93,10 +93,43 @@ def test_projection_round_trip_and_distortion_bound():
     assert (E[off] / D[off]).max() > 1 + 0.5 * (area.scale_max - 1)      # the bound is tight-ish
 
 
-def test_outside_area_refused_naming_the_row():
+def test_outside_area_refused_naming_the_row_not_the_location():
     area = LocalProjection(48.2, 16.37, 5.0)
-    with pytest.raises(ParameterError, match="location 1 .* outside its radius"):
-        planar_laplace([[48.2, 16.37], [48.4, 16.37]], 1.0, area=area, rng=0)
+    with pytest.raises(ParameterError, match="location 1 is outside the area") as err:
+        planar_laplace([[48.2, 16.37], [48.4012, 16.37]], 1.0, area=area, rng=0)
+    assert "48.4012" not in str(err.value) and " km from" not in str(err.value)
+    with pytest.raises(ParameterError, match="row 0 is not") as err:
+        planar_laplace([[95.25, 16.37]], 1.0, area=area, rng=0)
+    assert "95.25" not in str(err.value)
+
+
+def test_no_area_is_refused_rather_than_taken_from_the_inputs():
+    # The smallest cap around one input is a 1 m disc: truncating to it released the location
+    # to within 1.4 m (2,000 draws at 2.8 per km, whose mean displacement is 714 m).
+    with pytest.raises(ParameterError, match="area is required"):
+        planar_laplace([[48.2082, 16.3738]], 2.8, rng=0)
+    with pytest.raises(ParameterError, match="geo.LocalProjection"):
+        planar_laplace([[48.2082, 16.3738]], 2.8, area="Vienna", rng=0)
+
+
+def test_an_area_smaller_than_the_noise_is_refused():
+    x = [[48.2082, 16.3738]]
+    with pytest.raises(ParameterError, match="below the noise's mean displacement 0.714"):
+        planar_laplace(x, 2.8, area=LocalProjection(48.2082, 16.3738, 0.5), rng=0)
+    rel = planar_laplace(np.tile(x, (2000, 1)), 2.8, area=LocalProjection(48.2082, 16.3738, 1.0),
+                         rng=0)
+    d = haversine_km(np.array(x), rel.latlon)[0]
+    assert d.mean() > 0.5                                            # noise, not the input
+
+
+def test_a_grid_finer_than_the_arithmetic_is_refused():
+    area = LocalProjection(48.2, 16.37, 10.0)
+    with pytest.raises(ParameterError, match="grid_m = 1e-12 is too fine"):
+        planar_laplace([[48.2, 16.37]], 1.0, area=area,
+                       settings=PlanarLaplaceSettings(grid_m=1e-12), rng=0)
+    rel = planar_laplace([[48.2, 16.37]], 1.0, area=LocalProjection(0.0, 0.0, 9000.0),
+                         rng=0)
+    assert rel.log_slack < 1e-6                          # the default grid fits the largest area
 
 
 # -- the lat/lon release ----------------------------------------------------------------------

@@ -38,27 +38,140 @@ def table(rows):
     return pd.DataFrame(rows, columns=["user", "lat", "lon"])
 
 
-def test_repeats_from_one_cell_reuse_the_first_output(mech):
+def test_every_report_is_a_fresh_draw_charged_its_epsilon(mech):
     home = VIENNA[2] + 1e-5
     df = table([("ann", *home)] * 7 + [("bob", *home)] * 7)
     released, summary = privatize_users(df, mech, seed=1)
     assert len(released) == 14
     ann = released[released.user == "ann"][["lat", "lon"]].to_numpy()
-    assert (ann == ann[0]).all()                         # one release, repeated
-    assert summary.largest_spent == pytest.approx(2.0)  # one report's epsilon
+    assert len({tuple(p) for p in ann}) > 1              # not one release repeated
+    assert summary.largest_spent == pytest.approx(7 * 2.0)  # seven reports' epsilon
     assert summary.rows_refused == 0 and summary.users == 2
 
 
-def test_budget_refuses_fresh_reports_beyond_it_by_name_and_count(mech):
+def test_budget_refuses_draws_beyond_it_by_name_and_count(mech):
     rows = [("ann", *VIENNA[i]) for i in (0, 1, 0, 2, 3, 2, 1)] + [("bob", *VIENNA[4])]
     released, summary = privatize_users(table(rows), mech, budget=4.0, seed=2)
-    # ann: cells 0 and 1 fit (2 + 2 = 4); cell 2 (rows 3 and 5) and cell 3 (row 4) are refused
-    assert list(released.index) == [0, 1, 2, 6, 7]
-    assert summary.refused == {"ann": 3}
-    assert summary.rows_refused == 3 and summary.largest_spent == pytest.approx(4.0)
-    assert "ann (3)" in summary.text() and "3 rows refused" in summary.text()
+    # ann: her first two reports fit (2 + 2 = 4); the other five are refused
+    assert list(released.index) == [0, 1, 7]
+    assert summary.refused == {"ann": 5}
+    assert summary.rows_refused == 5 and summary.largest_spent == pytest.approx(4.0)
+    assert "ann (5)" in summary.text() and "5 rows refused" in summary.text()
     assert list(released.columns) == ["user", "lat", "lon"]
     assert set(map(tuple, released[["lat", "lon"]].to_numpy())) <= set(map(tuple, VIENNA))
+
+
+def _pairs(mech, first, second, n, seed, **kw):
+    """Output cells of ``n`` users, each reporting the two locations ``first`` and ``second``."""
+    rows = []
+    for i in range(n):
+        rows += [(f"u{i}", *first, 0), (f"u{i}", *second, 1)]
+    df = pd.DataFrame(rows, columns=["user", "lat", "lon", "time"])
+    released, _ = privatize_users(df, mech, seed=seed, **kw)
+    cells = np.array([int(np.flatnonzero((VIENNA == p).all(axis=1))[0])
+                      for p in released[["lat", "lon"]].to_numpy()]).reshape(n, 2)
+    return cells
+
+
+def test_two_reports_from_one_place_look_like_two_reports_from_two_places(mech):
+    # Reusing an output because two reports came from one place released z1 == z2 with
+    # probability 1 from (A, A) and 0.8 from (A, B): no epsilon covers z1 != z2. Fresh draws
+    # give each pair of outputs the product of the mechanism's rows, within exp(eps d(A, B)).
+    A, B = VIENNA[0], VIENNA[3]
+    K = mech.matrix
+    n = 20_000
+    same = _pairs(mech, A, A, n, seed=11)
+    other = _pairs(mech, A, B, n, seed=12)
+    k = len(VIENNA)
+    for cells, row2 in ((same, K[0]), (other, K[3])):
+        joint = np.bincount(cells[:, 0] * k + cells[:, 1], minlength=k * k)
+        expected = np.outer(K[0], row2).ravel() * n
+        keep = expected > 5
+        assert stats.chisquare(joint[keep], expected[keep] * joint[keep].sum()
+                               / expected[keep].sum()).pvalue > 1e-3
+    # the event that broke the old design: two different outputs from one place
+    differ = float(np.mean(same[:, 0] != same[:, 1]))
+    assert differ == pytest.approx(1 - float(np.sum(K[0] ** 2)), abs=0.02)
+    # exactly, every output pair is within the sequence bound exp(eps (d(A, A) + d(A, B)))
+    bound = np.exp(mech.epsilon * mech.space.distances[0, 3]) * (1 + 1e-9)
+    pa, pb = np.outer(K[0], K[0]), np.outer(K[0], K[3])
+    assert np.all(pa <= bound * pb) and np.all(pb <= bound * pa)
+
+
+def test_a_time_window_shares_one_draw_whatever_the_places(mech):
+    A, B = VIENNA[0], VIENNA[3]
+    n = 4000
+    one_window = _pairs(mech, A, B, n, seed=13, window=2)       # times 0 and 1: one window
+    assert (one_window[:, 0] == one_window[:, 1]).all()           # one output, whatever B is
+    counts = np.bincount(one_window[:, 0], minlength=len(VIENNA))
+    assert stats.chisquare(counts, mech.matrix[0] * n).pvalue > 1e-3   # drawn from A's row
+    two_windows = _pairs(mech, A, A, n, seed=14, window=1)      # times 0 and 1: two windows
+    assert np.mean(two_windows[:, 0] != two_windows[:, 1]) > 0.3
+
+
+def test_released_row_count_does_not_depend_on_the_places(mech):
+    A, B = VIENNA[0], VIENNA[5]
+    for budget in (2.0, 4.0, 6.0, 7.9):
+        counts = set()
+        for places in ((A, A, A), (A, B, B), (B, A, A), (A, B, A)):
+            df = table([("ann", *p) for p in places])
+            released, summary = privatize_users(df, mech, budget=budget, seed=3)
+            counts.add((len(released), summary.rows_refused, summary.largest_spent))
+        assert len(counts) == 1, (budget, counts)
+    # window mode: the count depends on the times only
+    for places in ((A, A, A), (A, B, B)):
+        df = pd.DataFrame([("ann", *p, t) for p, t in zip(places, (0, 1, 5), strict=True)],
+                          columns=["user", "lat", "lon", "time"])
+        released, summary = privatize_users(df, mech, budget=2.0, window=2, seed=3)
+        assert len(released) == 2 and summary.largest_spent == pytest.approx(2.0)
+
+
+def test_spellings_of_one_name_share_one_budget(mech):
+    names = ["Jos\u00e9", "Jose\u0301", "Jos\u200b\u00e9", "\ufeffJos\u00e9", "\uff2aos\u00e9",
+             " Jos\u00e9  "]
+    df = table([(u, *VIENNA[0]) for u in names])
+    released, summary = privatize_users(df, mech, budget=6.0, seed=4)
+    assert summary.users == 1 and len(released) == 3 and summary.rows_refused == 3
+    assert set(released.user) == {"Jos\u00e9"}
+    with pytest.raises(ParameterError, match="row 1: a user name mixes letters of the scripts "
+                                             "CYRILLIC and LATIN") as err:
+        privatize_users(table([("Jose", *VIENNA[0]), ("Jos\u0435", *VIENNA[0])]), mech, seed=4)
+    assert "Jos" not in str(err.value)
+    with pytest.raises(ParameterError, match="row 0: empty user name"):
+        privatize_users(table([("\u200b", *VIENNA[0])]), mech, seed=4)
+    # one script, or scripts that are not look-alikes, are names like any other
+    ok = table([("\u0418\u0432\u0430\u043d", *VIENNA[0]), ("\u7530\u4e2d\u305f\u308d\u3046", *VIENNA[0]),
+                ("ann\u7530", *VIENNA[0]), ("Ann", *VIENNA[0]), ("ann", *VIENNA[0])])
+    assert privatize_users(ok, mech, seed=4)[1].users == 5
+
+
+def test_numeric_times_sort_as_numbers(mech):
+    rows = pd.DataFrame({"user": ["ann"] * 3, "lat": VIENNA[[0, 1, 2], 0],
+                         "lon": VIENNA[[0, 1, 2], 1], "time": ["10", "9", "100"]})
+    released, _ = privatize_users(rows, mech, budget=2.0, seed=3)
+    assert list(released.index) == [1]                   # 9 is the earliest, not "10"
+
+
+def test_bad_calls_raise_toolkit_errors(mech):
+    df = table([("ann", *VIENNA[0])])
+    for call, match in [
+            (lambda: privatize_users([["a", 48.2, 16.3]], mech), "pandas or Dask DataFrame"),
+            (lambda: privatize_users(df, "mech"), "mdp.Mechanism"),
+            (lambda: privatize_users(df.assign(lat=[np.nan]), mech), "lat: 1 of 1 rows"),
+            (lambda: privatize_users(df.assign(lat=[95.0]), mech), "lat: 1 of 1 rows"),
+            (lambda: privatize_users(df.assign(lon=["x"]), mech), "lon: 1 of 1 rows"),
+            (lambda: privatize_users(df, mech, window=1), "window needs a 'time' column"),
+            (lambda: privatize_users(df.assign(time=["2024-01-01"]), mech, window=3),
+             "duration such as '1h'"),
+            (lambda: privatize_users(df.assign(time=[3]), mech, window="1h"), "positive number"),
+            (lambda: privatize_users(df.assign(time=["soon"]), mech), "time: row 0"),
+            (lambda: privatize_users(df, mech, budget=-1), "budget must be > 0")]:
+        with pytest.raises(ParameterError, match=match) as err:
+            call()
+        assert "48.2" not in str(err.value)
+    space = mdp.MetricSpace.from_points(VIENNA)
+    with pytest.raises(ParameterError, match="haversine"):
+        privatize_users(df, mdp.build("exponential", space, 2.0))
 
 
 def test_first_report_is_first_in_time(mech):
@@ -129,10 +242,10 @@ def test_mdp_privatize_users_command(mech, tmp_path, capsys, users_cli):
                  "-o", str(out)])
     o = capsys.readouterr().out
     assert code == 0
-    assert "2 users, 5 rows, 1 rows refused" in o and "largest spent by one user 4" in o
-    assert "ann (1)" in o
+    assert "2 users, 5 rows, 2 rows refused" in o and "largest spent by one user 4" in o
+    assert "ann (2)" in o
     released = pd.read_csv(out)
-    assert list(released.columns) == ["user", "lat", "lon"] and len(released) == 4
+    assert list(released.columns) == ["user", "lat", "lon"] and len(released) == 3
     assert str(VIENNA[0][0] + 1e-5) not in out.read_text()       # never the input
     assert main(["privatize", str(mech_path), "48.2,16.37", "--budget", "4"]) == 2
     assert "go with --users" in capsys.readouterr().err
@@ -145,3 +258,38 @@ def test_mdp_privatize_users_command(mech, tmp_path, capsys, users_cli):
     bad.write_text("name,lat,lon\nann,48.2,16.37\n")
     assert main(["privatize", str(mech_path), "--users", str(bad)]) == 2
     assert "missing column(s) ['user']" in capsys.readouterr().err
+
+
+def test_users_file_names_times_and_seed_as_written(mech, tmp_path, capsys, users_cli):
+    mech_path = tmp_path / "m.npz"
+    mech.save(mech_path)
+    lat, lon = VIENNA[0]
+    src = tmp_path / "checkins.csv"
+    # "NA" is a user; NFC, NFD, a zero-width space and a byte order mark are one person
+    src.write_bytes(("\ufeffuser,lat,lon,time\n"
+                     f"NA,{lat},{lon},10\nNA,{lat},{lon},9\n"
+                     f"Jos\u00e9,{lat},{lon},1\nJose\u0301,{lat},{lon},2\n"
+                     f"Jo\u200bs\u00e9,{lat},{lon},3\n\ufeffJos\u00e9,{lat},{lon},4\n").encode())
+    out = tmp_path / "released.csv"
+    assert main(["privatize", str(mech_path), "--users", str(src), "--budget", "4", "--seed", "1",
+                 "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "--seed makes the output reproducible" in captured.err
+    assert "2 users, 6 rows, 2 rows refused" in captured.out and "Jos\u00e9 (2)" in captured.out
+    released = pd.read_csv(out, keep_default_na=False)
+    assert sorted(released.user) == ["Jos\u00e9", "Jos\u00e9", "NA", "NA"]
+    # one window of 20 time units: NA's two reports share one draw, José's four too
+    assert main(["privatize", str(mech_path), "--users", str(src), "--window", "20", "-o",
+                 str(out)]) == 0
+    assert "per time window of 20" in capsys.readouterr().out
+    released = pd.read_csv(out, keep_default_na=False)
+    for _, rows in released.groupby("user"):
+        assert len(rows.drop_duplicates()) == 1
+    src.write_text(f"user,lat,lon\nann,{lat},{lon}\nJos\u0435,{lat},{lon}\n")
+    assert main(["privatize", str(mech_path), "--users", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert f"{src}: line 3: a user name mixes letters" in err and "Jos" not in err
+    src.write_text(f"user,lat,lon,time\nann,{lat},{lon},2024-01-01\nann,{lat},{lon},later\n")
+    assert main(["privatize", str(mech_path), "--users", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert "line 3: 1 of 2 rows have a time" in err and "later" not in err

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import mdp
-from mdp.plugins import COMMANDS, EXPERIMENTS, INPUTS, SPACES
+from mdp.plugins import COMMANDS, EMBEDDINGS, EXPERIMENTS, INPUTS, SPACES
 
 ROOT = Path(mdp.__file__).resolve().parent
 UPPER = ("geo", "text", "experiments")
@@ -71,7 +71,9 @@ def test_upper_packages_register_through_entry_points():
     assert {"latlon", "text"} <= set(INPUTS.names())
     assert {"loss-curves", "scalability", "loss-vs-size", "ablation", "heatmaps", "federated",
             "heatsources"} <= set(EXPERIMENTS.names())
+    assert {"glove", "glove-full", "fasttext-lee"} <= set(EMBEDDINGS.names())
     assert SPACES.get("glove").__module__ == "text.vocabulary"
+    assert EMBEDDINGS.get("glove").__module__ == "text.sources"
     assert COMMANDS.get("experiment").help
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from mdp.cli import build_parser, main
-from mdp.cli_args import NO_PRIVACY_EXPONENT, weak_privacy_message
+from mdp.weak_privacy import NO_PRIVACY_EXPONENT, weak_privacy_message
 
 
 def _subparser(name):

@@ -47,7 +47,7 @@ from .formulation import (
     theorem1_counts,
 )
 from .ipm import RowBlockTooDense, solve_constopt_gap
-from .plan import peak_bytes, plan
+from .plan import default_r, peak_bytes, plan
 from .tuning import ConstOPTTuning
 
 __all__ = ["build_constopt", "solve_constopt_lp", "PARAMS", "SELECTION_Q"]
@@ -149,7 +149,8 @@ def _check_replacement(name: str, value):
 
 
 PARAMS = {
-    "r": Param("int", 10, low=1, help="free entries per row (1 <= r < n)"),
+    "r": Param("int", None, low=1, allow_none=True,
+               help="free entries per row (1 <= r < n; None: min(10, n - 1))"),
     "lam": Param("custom", (0.001, 0.1, 1.0), check=_check_lams,
                  help="row-sum penalty > 0, or a list of them (the best L_0.95 is kept)"),
     "replacement": Param("custom", "nn", check=_check_replacement,
@@ -177,7 +178,7 @@ PARAMS = {
 @register("constopt", description="LP over weighted-exponential weights + r-NN free entries "
           "(Imola et al. 2022, Alg. 1)", quick_max_n=200, display_name="ConstOPTMech", params=PARAMS,
           peak_bytes=peak_bytes)
-def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
+def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int | None = None,
                    lam: float | Sequence[float] = (0.001, 0.1, 1.0),
                    replacement: str | Callable = "nn", time_limit: float | None = None,
                    solver: str = AUTO, lazy: bool = True, gap: float | None = None,
@@ -189,8 +190,9 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
     space : MetricSpace
     epsilon : float
     rng : unused (deterministic)
-    r : int, 1 <= r < n, default 10
-        Free entries per row (the point itself and its r - 1 nearest others).
+    r : int, 1 <= r < n, or None (default)
+        Free entries per row (the point itself and its r - 1 nearest others). ``None``:
+        ``min(10, n - 1)`` (:data:`~mdp.families.constopt.plan.DEFAULT_R`, the paper's setting).
     lam : float or sequence of floats > 0, default (0.001, 0.1, 1.0)
         Penalty on row sums (Imola et al. 2022, section 5.1 grid). With several values one LP is
         solved per value and the mechanism with the least ``L_0.95`` is returned; all are in
@@ -243,6 +245,7 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int = 10,
     t_start = time.perf_counter()
     tuning = ConstOPTTuning() if tuning is None else tuning
     n = space.n
+    r = default_r(n) if r is None else r
     if r >= n:
         raise ParameterError(f"r must be < n = {n} (r >= n frees every entry: use 'optimal'), got {r}")
     lams = _lambdas(lam)

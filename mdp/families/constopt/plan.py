@@ -34,6 +34,16 @@ __all__ = ["plan", "peak_bytes", "SCHUR_COPIES"]
 SCHUR_COPIES = 3
 
 
+#: Free entries per row when ``r`` is not given, on spaces of more than 10 points (Imola et al.
+#: 2022 run ConstOPTMech with r = 10).
+DEFAULT_R = 10
+
+
+def default_r(n: int) -> int:
+    """``r`` when not given: :data:`DEFAULT_R`, or ``n - 1`` on smaller spaces (``r < n``)."""
+    return max(1, min(DEFAULT_R, int(n) - 1))
+
+
 def peak_bytes(n: int, params: Mapping) -> int:
     """Estimated peak memory (bytes) of a ConstOPTMech build on ``n`` points with the family's
     ``params`` (``r``), from ``n`` alone: the row-block method's dense ``n x n`` Schur
@@ -42,7 +52,8 @@ def peak_bytes(n: int, params: Mapping) -> int:
     :func:`mdp.resources.lp_bytes`), and :data:`~mdp.families.optimal.plan.BUILD_COPIES`
     ``n x n`` arrays.
     """
-    r = max(int(params.get("r") or 0), 1)
+    r = params.get("r")
+    r = default_r(n) if r is None else max(int(r), 1)
     rows = n * (2 * r * r + n)
     return distance_matrix_bytes(n, BUILD_COPIES + SCHUR_COPIES) + lp_bytes(rows, 2 * rows)
 

@@ -1,0 +1,62 @@
+"""The named embeddings a mechanism file's vectors are checked against (:mod:`mdp.provenance`).
+
+Each is a function ``vectors(words) -> ndarray`` registered in the ``mdp.embeddings``
+entry-point group: the vectors the installed embedding gives ``words``, in their order, with the
+dtype its loader uses (so a file made from it matches bit for bit). A word the embedding does
+not hold raises :class:`mdp.errors.UnknownInputError` (a ``KeyError``).
+
+========================  ====================================================================
+``glove``                 the GloVe 6B 50d slice shipped in the package (:func:`load_glove`)
+``glove-full``            all 400,000 GloVe words (extra ``glove``; ``load_glove(full=True)``)
+``fasttext-lee``          :func:`text.fasttext.train_lee_fasttext` with its defaults (trained
+                          again, a few seconds)
+========================  ====================================================================
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdp.errors import MDPError, UnknownInputError
+
+from .embeddings import load_full_glove_arrays, load_glove
+
+__all__ = ["glove_vectors", "glove_full_vectors", "fasttext_lee_vectors"]
+
+
+def _lookup(words: np.ndarray, vectors: np.ndarray, wanted, name: str) -> np.ndarray:
+    wanted = np.asarray(wanted).astype(str)
+    n = len(wanted)
+    if n <= len(words) and np.array_equal(words[:n], wanted):
+        return np.asarray(vectors[:n])        # the first n words (glove:full[:N]): no index
+    index = dict(zip(words.tolist(), range(len(words)), strict=True))
+    rows = np.empty(n, dtype=np.int64)
+    for k, word in enumerate(wanted.tolist()):
+        row = index.get(word)
+        if row is None:
+            raise UnknownInputError(f"word {k} of the file is not a word of {name!r}")
+        rows[k] = row
+    return np.asarray(vectors[rows])
+
+
+def glove_vectors(words) -> np.ndarray:
+    """The embedded GloVe slice's vectors of ``words`` (float64, as :func:`load_glove`)."""
+    emb = load_glove()
+    return _lookup(emb.words, emb.vectors, words, "glove")
+
+
+def glove_full_vectors(words) -> np.ndarray:
+    """The full GloVe's vectors of ``words`` (float32, memory-mapped; extra ``glove``)."""
+    all_words, vectors = load_full_glove_arrays()
+    return _lookup(all_words, vectors, words, "glove-full").astype(np.float32)
+
+
+def fasttext_lee_vectors(words) -> np.ndarray:
+    """The default fastText vectors of ``words`` (float32), trained again."""
+    from .fasttext import FASTTEXT_SOURCE, train_lee_fasttext
+
+    emb = train_lee_fasttext()
+    if emb.source != FASTTEXT_SOURCE:
+        raise MDPError("this machine cannot train the pinned fastText vectors (its BLAS cannot "
+                       "run the pinned kernel)")
+    return _lookup(emb.words, emb.vectors, words, FASTTEXT_SOURCE)
