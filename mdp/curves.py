@@ -300,6 +300,8 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
     """
     spec = space_spec or DEFAULT_SPACE
     t0 = time.perf_counter()
+    if eps_tight is not None:           # a bad target is the first thing said, before any folder
+        eps_tight = [check_positive(t, "eps_tight target") for t in eps_tight]
     # the default folder (results/curves) is created with its parents, a folder the user named
     # only if its parent exists; either before any work
     out = output_directory(out_dir, parents=Path(out_dir) == Path(DEFAULT_OUT_DIR))
