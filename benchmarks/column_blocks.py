@@ -1,7 +1,7 @@
 """One iteration of the column-block interior point method, step by step (SpannerMech's full LP).
 
 Times, side by side in one process, the parts of one factorisation of
-:class:`mdp.lp.column_blocks._BlockFactor` with dense blocks (building the blocks, LAPACK ``potrf``
+:class:`mdp.worst_case.column_blocks._BlockFactor` with dense blocks (building the blocks, LAPACK ``potrf``
 and ``potri``, packing the inverses, adding them into the Schur complement's sums in batches) and
 one application of the ``n``
 inverses to a vector per block: BLAS ``dspmv`` on the packed triangles (the method's) against
@@ -22,7 +22,7 @@ applications. The full inverses need ``8 n^3`` bytes (1 GB at n = 500).
 inverted densely (``dense``) and along the nested dissection of the pair graph
 (:mod:`mdp.lp.dissection`, the points in its order), side by side, with the dissection's flop
 ratio and levels. ``--devices gpu`` adds whole factorisations and applications of
-:class:`mdp.lp.batched_blocks.BatchedBlockFactor` on CuPy's GPU (``factor``: seconds of one
+:class:`mdp.worst_case.batched_blocks.BatchedBlockFactor` on CuPy's GPU (``factor``: seconds of one
 ``factor`` call, the Schur complement's transfer included; ``apply``: one application, transfers
 included); ``cpu`` is the packed method's parts, with ``factor`` their sum.
 """
@@ -38,15 +38,15 @@ from scipy.linalg import lapack
 
 from mdp.families.spanner import greedy_spanner
 from mdp.io import shared_data_dir
-from mdp.lp.block_kernels import (
+from mdp.lp.dense import SERIAL_BLAS_BELOW, blas_threads
+from mdp.worst_case.block_kernels import (
     accumulate_packed,
     fill_block_lower,
     pack_lower,
     packed_size,
     unpack_symmetric,
 )
-from mdp.lp.column_blocks import BATCH, ColumnBlockLP, _BlockFactor
-from mdp.lp.dense import SERIAL_BLAS_BELOW, blas_threads
+from mdp.worst_case.column_blocks import BATCH, ColumnBlockLP, _BlockFactor
 
 
 def geolife_lp(n: int, eps: float = 0.5, stretch: float = 1.5) -> ColumnBlockLP:
@@ -99,7 +99,7 @@ def time_parts(lp: ColumnBlockLP, rng: np.random.Generator) -> dict:
 def time_batched(lp: ColumnBlockLP, rng: np.random.Generator) -> dict:
     """Seconds of one ``factor`` and one ``_apply`` of the GPU's batched factor."""
     from mdp.lp.arrays import cupy_backend
-    from mdp.lp.batched_blocks import BatchedBlockFactor
+    from mdp.worst_case.batched_blocks import BatchedBlockFactor
 
     n = lp.n
     dB, wx = rng.uniform(0.1, 10, (n, lp.m)), rng.uniform(0.1, 10, (n, n))
@@ -115,8 +115,8 @@ def time_batched(lp: ColumnBlockLP, rng: np.random.Generator) -> dict:
 
 def time_tree(lp: ColumnBlockLP, rng: np.random.Generator) -> dict:
     """Seconds of one whole ``factor`` of the CPU method, dense and along the dissection."""
-    from mdp.lp.column_blocks import _levels
     from mdp.lp.dissection import nested_dissection
+    from mdp.worst_case.column_blocks import _levels
 
     n = lp.n
     t0 = time.perf_counter()

@@ -16,8 +16,8 @@ import tempfile
 import time
 
 import mdp
-from mdp.curves import run_curves
-from mdp.spaces import load_space
+from mdp.curves.loss import run_curves
+from mdp.spaces.specs import load_space
 
 
 def _peak_gib() -> float:

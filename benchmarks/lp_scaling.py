@@ -34,7 +34,7 @@ import pandas as pd
 import mdp
 from mdp.io import shared_data_dir
 from mdp.lp import LPTimeout
-from mdp.space import MetricSpace
+from mdp.spaces.metric_space import MetricSpace
 
 DEFAULT_EPS = {"geolife": 0.5, "glove": 1.0}
 PARAMS = {"constopt": {"r": 10, "lam": 0.1}, "spanner": {"stretch": 1.5}, "optimal": {}}

@@ -1,9 +1,9 @@
 """The LP mechanisms on a fixed, seeded suite of the spaces users bring, quiet or beside a job.
 
-Spaces (:mod:`mdp.synthetic_spaces`, seed ``(SEED, kind, n)``): uniform points of a city box in
+Spaces (:mod:`mdp.spaces.synthetic`, seed ``(SEED, kind, n)``): uniform points of a city box in
 lat/lon (haversine, km), clustered points, a jittered grid with ties, two scales (a dense centre
 and far suburbs), the shortest-path metric of a road-like graph (written to a ``.npy`` distance
-matrix and read back with :func:`mdp.spaces.load_space`, as a user gives one) and 50-d
+matrix and read back with :func:`mdp.spaces.specs.load_space`, as a user gives one) and 50-d
 embedding-like points. Each at ``eps = c / median distance`` for c in {0.3, 1, 3, 10}.
 
 Families (cells): OPTMech exact (n in {50, 100, 200}), OPTMech ``gap=1e-3`` (n in {50, 100, 200,
@@ -46,8 +46,8 @@ from tqdm import tqdm
 
 import mdp
 from mdp.io import atomic_write_text
-from mdp.spaces import load_space
-from mdp.synthetic_spaces import SPACE_KINDS, road_graph_distances, synthetic_space
+from mdp.spaces.specs import load_space
+from mdp.spaces.synthetic import SPACE_KINDS, road_graph_distances, synthetic_space
 
 ROOT = Path(__file__).resolve().parents[1]
 

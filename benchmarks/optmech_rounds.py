@@ -2,7 +2,7 @@
 
 Builds OPTMech (``mdp.build("optimal", ...)``, so the time includes the certification) on one of
 the experiments' spaces (``experiments.spaces``: ``fasttext-200``, ``geolife-200``, ...) at each
-epsilon, once per pair-closure rule of the rounds (``mdp.lp.block_rounds``): ``gated`` (the
+epsilon, once per pair-closure rule of the rounds (``mdp.worst_case.block_rounds``): ``gated`` (the
 default: after ``closure_after`` flat tight rounds), ``first`` (from the first tight round, the
 rule measured against it) and ``off``; the rules run one after the other in one process, for
 side-by-side ratios. Prints each tight round (rows, rows added, closure rows, certified gap,
@@ -27,7 +27,7 @@ import mdp
 from experiments.spaces import experiment_space, fingerprint
 from mdp.families.optimal import OptimalTuning
 from mdp.lp import LPTimeout
-from mdp.lp.block_rounds import BlockRoundsTuning
+from mdp.worst_case.block_rounds import BlockRoundsTuning
 
 #: ``closure_after`` per rule (None: the default); "off": never reached
 RULES = {"gated": None, "first": 0, "off": 10**9}

@@ -1,4 +1,4 @@
-"""Samples per second of the exact sampler (:class:`mdp.sampling.ExactSampler`) at n = 100, 1000.
+"""Samples per second of the exact sampler (:class:`mdp.privacy.sampling.ExactSampler`) at n = 100, 1000.
 
 Run: python benchmarks/sampling.py [--sizes 100,1000] [--draws 1000000] [--repeats 3]
 
@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from mdp.families.exponential import exponential_log_matrix
-from mdp.sampling import ExactSampler
-from mdp.space import MetricSpace
+from mdp.privacy.sampling import ExactSampler
+from mdp.spaces.metric_space import MetricSpace
 
 
 def float_inverse_cdf(M: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Exact OPTMech builds quiet and beside a competing numeric job, per thread setting.
 
 A thread pool whose threads meet at a barrier after every step waits, beside another busy
-process, for whichever of its threads the kernel has descheduled (:mod:`mdp.threads`). This
+process, for whichever of its threads the kernel has descheduled (:mod:`mdp.runtime.threads`). This
 benchmark measures, side by side in one run, the same builds on a quiet machine and beside one
 process doing 300 x 300 matrix products in a loop (NumPy's default threads), for each setting of
 the ``threads`` knob.

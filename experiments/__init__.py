@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from mdp.cli_args import ArgumentParser
+from mdp.cli.args import ArgumentParser
 from mdp.plugins import EXPERIMENTS
 
 __all__ = ["EXPERIMENTS", "load_experiment", "experiment_parser"]

@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 
 import mdp
-from mdp.curves import baseline_curves
+from mdp.curves.loss import baseline_curves
 from mdp.errors import FileFormatError, MissingFileError
 from mdp.io import atomic_write, atomic_write_text, output_directory
-from mdp.space import MetricSpace
+from mdp.spaces.metric_space import MetricSpace
 
 from .executor import Task, flatten, records_frame, run_sweep
 from .spaces import experiment_space, fingerprint, space_kind
@@ -116,7 +116,7 @@ def point_task(experiment: str, space_name: str, mechanism: str, params: dict, e
 
 def reference_curves(space_name: str, space: MetricSpace, eps_grid, *, q: float, delta: float) -> pd.DataFrame:
     """Rows for the uniform baseline and the lower bound (pure and (eps, delta) forms), from
-    :func:`mdp.curves.baseline_curves`, in the experiments' column layout."""
+    :func:`mdp.curves.loss.baseline_curves`, in the experiments' column layout."""
     base = baseline_curves(space, eps_grid, q=q, delta=delta)
     base = base.rename(columns={"target_eps_tight": "eps_tight"})
     base.insert(0, "n", space.n)

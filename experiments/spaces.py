@@ -25,7 +25,7 @@ from functools import lru_cache
 import numpy as np
 
 from mdp.io import shared_data_dir
-from mdp.space import MetricSpace
+from mdp.spaces.metric_space import MetricSpace
 from mdp.validation import check_int
 
 __all__ = ["FAMILIES", "parse_name", "experiment_space", "fingerprint", "space_kind", "GEOLIFE_FILE"]

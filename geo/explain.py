@@ -26,7 +26,7 @@ import numpy as np
 
 from mdp.errors import ParameterError
 from mdp.mechanism import Mechanism
-from mdp.space import haversine_km
+from mdp.spaces.metric_space import haversine_km
 
 from .locations import grid_of_space, snap_threshold_km
 

@@ -11,7 +11,7 @@ import argparse
 import dataclasses
 import json
 
-from mdp.cli_args import MEMORY_HELP, memory_size
+from mdp.cli.args import MEMORY_HELP, memory_size
 from mdp.loading import load
 from mdp.plugins import Command
 

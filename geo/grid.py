@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from mdp.errors import ParameterError, ParameterTypeError
-from mdp.space import haversine_km
+from mdp.spaces.metric_space import haversine_km
 from mdp.validation import check_positive
 
 __all__ = ["Grid", "GEOLIFE_BEIJING_BOX", "parse_cell_label"]

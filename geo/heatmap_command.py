@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mdp.cli_args import MEMORY_HELP, memory_size
+from mdp.cli.args import MEMORY_HELP, memory_size
 from mdp.errors import FileFormatError, MissingFileError, ParameterError
 from mdp.io import atomic_write, open_binary
 from mdp.plugins import Command
-from mdp.resources import check_memory
+from mdp.runtime.resources import check_memory
 
 from .heatmap import dp_sparse_emd_aggregate, gaussian_heatmap, points_to_cells, user_distributions
 from .plotting import draw_heatmap, geo_aspect

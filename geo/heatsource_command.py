@@ -14,8 +14,8 @@ import argparse
 import numpy as np
 
 from mdp.errors import ParameterError
-from mdp.gaussian import GAUSSIAN_RULES, gaussian_delta, gaussian_sigma
 from mdp.plugins import Command
+from mdp.privacy.gaussian import GAUSSIAN_RULES, gaussian_delta, gaussian_sigma
 from mdp.validation import check_int, check_positive
 
 from .heatsource import (

@@ -38,7 +38,7 @@ from scipy.spatial import cKDTree
 from mdp.errors import ParameterError, ParameterTypeError
 from mdp.mechanism import Mechanism
 from mdp.plugins import InputFormat
-from mdp.space import EARTH_RADIUS_KM, MetricSpace, haversine_km
+from mdp.spaces.metric_space import EARTH_RADIUS_KM, MetricSpace, haversine_km
 from mdp.validation import check_positive, check_rng
 
 from .grid import Grid, parse_cell_label

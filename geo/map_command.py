@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mdp.cli_args import MEMORY_HELP, memory_size
+from mdp.cli.args import MEMORY_HELP, memory_size
 from mdp.errors import FileFormatError, ParameterError
 from mdp.io import open_binary
 from mdp.loading import load

@@ -43,7 +43,7 @@ from scipy.special import logsumexp, wrightomega
 
 from mdp.candidate import Candidate
 from mdp.registry import register
-from mdp.space import MetricSpace
+from mdp.spaces.metric_space import MetricSpace
 
 from .projection import LocalProjection
 

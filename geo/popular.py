@@ -13,7 +13,7 @@ Construction, for traces ``t`` with point counts ``count[t, c]`` per cell ``c``:
 3. The space is the ``n`` cells of highest popularity, ties again broken by the smaller cell id,
    in that order (index 0 = most popular). Labels are ``"r{row}c{col}"``, ``points`` are the
    cell centres (lat, lon in degrees) and distances are great-circle km
-   (:func:`mdp.space.haversine_km`; the paper says "Euclidean distance between bin centers",
+   (:func:`mdp.spaces.metric_space.haversine_km`; the paper says "Euclidean distance between bin centers",
    the haversine distance is the faithful version in km).
 
 Only points inside the box count; traces with no point inside are left out. With the shared
@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from mdp.errors import FileFormatError, MissingFileError, ParameterError, ParameterTypeError
 from mdp.io import read_npz
-from mdp.space import MetricSpace
+from mdp.spaces.metric_space import MetricSpace
 from mdp.validation import check_int, check_positive
 
 from .grid import GEOLIFE_BEIJING_BOX, Grid

@@ -2,7 +2,7 @@ r"""A local plane for lat/lon: the azimuthal equidistant projection on the toolk
 
 Planar mechanisms (planar Laplace, Andres et al. 2013) add noise in a plane, but the toolkit's
 location distances are great-circle distances on the sphere of radius
-:data:`mdp.space.EARTH_RADIUS_KM` (:func:`mdp.space.haversine_km`). :class:`LocalProjection`
+:data:`mdp.spaces.metric_space.EARTH_RADIUS_KM` (:func:`mdp.spaces.metric_space.haversine_km`). :class:`LocalProjection`
 maps a spherical cap of angular radius :math:`c_{max} < \pi/2` around a centre to the plane
 with the azimuthal equidistant projection (Snyder 1987, "Map projections: a working manual",
 section 25, spherical form): distances from the centre are kept exactly and the scale along
@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from mdp.errors import ParameterError
-from mdp.space import EARTH_RADIUS_KM, haversine_km
+from mdp.spaces.metric_space import EARTH_RADIUS_KM, haversine_km
 
 __all__ = ["LocalProjection"]
 

@@ -10,8 +10,7 @@ Quick use::
 """
 
 from . import families  # noqa: F401  (importing registers the built-in mechanism families)
-from .accounting import eps_tight, loss, row_losses
-from .calibration import calibrate
+from .curves.calibration import calibrate
 from .emd import emd, emd_1d, emd_downsampled, emd_grid
 from .errors import (
     AccuracyWarning,
@@ -29,9 +28,10 @@ from .errors import (
 from .loading import load
 from .lower_bound import LowerBound, lower_bound, lower_bounds
 from .mechanism import Mechanism
+from .privacy.accounting import eps_tight, loss, row_losses
+from .privacy.verification import PrivacyError, certify
 from .registry import applicable, build, get, mechanisms, register
-from .space import MetricSpace
-from .verification import PrivacyError, certify
+from .spaces.metric_space import MetricSpace
 
 __version__ = "0.1.0"
 

@@ -138,9 +138,9 @@ class AccuracyWarning(UserWarning):
 
 class UnverifiedPointsWarning(UserWarning):
     """A loaded mechanism's guarantee is relative to the points (or distances) stored in its file,
-    and no named source could vouch for them (:mod:`mdp.provenance`)."""
+    and no named source could vouch for them (:mod:`mdp.privacy.provenance`)."""
 
 
 class WeakPrivacyWarning(UserWarning):
     """Epsilon is so large on this space that most inputs are all but released
-    (:mod:`mdp.weak_privacy`)."""
+    (:mod:`mdp.privacy.weak_epsilon`)."""

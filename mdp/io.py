@@ -12,8 +12,8 @@ function                       reads
 :func:`read_npy`               one ``.npy`` array (no pickles), size checked against its header
 :func:`open_text`              a text file, plain or gzip-compressed, line by line
 :func:`open_binary`            a file's bytes, plain or gzip-compressed (e.g. for pandas)
-:func:`read_points_csv`        a points table (optional header, optional label column)
-:func:`load_points_csv`        the same as a Euclidean :class:`~mdp.space.MetricSpace`
+:func:`read_points_csv`        a points table (optional header, optional label column); as a
+                               metric space: :func:`mdp.spaces.specs.load_points_csv`
 :func:`npz_json`               a JSON object stored as a 0-d string array of an archive
 =============================  ===============================================================
 
@@ -48,10 +48,10 @@ from .errors import (
     ParameterTypeError,
     ResourceLimitError,
 )
-from .resources import check_memory, distance_matrix_bytes, format_bytes
+from .runtime.resources import check_memory, format_bytes
 
-__all__ = ["atomic_write", "atomic_write_text", "output_directory", "shared_data_dir", "latlon_columns", "read_npz", "read_npy",
-           "npz_json", "open_text", "open_binary", "read_points_csv", "load_points_csv",
+__all__ = ["atomic_write", "atomic_write_text", "output_directory", "shared_data_dir",
+           "latlon_columns", "read_npz", "read_npy", "npz_json", "open_text", "open_binary", "read_points_csv",
            "file_errors", "current_umask"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -473,7 +473,7 @@ def read_npz(path: str | os.PathLike, *, required: Iterable[str] = (),
     what : str
         What the file should be, for messages (e.g. ``"mechanism file"``).
     max_memory : int or None
-        Limit in bytes (None: :func:`mdp.resources.default_max_memory`) on ``work_factor``
+        Limit in bytes (None: :func:`mdp.runtime.resources.default_max_memory`) on ``work_factor``
         times the arrays' total size as the archive's directory declares it, checked before
         any member is read.
     work_factor : int
@@ -573,8 +573,7 @@ def _numbers(values: np.ndarray) -> np.ndarray:
     return out.reshape(values.shape)
 
 
-def read_points_csv(path: str | os.PathLike, *, latlon: bool = False
-                    ) -> tuple[np.ndarray, list[str] | None]:
+def read_points_csv(path: str | os.PathLike, *, latlon: bool = False, with_lines: bool = False):
     """Read a points table: one point per line, comma-separated coordinates.
 
     - The first line is a header when none of its fields is a finite number.
@@ -596,10 +595,14 @@ def read_points_csv(path: str | os.PathLike, *, latlon: bool = False
         the first becomes the labels), and every point must have ``|lat| <= 90``,
         ``|lon| <= 180``.
 
+    with_lines : bool, default False
+        Also return each point's line number (for messages about a point).
+
     Returns
     -------
     points : ndarray, shape (n, d), float
     labels : list of str or None
+    lines : ndarray of int, only with ``with_lines``
 
     Raises
     ------
@@ -609,8 +612,8 @@ def read_points_csv(path: str | os.PathLike, *, latlon: bool = False
         Naming the file and the line: unreadable or non-UTF-8 text, ragged lines, a
         non-numeric or non-finite coordinate, no points.
     """
-    points, labels, _ = _read_points(path, latlon)
-    return points, labels
+    points, labels, lines = _read_points(path, latlon)
+    return (points, labels, lines) if with_lines else (points, labels)
 
 
 _LAT_NAMES = ("lat", "latitude")
@@ -685,45 +688,3 @@ def _read_points(path, latlon: bool):
             raise FileFormatError(path, f"({values[k, 0]:g}, {values[k, 1]:g}) is not a (lat, lon) "
                                         "in degrees (|lat| <= 90, |lon| <= 180)", line=int(lines[k]))
     return values, labels, lines
-
-
-def load_points_csv(path: str | os.PathLike, metric: str = "euclidean", *,
-                    max_memory: int | None = None):
-    """:func:`read_points_csv` as a :class:`~mdp.space.MetricSpace`.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-    metric : str, default "euclidean"
-        ``"haversine"`` reads (lat, lon) degrees (see ``latlon`` of :func:`read_points_csv`)
-        and gives distances in km; any :func:`scipy.spatial.distance.cdist` name otherwise.
-    max_memory : int or None
-        Limit in bytes on the distance matrices built (:func:`mdp.resources.check_memory`,
-        checked from the number of points before any is allocated).
-
-    Raises
-    ------
-    mdp.errors.MissingFileError, mdp.errors.FileFormatError
-        As :func:`read_points_csv`; also for points the space refuses (fewer than 2, repeated
-        points with both line numbers, repeated labels), with the reason.
-    mdp.errors.ResourceLimitError
-        The distance matrices would exceed ``max_memory``.
-    """
-    from .space import MetricSpace
-
-    points, labels, lines = _read_points(path, metric == "haversine")
-    check_memory(distance_matrix_bytes(len(points)),
-                 f"{path}: a metric space of {len(points):,} points", max_memory)
-    _, first, inverse = np.unique(points, axis=0, return_index=True, return_inverse=True)
-    inverse = np.asarray(inverse).ravel()
-    dup = np.flatnonzero(first[inverse] != np.arange(len(points)))
-    if dup.size:
-        k = int(dup[0])
-        raise FileFormatError(path, f"the point on this line repeats the point on line "
-                                    f"{int(lines[first[inverse[k]]])}; merge duplicates (a metric "
-                                    "space needs distinct points)", line=int(lines[k]))
-    try:
-        return MetricSpace.from_points(points, metric=metric, labels=labels,
-                                       max_memory=max_memory)
-    except ValueError as exc:
-        raise FileFormatError(path, f"not a valid points table: {exc}") from None

@@ -19,10 +19,10 @@ from .errors import (
 )
 from .io import npz_json, read_npz
 from .mechanism import READABLE_VERSIONS, Mechanism
-from .provenance import check_points_source
+from .privacy.provenance import check_points_source
+from .privacy.weak_epsilon import weak_privacy_message
 from .registry import get, vocabulary_class
-from .stored_space import space_from_file
-from .weak_privacy import weak_privacy_message
+from .spaces.stored import space_from_file
 
 __all__ = ["load", "LOAD_WORK_FACTOR"]
 
@@ -33,7 +33,7 @@ LOAD_WORK_FACTOR = 4
 
 
 def _warn_if_weak(path: Path, mech):
-    """The weak-epsilon check of a build, run again on what was loaded (:mod:`mdp.weak_privacy`)."""
+    """The weak-epsilon check of a build, run again on what was loaded (:mod:`mdp.privacy.weak_epsilon`)."""
     message = weak_privacy_message(mech.space, mech.epsilon)
     if message:
         warnings.warn(f"{path}: {message}", WeakPrivacyWarning, stacklevel=3)
@@ -42,7 +42,7 @@ def _warn_if_weak(path: Path, mech):
 
 def _load_vocabulary(path: Path, data: dict):
     """A vocabulary-mode file (points, no matrix): re-created through its family's class, whose
-    constructor recomputes the guarantee (:mod:`mdp.vocabulary_mode`)."""
+    constructor recomputes the guarantee (:mod:`mdp.vocabulary.mode`)."""
     meta = npz_json(data, "metadata", path)
     if meta.get("mode") != "vocabulary" or "points" not in data:
         raise FileFormatError(path, "a mechanism file holds 'distances' (matrix mode) or "
@@ -72,10 +72,10 @@ def load(path: str | os.PathLike, *, max_memory: int | None = None) -> Mechanism
     constructor, which certifies the stored matrix (without repair: a stored matrix that needs
     repair is refused) or, for analytic families, re-derives the noise from ``epsilon``. A
     vocabulary-mode file (points, no matrix) gives a
-    :class:`~mdp.vocabulary_mode.VocabularyMechanism` whose guarantee is recomputed from the
+    :class:`~mdp.vocabulary.mode.VocabularyMechanism` whose guarantee is recomputed from the
     points and ``epsilon``. The points of a file made from a named embedding are checked
-    against the installed embedding (:mod:`mdp.provenance`), and the weak-epsilon check of a
-    build runs again (:mod:`mdp.weak_privacy`).
+    against the installed embedding (:mod:`mdp.privacy.provenance`), and the weak-epsilon check of a
+    build runs again (:mod:`mdp.privacy.weak_epsilon`).
 
     Parameters
     ----------
@@ -83,7 +83,7 @@ def load(path: str | os.PathLike, *, max_memory: int | None = None) -> Mechanism
     max_memory : int or None, keyword-only
         Limit in bytes on what loading holds (:data:`LOAD_WORK_FACTOR` times the arrays' sizes
         as the file declares them), checked before any array is read; None: half the
-        machine's memory (:func:`mdp.resources.default_max_memory`).
+        machine's memory (:func:`mdp.runtime.resources.default_max_memory`).
 
     Raises
     ------

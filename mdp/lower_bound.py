@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ParameterTypeError
-from .space import MetricSpace
+from .spaces.metric_space import MetricSpace
 from .validation import check_epsilon, check_int, check_probability, check_rng
 
 __all__ = ["LowerBound", "lower_bound", "farthest_first_order"]

@@ -1,7 +1,7 @@
 """The :class:`Mechanism` object: a verified transition matrix on a metric space.
 
 A mechanism is built once (through :func:`mdp.build`), checked by
-:func:`mdp.verification.certify`, and then sampled from, measured and saved. Its file format is
+:func:`mdp.privacy.verification.certify`, and then sampled from, measured and saved. Its file format is
 one ``.npz`` archive holding the matrix, the space (distances, labels, points) and a JSON
 metadata record; files are written atomically (temporary file + ``os.replace``).
 """
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import accounting
 from .errors import BuildError, ParameterError, ParameterTypeError, PrivacyError
 from .io import atomic_write
-from .provenance import source_metadata
-from .space import MetricSpace
+from .privacy import accounting
+from .privacy.provenance import source_metadata
+from .spaces.metric_space import MetricSpace
 from .validation import check_epsilon, check_rng
 
 __all__ = ["Mechanism", "FORMAT_VERSION"]
@@ -50,7 +50,7 @@ class Mechanism:
     """A row-stochastic transition matrix on a :class:`~mdp.MetricSpace`, certified on creation.
 
     ``matrix[u, w] = Pr[M(u) = w]``. The constructor passes the candidate matrix through the
-    shared privacy check (:func:`mdp.verification.certify`, with its bounded tolerance repair)
+    shared privacy check (:func:`mdp.privacy.verification.certify`, with its bounded tolerance repair)
     and keeps exactly the matrix it certified; the outcome is in ``stats["privacy"]``. A matrix
     that violates ``epsilon``-mDP beyond the repair raises :class:`~mdp.errors.PrivacyError`, so
     every ``Mechanism`` object is valid by construction. Families with an analytic guarantee
@@ -72,7 +72,7 @@ class Mechanism:
     log_matrix : array-like (n, n) or None, keyword-only
         Natural-log probabilities instead of ``matrix``.
     repair : bool, default True, keyword-only
-        Allow the bounded tolerance repair of :func:`~mdp.verification.certify` (loading a
+        Allow the bounded tolerance repair of :func:`~mdp.privacy.verification.certify` (loading a
         file uses ``False``: a stored matrix is the certified one and must pass as it is).
 
     Attributes
@@ -129,12 +129,12 @@ class Mechanism:
         (``stats["privacy"]``, with the sampled matrix's own measured level under
         ``"sampling"``) and keeps the sampler that draws exactly that matrix.
         """
-        from .sampling import certified_sampler
+        from .privacy.sampling import certified_sampler
 
         t0 = time.perf_counter()
         try:
             # Euclidean points let a log matrix of the exponential form be certified in
-            # O(n^2 d) (mdp.exponential_form); nothing about them is trusted
+            # O(n^2 d) (mdp.privacy.exponential_form); nothing about them is trusted
             points = self.space.points if self.space.metric == "euclidean" else None
             cert, self._sampler = certified_sampler(values, self.space.distances, self.epsilon,
                                                     log=self._log, repair=repair, points=points)
@@ -184,7 +184,7 @@ class Mechanism:
     def sample_indices(self, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Draw one output index per input index, exactly from the certified matrix.
 
-        Uses the integer sampler of :mod:`mdp.sampling`: what is drawn is exactly the certified
+        Uses the integer sampler of :mod:`mdp.privacy.sampling`: what is drawn is exactly the certified
         matrix's rows (as exact rationals), whose own privacy level was measured at
         construction (``stats["privacy"]["sampling"]``).
         """
@@ -222,7 +222,7 @@ class Mechanism:
 
     def eps_tight(self, delta: float = 0.0) -> float:
         """``eps_tight`` of the matrix at ``delta`` (Imola et al. 2022, eq. 9-10): a rigorous
-        upper bound of the exact level (see :mod:`mdp.accounting`)."""
+        upper bound of the exact level (see :mod:`mdp.privacy.accounting`)."""
         return accounting.eps_tight(self._values, self.space.distances, delta, log=self._log,
                                     pair_log_ratios=self._pair_log_ratios)
 

@@ -17,7 +17,7 @@ registry               entry-point group            object registered
 :data:`EMBEDDINGS`     ``mdp.embeddings``           ``vectors(words) -> ndarray``: a named
                                                     embedding's vectors of those words, which
                                                     a mechanism file's points are checked
-                                                    against (:mod:`mdp.provenance`)
+                                                    against (:mod:`mdp.privacy.provenance`)
 families               ``mdp.families``             a module whose import registers families
                                                     with :func:`mdp.register`
 =====================  ===========================  ===========================================

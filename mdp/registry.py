@@ -2,7 +2,7 @@
 
 Builders register themselves with :func:`register`; :func:`build` looks a name up, validates
 the parameters against the builder's signature, builds, and passes the final matrix through the
-shared privacy check (:func:`mdp.verification.certify`). Unknown names raise with the list of
+shared privacy check (:func:`mdp.privacy.verification.certify`). Unknown names raise with the list of
 valid names.
 
 A builder has the signature ``builder(space, epsilon, *, rng, **params)`` and returns a
@@ -26,12 +26,12 @@ from .errors import ParameterError, ParameterTypeError
 from .mechanism import Mechanism
 from .params import Param
 from .plugins import Registry, load_family_plugins
-from .resources import check_memory
-from .space import MetricSpace
-from .threads import use_threads
+from .runtime.resources import check_memory
+from .runtime.threads import use_threads
+from .spaces.metric_space import MetricSpace
+from .spaces.vector_space import VectorSpace
 from .validation import check_epsilon, check_rng
-from .vector_space import VectorSpace
-from .vocabulary_mode import ModeRule, plan_mode
+from .vocabulary.mode import ModeRule, plan_mode
 
 __all__ = ["register", "build", "mechanisms", "get", "MechanismEntry", "applicable",
            "register_vocabulary", "vocabulary_class"]
@@ -113,12 +113,12 @@ class MechanismEntry:
 FAMILIES: Registry[MechanismEntry] = Registry("mechanism", None)
 
 
-#: Vocabulary-mode classes by family name (:mod:`mdp.vocabulary_mode`).
+#: Vocabulary-mode classes by family name (:mod:`mdp.vocabulary.mode`).
 _VOCABULARY: dict[str, type] = {}
 
 
 def register_vocabulary(name: str, cls: type) -> type:
-    """Declare ``cls`` (a :class:`~mdp.vocabulary_mode.VocabularyMechanism`) as the vocabulary
+    """Declare ``cls`` (a :class:`~mdp.vocabulary.mode.VocabularyMechanism`) as the vocabulary
     mode of family ``name``."""
     _VOCABULARY[name] = cls
     return cls
@@ -228,14 +228,14 @@ def build(name: str, space: MetricSpace | VectorSpace, epsilon: float, *, rng=No
     """Build the mechanism ``name`` on ``space`` at privacy level ``epsilon``.
 
     The result has passed the shared privacy check of its final matrix
-    (:func:`mdp.verification.certify`; outcome in ``stats["privacy"]``).
+    (:func:`mdp.privacy.verification.certify`; outcome in ``stats["privacy"]``).
 
     Parameters
     ----------
     name : str
         A registered name (see :func:`mechanisms`).
     space : MetricSpace or VectorSpace
-        A :class:`~mdp.vector_space.VectorSpace` (points, no distance matrix) for vocabularies
+        A :class:`~mdp.spaces.vector_space.VectorSpace` (points, no distance matrix) for vocabularies
         too large for a matrix.
     epsilon : float
         Requested pure mDP level, > 0.
@@ -243,20 +243,20 @@ def build(name: str, space: MetricSpace | VectorSpace, epsilon: float, *, rng=No
         For randomised builders (keyword-only).
     mode : {"auto", "matrix", "vocabulary"}, default "auto"
         Matrix mode (certified matrix) or vocabulary mode (families with an analytic
-        guarantee, no matrix; a :class:`~mdp.vocabulary_mode.VocabularyMechanism` is
-        returned); ``"auto"`` follows :func:`mdp.vocabulary_mode.plan_mode`. The plan and its
+        guarantee, no matrix; a :class:`~mdp.vocabulary.mode.VocabularyMechanism` is
+        returned); ``"auto"`` follows :func:`mdp.vocabulary.mode.plan_mode`. The plan and its
         reason are in ``stats["mode"]``.
     mode_rule : ModeRule, optional
         The size up to which ``"auto"`` keeps matrix mode.
     threads : None, "auto" or int >= 1
-        Threads of the build's pools (HiGHS, BLAS, numba; :mod:`mdp.threads`): ``None`` /
+        Threads of the build's pools (HiGHS, BLAS, numba; :mod:`mdp.runtime.threads`): ``None`` /
         ``"auto"`` sizes them from the CPUs free and the work's grain (inside another plan's
         block, e.g. :func:`mdp.calibrate`'s, that plan holds); an int fixes every pool. The plan
         is recorded in ``stats["threads"]``.
     max_memory : int or None
         Limit in bytes on the family's estimated peak memory (its ``peak_bytes``, e.g. the LP
         families' rows and block inverses from ``n``), checked before any work; None: half the
-        machine's memory (:func:`mdp.resources.default_max_memory`).
+        machine's memory (:func:`mdp.runtime.resources.default_max_memory`).
     **params
         Family parameters (see ``mdp list`` or ``mdp.get(name).params``).
 

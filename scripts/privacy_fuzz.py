@@ -4,9 +4,9 @@ For random spaces (2 to 40 points: Euclidean points in 1 to 3 dimensions, and la
 for the families of a haversine space) and epsilons log-uniform over [1e-3, 1e3] per median
 distance, each registered matrix family is built (a refusal with a toolkit error is allowed and
 counted). The sampler draws row ``u`` exactly from the integer weights ``mant x 2^expo`` it holds
-(``mdp.sampling.ExactSampler``), so those weights, normalised per row, are the released
+(``mdp.privacy.sampling.ExactSampler``), so those weights, normalised per row, are the released
 distribution. Every triple is checked in mpmath at 60 significant digits, independently of the
-toolkit's own exact arithmetic (``mdp.exact``):
+toolkit's own exact arithmetic (``mdp.privacy.exact``):
 
     P[u, w] <= exp(epsilon d(u, v)) P[v, w] (1 + 1e-9)
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.spaces import experiment_space
-from mdp.calibration import calibrate
+from mdp.curves.calibration import calibrate
 from mdp.families.spanner import greedy_spanner
 
 

@@ -48,7 +48,7 @@ class Embeddings:
         The name of the installed embedding these vectors are (``"glove"``, ``"glove-full"``,
         ``"fasttext-lee"``; :mod:`text.sources`), set by the loaders of those embeddings only.
         Spaces built from the words carry it, mechanism files record it, and loading a file
-        checks its vectors against the installed embedding (:mod:`mdp.provenance`).
+        checks its vectors against the installed embedding (:mod:`mdp.privacy.provenance`).
 
     Raises
     ------

@@ -40,7 +40,7 @@ from mdp.mechanism import Mechanism
 from mdp.plugins import InputFormat
 from mdp.release import check_utf8, csv_cell
 from mdp.validation import check_rng
-from mdp.vocabulary_mode import VocabularyMechanism
+from mdp.vocabulary.mode import VocabularyMechanism
 
 __all__ = ["privatize", "tokenize", "TOKEN_PATTERN", "OOV_POLICIES", "PUNCTUATION_POLICIES"]
 

@@ -1,4 +1,4 @@
-"""The named embeddings a mechanism file's vectors are checked against (:mod:`mdp.provenance`).
+"""The named embeddings a mechanism file's vectors are checked against (:mod:`mdp.privacy.provenance`).
 
 Each is a function ``vectors(words) -> ndarray`` registered in the ``mdp.embeddings``
 entry-point group: the vectors the installed embedding gives ``words``, in their order, with the

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from mdp.errors import ParameterError
-from mdp.space import MetricSpace
+from mdp.spaces.metric_space import MetricSpace
+from mdp.spaces.vector_space import VectorSpace
 from mdp.validation import check_int, check_probability, check_rng
-from mdp.vector_space import VectorSpace
 
 from .embeddings import Embeddings
 from .vocabulary_scale import full_glove_space
@@ -100,7 +100,7 @@ def space_from_spec(spec: str) -> MetricSpace | VectorSpace:
     ``glove:N:SEED:full``       N words of the full 400k-word GloVe (optional extra ``glove``)
     ``fasttext:N[:SEED]``       N words of :func:`text.fasttext.train_lee_fasttext` (defaults)
     ``glove:full[:N]``          every word of the full GloVe (its N most frequent), as a
-                                :class:`~mdp.vector_space.VectorSpace` (vocabulary mode)
+                                :class:`~mdp.spaces.vector_space.VectorSpace` (vocabulary mode)
     ==========================  ==================================================================
 
     Sampling is :func:`sample_vocabulary` with ``rng=SEED`` (default 0).

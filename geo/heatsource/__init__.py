@@ -11,16 +11,16 @@ Modules (every public name is re-exported here):
 =====================================  =========================================================
 :mod:`geo.heatsource.model`            heat kernel, measurement matrix, sensitivity, Lemma 5
 :mod:`geo.heatsource.privacy`          per-sensor Gaussian noise calibrated to
-                                       :math:`\Delta_2(A)` (on :mod:`mdp.gaussian`)
+                                       :math:`\Delta_2(A)` (on :mod:`mdp.privacy.gaussian`)
 :mod:`geo.heatsource.recovery`         SVD compression and the certified cone-program recovery
                                        (cvxpy + Clarabel)
 :mod:`geo.heatsource.trials`           unit sources, EMD error, repeated trials, mean and CI
-:mod:`mdp.gaussian`                    analytic Gaussian mechanism (Balle & Wang 2018) and the
+:mod:`mdp.privacy.gaussian`                    analytic Gaussian mechanism (Balle & Wang 2018) and the
                                        other calibration rules
 =====================================  =========================================================
 """
 
-from mdp.gaussian import GAUSSIAN_RULES, gaussian_delta, gaussian_sigma
+from mdp.privacy.gaussian import GAUSSIAN_RULES, gaussian_delta, gaussian_sigma
 
 from .model import (
     Lemma5Check,

@@ -1,6 +1,6 @@
 r"""Vocabulary mode of Madlib and of the (weighted) exponential mechanism (no ``n x n`` matrix).
 
-See :mod:`mdp.vocabulary_mode` for the mode and its choice. Both classes re-derive everything
+See :mod:`mdp.vocabulary.mode` for the mode and its choice. Both classes re-derive everything
 their guarantee depends on from the points and ``epsilon`` in the constructor, which a build
 and a load share.
 
@@ -10,18 +10,18 @@ Row ``u`` is :math:`\Pr[u \to j] \propto Y_j e^{-\epsilon' d_{uj}/2}` (McSherry 
 2007; Imola et al. 2022, Proposition 1, any positive ``Y``). For each distinct input the row of
 log-weights :math:`\tilde L_{uj} = \ell_j - \epsilon' \tilde d_{uj}/2` is computed in float64
 (``ell = log Y`` as stored: the weights *are* ``exp(ell)``) and sampled exactly
-(:func:`mdp.sampling.sample_log_row`): what is drawn is exactly ``exp(L~)`` normalised.
+(:func:`mdp.privacy.sampling.sample_log_row`): what is drawn is exactly ``exp(L~)`` normalised.
 Rounding moves each log-weight by at most
 
 .. math:: \eta = \tfrac{\epsilon}{2}\tau + 4u(\max|\ell| + \tfrac{\epsilon}{2} D_{max})
           + \eta_{exp},
 
-(``tau``: :meth:`~mdp.vector_space.VectorSpace.distance_error`; ``D_max <= 2R + tau``;
+(``tau``: :meth:`~mdp.spaces.vector_space.VectorSpace.distance_error`; ``D_max <= 2R + tau``;
 ``eta_exp``: the exact sampler's evaluation of ``exp``, checked on every row), so for inputs
 ``u, v`` the sampled rows satisfy :math:`\ln(\tilde p_{uj}/\tilde p_{vj}) \le \epsilon' d_{uv}
 + 4\eta` (each log-weight moves by ``eta``, the normalisers by at most ``eps' d / 2 + 2 eta``).
-Points at distance 0 share one row (:attr:`~mdp.vector_space.VectorSpace.canonical`); distinct
-points are at least ``d_lb`` apart (:func:`mdp.nearest.min_distance_lower_bound`), so sampling
+Points at distance 0 share one row (:attr:`~mdp.spaces.vector_space.VectorSpace.canonical`); distinct
+points are at least ``d_lb`` apart (:func:`mdp.vocabulary.nearest.min_distance_lower_bound`), so sampling
 at :math:`\epsilon' = \epsilon - 4\eta / d_{lb}` makes the *sampled* distribution exactly
 ``epsilon``-mDP for the exact distances of the stored points. ``epsilon'`` differs from
 ``epsilon`` by a relative 1e-5 or less on GloVe.
@@ -29,7 +29,7 @@ at :math:`\epsilon' = \epsilon - 4\eta / d_{lb}` makes the *sampled* distributio
 Madlib: analytic, exact nearest word
 ------------------------------------
 As in matrix mode (:mod:`mdp.families.madlib`): the noise is drawn in float64, the nearest
-word is found by an exact index (:class:`mdp.nearest.NearestIndex`) and only the word is
+word is found by an exact index (:class:`mdp.vocabulary.nearest.NearestIndex`) and only the word is
 released. The guarantee is the continuous mechanism's (density ratio, then post-processing;
 Feyisetan et al. 2020); the float noise differs from the continuous one by rounding, which
 Mironov's (2012) attack cannot read because no float is released, but no bit-exact bound is
@@ -45,12 +45,12 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..errors import FileFormatError, ParameterError, PrivacyError
-from ..nearest import NearestIndex, NearestPlan, min_distance_lower_bound
+from ..privacy.rounding import UNIT_ROUNDOFF
+from ..privacy.sampling import sample_log_row
 from ..registry import register_vocabulary
-from ..rounding import UNIT_ROUNDOFF
-from ..sampling import sample_log_row
-from ..vector_space import VectorSpace
-from ..vocabulary_mode import VocabularyMechanism
+from ..spaces.vector_space import VectorSpace
+from ..vocabulary.mode import VocabularyMechanism
+from ..vocabulary.nearest import NearestIndex, NearestPlan, min_distance_lower_bound
 from .madlib import madlib_noise
 
 __all__ = ["ExponentialRows", "MadlibRows", "inverse_density_log_weights_rows",
@@ -200,7 +200,7 @@ class ExponentialRows(VocabularyMechanism):
 class MadlibRows(VocabularyMechanism):
     """Madlib in vocabulary mode: fresh noise, then the exact nearest point (module docstring).
 
-    ``params["index"]``: a :class:`~mdp.nearest.NearestPlan` algorithm name (default
+    ``params["index"]``: a :class:`~mdp.vocabulary.nearest.NearestPlan` algorithm name (default
     ``"screened"``). ``params["outputs_per_input"]``: draws per input for loss estimates
     (default 50; each draw is a nearest-neighbour query, so 200 inputs by default).
     """

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..accounting import loss as mech_loss
-from ..accounting import row_logsumexp
 from ..candidate import Candidate
 from ..errors import ParameterError
 from ..params import Param
+from ..privacy.accounting import loss as mech_loss
+from ..privacy.accounting import row_logsumexp
 from ..registry import register
-from ..space import MetricSpace
+from ..spaces.metric_space import MetricSpace
 
 __all__ = ["exponential_floor", "exponential_log_matrix", "exponential_matrix", "inverse_density_weights",
            "inverse_density_log_weights"]

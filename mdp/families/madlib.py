@@ -60,13 +60,13 @@ from scipy.spatial.distance import cdist
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.neighbors import NearestNeighbors
 
-from ..accounting import eps_tight, row_losses
 from ..candidate import Candidate
 from ..errors import ParameterError, PrivacyError
 from ..mechanism import Mechanism
 from ..params import Param
+from ..privacy.accounting import eps_tight, row_losses
 from ..registry import register
-from ..space import MetricSpace
+from ..spaces.metric_space import MetricSpace
 from ..validation import check_epsilon, check_int, check_rng
 
 __all__ = ["MadlibMechanism", "madlib_noise", "estimate_madlib_matrix", "check_madlib_estimate",

@@ -6,14 +6,14 @@ r"""The LP engine: sparse models on HiGHS, lazy row generation, the worst-case-l
 * :mod:`mdp.lp.rowgen` -- :class:`RowGeneration`, the lazy row-generation loop as an explicit
   state machine (:class:`Phase`: interior rounds, crossover, warm dual simplex, polish, done),
   shared by OPTMech, SpannerMech and ConstOPTMech.
-* :mod:`mdp.lp.worst_case` -- the worst-case-loss LP of OPTMech and SpannerMech (row assembly,
+* :mod:`mdp.worst_case.solve` -- the worst-case-loss LP of OPTMech and SpannerMech (row assembly,
   separation, Lagrangian bound, full and lazy solves).
 * :mod:`mdp.lp.interior_point` -- the one Mehrotra predictor-corrector core of the structured
   interior point methods, their Newton systems plugged in.
-* :mod:`mdp.lp.column_blocks` -- the worst-case-loss LP by the interior point core over its column
+* :mod:`mdp.worst_case.column_blocks` -- the worst-case-loss LP by the interior point core over its column
   blocks (SpannerMech's pairs, or OPTMech's row set per column), with
-  :mod:`mdp.lp.dissection`, :mod:`mdp.lp.batched_blocks` (GPU) and :mod:`mdp.lp.block_kernels`.
-* :mod:`mdp.lp.block_rounds` -- OPTMech's lazy row generation with each round solved by the
+  :mod:`mdp.lp.dissection`, :mod:`mdp.worst_case.batched_blocks` (GPU) and :mod:`mdp.worst_case.block_kernels`.
+* :mod:`mdp.worst_case.block_rounds` -- OPTMech's lazy row generation with each round solved by the
   column-block method.
 * :mod:`mdp.lp.conic` -- :func:`mdp.lp.conic.solve_clarabel`, an LP on Clarabel, the full
   worst-case LP's fall-back where HiGHS's interior point codes stop short.

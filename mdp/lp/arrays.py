@@ -2,7 +2,7 @@ r"""The array backend of the LP engine's device paths (NumPy or CuPy) and its on
 
 Two steps of the structured interior point methods can run on an NVIDIA GPU: the dense Schur
 complement of ConstOPTMech's row blocks (:mod:`mdp.lp.dense`) and the batched block inverses of
-the column-block method (:mod:`mdp.lp.batched_blocks`). Both reach the GPU through an
+the column-block method (:mod:`mdp.worst_case.batched_blocks`). Both reach the GPU through an
 :class:`ArrayBackend` (:func:`cupy_backend`: CuPy, cuBLAS and cuSOLVER in float64) and both pick
 their device by :func:`device_choice`:
 

@@ -36,11 +36,11 @@ class BuildReport(Mapping):
         Wall-clock seconds per phase (``"plan"``, ``"solve"``, ...; ``"build"`` for the whole
         build once certified).
     threads : mapping, int or None
-        The build's thread plan (:meth:`mdp.threads.ThreadPlan.record`: requested, CPUs, busy,
+        The build's thread plan (:meth:`mdp.runtime.threads.ThreadPlan.record`: requested, CPUs, busy,
         HiGHS, BLAS) once certified; before that, HiGHS's thread count
         (:func:`mdp.lp.get_threads`).
     privacy : mapping or None
-        The privacy check's outcome (:func:`mdp.verification.certify`), set once certified.
+        The privacy check's outcome (:func:`mdp.privacy.verification.certify`), set once certified.
     details : mapping
         The solver's statistics, keyed as before (LP sizes, iterations, round traces, ...): the
         mapping view of the report.

@@ -6,7 +6,7 @@ self-dual embedding and a direct ``LDL^T`` factorisation of the quasi-definite K
 full LP at small ``eps`` on the Geolife cells, where both of HiGHS's interior point codes stop
 with "no progress" far from the optimum (``docs/design/lp.md``, "SpannerMech at small eps:
 Clarabel"), it converges; at large ``eps * D`` it is the one that fails. So it runs only after
-HiGHS's interior codes have failed (:func:`mdp.lp.worst_case.solve_worst_case_lp`).
+HiGHS's interior codes have failed (:func:`mdp.worst_case.solve.solve_worst_case_lp`).
 
 The LP
 

@@ -58,7 +58,7 @@ import scipy.sparse.linalg as spla
 from scipy.linalg import blas
 
 from ..errors import ParameterError, SolverError
-from ..threads import limit_pools, pool_threads
+from ..runtime.threads import limit_pools, pool_threads
 from .arrays import DETECT, GPUChoice, device_choice, resolve_gpu
 from .highs import get_threads
 from .sparse_triangular import unit_lower_solve, unit_upper_solve
@@ -104,7 +104,7 @@ def default_blas_threads(dense_side: int) -> int:
     ``min(MAX_BLAS_THREADS, c)`` with ``c`` the physical cores, less one below a dense side of
     ``SERIAL_BLAS_BELOW`` (and at least one): a 2-core machine runs small steps on one thread and
     large ones on two, a 16-core machine every step on 8. Under ``threads="auto"`` no more than
-    the CPUs other processes leave free now (:func:`mdp.threads.pool_threads`).
+    the CPUs other processes leave free now (:func:`mdp.runtime.threads.pool_threads`).
     """
     cores = _physical_cores() - (1 if dense_side < SERIAL_BLAS_BELOW else 0)
     return pool_threads(max(1, min(MAX_BLAS_THREADS, cores)))

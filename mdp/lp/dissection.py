@@ -1,6 +1,6 @@
 r"""Nested dissection of a sparse graph, for block inverses by recursive elimination.
 
-The column blocks of the worst-case-loss LP (:mod:`mdp.lp.column_blocks`) share the sparsity of
+The column blocks of the worst-case-loss LP (:mod:`mdp.worst_case.column_blocks`) share the sparsity of
 the pair graph: ``K_w[u, v] != 0`` only for ``u = v`` or a pair ``(u, v)``. A vertex separator
 ``s`` splits a set of points into two halves with no pair between them; ordered
 ``(left, right, separator)`` the block is

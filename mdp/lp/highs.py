@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ParameterError, SolverError, SolverTimeout
-from ..threads import AUTO, check_threads, fixed_threads, highs_threads, set_default_threads
+from ..runtime.threads import AUTO, check_threads, fixed_threads, highs_threads, set_default_threads
 from ..validation import check_positive
 from .reporting import LPProgress, report, report_interval, reporting
 
@@ -110,12 +110,12 @@ def _check_threads(threads) -> int | None:
 
 def set_threads(threads: int | None) -> None:
     """Fix the thread count of every later build of this process that names none: HiGHS's
-    pool, the BLAS of the interior point methods and the rest (:mod:`mdp.threads`).
+    pool, the BLAS of the interior point methods and the rest (:mod:`mdp.runtime.threads`).
 
     HiGHS runs its parallel code (HiPO's factorisations, parallel presolve) on one thread pool per
     process; a solve that asks for another count re-creates that pool first, so call this between
     builds, not while another thread of the process is solving. ``None`` restores ``"auto"``:
-    pools sized from the CPUs free and the work's grain (:func:`mdp.threads.plan_threads`).
+    pools sized from the CPUs free and the work's grain (:func:`mdp.runtime.threads.plan_threads`).
 
     Parameters
     ----------
@@ -125,7 +125,7 @@ def set_threads(threads: int | None) -> None:
 
 
 def get_threads() -> int | None:
-    """The count every pool must use here (:func:`mdp.threads.fixed_threads`; ``None``: sized
+    """The count every pool must use here (:func:`mdp.runtime.threads.fixed_threads`; ``None``: sized
     by the plan in force)."""
     return fixed_threads()
 
@@ -286,7 +286,7 @@ class SparseLP:
         :class:`LPTimeout`.
     threads : int >= 1, "auto" or None
         HiGHS thread count (``None`` / ``"auto"``: the count of the thread plan in force,
-        :func:`mdp.threads.highs_threads`; outside any, that of :func:`set_threads`, else
+        :func:`mdp.runtime.threads.highs_threads`; outside any, that of :func:`set_threads`, else
         HiGHS's default, half the cores). HiGHS has one thread pool per process; a solve with
         another count than the previous one re-creates it.
     simplex_pricing : {"choose", "dantzig", "devex", "steepest"}, default "choose"

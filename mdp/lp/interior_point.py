@@ -1,7 +1,7 @@
 r"""The Mehrotra predictor-corrector iteration, independent of the LP it solves.
 
 Every structured interior point method of the package (the column blocks of the worst-case-loss
-LP, :mod:`mdp.lp.column_blocks`; the row blocks of ConstOPTMech's LP,
+LP, :mod:`mdp.worst_case.column_blocks`; the row blocks of ConstOPTMech's LP,
 :mod:`mdp.families.constopt.ipm`) runs the same iteration (Wright 1997, ch. 10) on a primal-dual
 point with complementary pairs ``(v_i, z_i)`` (slacks or variables against their multipliers):
 

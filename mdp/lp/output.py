@@ -12,7 +12,7 @@ the privacy rows ``M_uw <= e^{eps D_uv} M_vw`` have coefficients far beyond what
 (it refuses values near 1e15 and mis-solves bounded LPs whose coefficients span 13+ orders of
 magnitude). The LP families leave such rows out (a relaxation); an entry that only a left-out row
 would bound is then *decided analytically*: :func:`private_candidate` lifts every column to its
-log-Lipschitz envelope at ``eps`` (:func:`mdp.verification.repair_to_private`), in the log domain
+log-Lipschitz envelope at ``eps`` (:func:`mdp.privacy.verification.repair_to_private`), in the log domain
 when ``e^{-eps d}`` underflows float64, so ``e^{-1000}`` stays exact. When HiGHS fails anyway,
 or when what the LP left is worse than the exponential mechanism,
 :func:`mdp.families.exponential.exponential_floor`
@@ -26,9 +26,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..accounting import loss as mech_loss
 from ..errors import SolverError, SolverTimeout
-from ..verification import column_envelope, repair_to_private
+from ..privacy.accounting import loss as mech_loss
+from ..privacy.verification import column_envelope, repair_to_private
 
 __all__ = ["stochastic_rows", "explain_failures", "private_candidate", "candidate_loss",
            "balanced_envelope",
@@ -94,7 +94,7 @@ def private_candidate(M: np.ndarray, distances: np.ndarray, epsilon: float, *,
 
     ``M`` is a row-stochastic LP solution whose rows with coefficients above the LP's limit were
     left out (entries there can be 0 or too small). Every column is lifted to
-    ``max_u M_uw e^{-eps D_uv}`` (:func:`mdp.verification.repair_to_private`, which renormalises
+    ``max_u M_uw e^{-eps D_uv}`` (:func:`mdp.privacy.verification.repair_to_private`, which renormalises
     and mixes in the least uniform weight), so the result is eps-mDP up to rounding; the
     registry's :class:`~mdp.Mechanism` certifies it.
 

@@ -10,13 +10,13 @@ Vocabulary
 ``method``: how the privacy rows enter the LP.
 
 * ``"lazy"`` -- row generation: start from a few rows, add the violated ones round by round
-  (:class:`mdp.lp.RowGeneration` on HiGHS, or the rounds of :mod:`mdp.lp.block_rounds`).
+  (:class:`mdp.lp.RowGeneration` on HiGHS, or the rounds of :mod:`mdp.worst_case.block_rounds`).
 * ``"full"`` -- every row at once (the worst-case LP dualised; ConstOPTMech's whole LP).
 
 ``solver``: what solves each LP.
 
 * ``"blocks"`` -- the toolkit's structured interior point method over the LP's blocks (column
-  blocks of the worst-case LP, :mod:`mdp.lp.column_blocks`; ConstOPTMech's row blocks,
+  blocks of the worst-case LP, :mod:`mdp.worst_case.column_blocks`; ConstOPTMech's row blocks,
   :mod:`mdp.families.constopt.ipm`), certified to a relative gap.
 * a HiGHS method (:data:`mdp.lp.SOLVERS`: ``"simplex"``, ``"ipm"``, ``"hipo"``, ...).
 * ``"clarabel"`` -- Clarabel's conic interior point method (:mod:`mdp.lp.conic`).

@@ -332,7 +332,7 @@ def test_reference_curves_lower_bound_delta_form_and_uniform():
 def test_loss_curves_merge_keeps_the_earlier_rows_and_replaces_what_it_recomputes(tmp_path):
     import pandas as pd
 
-    from mdp.cli import main
+    from mdp.cli.main import main
 
     common = ["experiment", "loss-curves", "--spaces", "glove-30", "--eps-tight", "0.5", "1.0",
               "--workers", "0", "--no-progress"]
@@ -374,7 +374,7 @@ def test_loss_curves_merge_refuses_a_file_that_is_not_a_results_table(tmp_path):
     with pytest.raises(FileFormatError, match=r"empty\.csv: not a results table"):
         read_table(empty)
     # the experiment reads the file before its sweep: nothing is computed for a bad one
-    from mdp.cli import main
+    from mdp.cli.main import main
 
     assert main(["experiment", "loss-curves", "--spaces", "glove-30", "--eps-tight", "1.0",
                  "--mechanisms", "exponential", "--workers", "0", "--no-progress",
@@ -405,7 +405,7 @@ def test_scalability_report_only_reads_the_store_and_computes_nothing(tmp_path, 
     import pandas as pd
 
     from experiments.store import ResultStore
-    from mdp.cli import main
+    from mdp.cli.main import main
 
     store = tmp_path / "store.sqlite"
     common = ["experiment", "scalability", "--families", "glove", "--variants", "constopt-5",

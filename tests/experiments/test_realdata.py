@@ -8,7 +8,7 @@ import pytest
 
 from experiments import realdata
 from geo.checkins import read_checkins
-from mdp.cli import main
+from mdp.cli.main import main
 from mdp.errors import DataNotFoundError
 
 

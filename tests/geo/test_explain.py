@@ -10,9 +10,9 @@ import pytest
 import mdp
 from geo import explain_command
 from geo.explain import explain, radius_holding
-from mdp.cli import main
+from mdp.cli.main import main
 from mdp.plugins import COMMANDS
-from mdp.space import haversine_km
+from mdp.spaces.metric_space import haversine_km
 
 VIENNA = [(48.2082, 16.3738), (48.2106, 16.3645), (48.2035, 16.3690), (48.2185, 16.3725),
           (48.1986, 16.3695), (48.2150, 16.3850), (48.2000, 16.3900), (48.2250, 16.3600)]

@@ -325,7 +325,7 @@ def test_user_distributions_and_cells():
 # ---------------------------------------------------------------- command line -------------------
 
 def test_heatmap_command(tmp_path):
-    from mdp.cli import main
+    from mdp.cli.main import main
 
     rng = np.random.default_rng(12)
     lines = ["user,x,y"] + [f"{u},{rng.normal(0.3 + 0.4 * (u % 2), 0.05):.4f},{rng.uniform(0, 1):.4f}"
@@ -353,7 +353,7 @@ def test_heatmap_command(tmp_path):
 
 def test_heatmap_refuses_a_grid_beyond_memory_before_work(tmp_path, capsys):
     # --delta-grid 1048576 died with "MemoryError: std::bad_alloc"
-    from mdp.cli import main
+    from mdp.cli.main import main
 
     src = tmp_path / "points.csv"
     src.write_text("user,x,y\n1,0.1,0.2\n2,0.5,0.3\n")

@@ -18,7 +18,7 @@ from geo.locations import (
 from geo.popular import popular_cells
 from mdp.loading import load
 from mdp.privatize import privatize_inputs
-from mdp.space import EARTH_RADIUS_KM, MetricSpace
+from mdp.spaces.metric_space import EARTH_RADIUS_KM, MetricSpace
 
 
 @pytest.fixture(scope="module")

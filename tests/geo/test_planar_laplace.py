@@ -23,8 +23,8 @@ from geo.planar_laplace import (
 )
 from geo.projection import LocalProjection
 from mdp.errors import ParameterError
-from mdp.exact import check_pure_exact
-from mdp.space import EARTH_RADIUS_KM, haversine_km
+from mdp.privacy.exact import check_pure_exact
+from mdp.spaces.metric_space import EARTH_RADIUS_KM, haversine_km
 
 ROOT = Path(__file__).resolve().parents[2]
 family = importlib.import_module("geo.planar_laplace_family")   # registers "planar_laplace"

@@ -17,8 +17,8 @@ from geo.popular import (
     space_from_spec,
     trace_cell_counts,
 )
-from mdp.space import EARTH_RADIUS_KM
-from mdp.spaces import load_space
+from mdp.spaces.metric_space import EARTH_RADIUS_KM
+from mdp.spaces.specs import load_space
 
 
 @pytest.fixture(scope="module")

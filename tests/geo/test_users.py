@@ -10,7 +10,7 @@ from scipy import stats
 import mdp
 from geo import users_command
 from geo.users import privatize_users
-from mdp.cli import main
+from mdp.cli.main import main
 from mdp.errors import ParameterError
 from mdp.plugins import COMMANDS
 

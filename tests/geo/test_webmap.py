@@ -16,7 +16,7 @@ folium = pytest.importorskip("folium", reason="the maps need the optional extra 
 from geo import heatmap_command, map_command  # noqa: E402
 from geo.explain import radius_holding  # noqa: E402
 from geo.webmap import OUTPUT_CLASS, RELEASED_CLASS  # noqa: E402
-from mdp.cli import main  # noqa: E402
+from mdp.cli.main import main  # noqa: E402
 from mdp.plugins import COMMANDS  # noqa: E402
 
 VIENNA = np.array([(48.2082, 16.3738), (48.2106, 16.3645), (48.2035, 16.3690),

@@ -13,7 +13,7 @@ import pytest
 import mdp
 from mdp.errors import DataNotFoundError, MissingFileError, ParameterError, UnknownInputError
 from mdp.io import shared_data_dir
-from mdp.spaces import load_space
+from mdp.spaces.specs import load_space
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +113,7 @@ def test_experiments_say_they_need_the_real_data(monkeypatch, capsys, tmp_path):
     without them, naming the experiment, the data and where to get them (a quick run uses a
     synthetic log instead: tests/experiments/test_realdata.py)."""
     import experiments.realdata as realdata
-    from mdp.cli import main
+    from mdp.cli.main import main
 
     def absent():
         raise DataNotFoundError("real data sets not found (looked in /nowhere). See "

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import mdp
 from mdp.errors import FileFormatError, ParameterError, PrivacyError
-from mdp.stored_space import FILE_METRICS
+from mdp.spaces.stored import FILE_METRICS
 
 
 @pytest.fixture
@@ -300,7 +300,7 @@ def test_random_edits_never_load_above_the_claim(tmp_path_factory, edits):
     if mech.space.points is None:       # a self-consistent precomputed file: its stated space
         D = mech.space.distances
     elif mech.space.metric == "haversine":
-        D = mdp.space.haversine_km(mech.space.points, mech.space.points)
+        D = mdp.spaces.metric_space.haversine_km(mech.space.points, mech.space.points)
     else:   # a name the toolkit does not define: the points' original metric
         metric = mech.space.metric if mech.space.metric in FILE_METRICS else "euclidean"
         D = cdist(mech.space.points, mech.space.points, metric)

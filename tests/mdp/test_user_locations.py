@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 import mdp
-from mdp.cli import main
-from mdp.space import haversine_km
+from mdp.cli.main import main
+from mdp.spaces.metric_space import haversine_km
 
 # a few places in Vienna (lat, lon), 0.5-5 km apart
 VIENNA = [(48.2082, 16.3738), (48.2106, 16.3645), (48.2035, 16.3690), (48.2185, 16.3725),

@@ -17,7 +17,7 @@ import pytest
 
 import geo
 import mdp
-from mdp.cli import build_parser
+from mdp.cli.main import build_parser
 from mdp.errors import MDPError
 from mdp.plugins import COMMANDS
 

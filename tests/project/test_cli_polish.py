@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mdp.cli import build_parser, main
-from mdp.weak_privacy import NO_PRIVACY_EXPONENT, weak_privacy_message
+from mdp.cli.main import build_parser, main
+from mdp.privacy.weak_epsilon import NO_PRIVACY_EXPONENT, weak_privacy_message
 
 
 def _subparser(name):
@@ -39,7 +39,7 @@ def test_heatmap_help_is_plain_text(capsys):
 
 
 def test_curves_plot_units_for_haversine(tmp_path, monkeypatch):
-    from mdp.curves import plot_curves
+    from mdp.curves.loss import plot_curves
 
     figures = []
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig",

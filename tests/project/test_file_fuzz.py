@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from mdp.errors import FileFormatError
-from mdp.io import load_points_csv, read_npy, read_npz, read_points_csv
-from mdp.spaces import load_space
+from mdp.io import read_npy, read_npz, read_points_csv
+from mdp.spaces.specs import load_points_csv, load_space
 
 CASES = 300        # mutations per format (flips and truncations, seeded)
 

@@ -11,7 +11,7 @@ from scipy.spatial.distance import cdist
 
 import mdp
 import text
-from mdp.cli import main
+from mdp.cli.main import main
 from mdp.errors import FileFormatError, UnverifiedPointsWarning
 from text.sources import glove_full_vectors, glove_vectors
 

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 from scipy.special import logsumexp
 
-from ...accounting import loss as mech_loss
 from ...candidate import Candidate
 from ...errors import ParameterError, ParameterTypeError, SolverError
 from ...lp import (
@@ -36,8 +35,9 @@ from ...lp.build_report import BuildReport
 from ...lp.output import LOG_DOMAIN_C, private_candidate
 from ...lp.plan import AUTO, BLOCKS, Attempt, tuning_param
 from ...params import Param
+from ...privacy.accounting import loss as mech_loss
 from ...registry import register
-from ...space import MetricSpace
+from ...spaces.metric_space import MetricSpace
 from ..exponential import exponential_floor
 from .formulation import (
     constopt_lp,

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Plan
-from ...resources import distance_matrix_bytes, lp_bytes
-from ...space import MetricSpace
+from ...runtime.resources import distance_matrix_bytes, lp_bytes
+from ...spaces.metric_space import MetricSpace
 from ..optimal.plan import BUILD_COPIES
 from .tuning import ConstOPTTuning
 
@@ -49,7 +49,7 @@ def peak_bytes(n: int, params: Mapping) -> int:
     ``params`` (``r``), from ``n`` alone: the row-block method's dense ``n x n`` Schur
     complement (:data:`SCHUR_COPIES` arrays), HiGHS's LP of the ``r``-NN free entries (at most
     ``2 r^2`` free-free rows of 2 nonzeros and ``n`` weight rows per point,
-    :func:`mdp.resources.lp_bytes`), and :data:`~mdp.families.optimal.plan.BUILD_COPIES`
+    :func:`mdp.runtime.resources.lp_bytes`), and :data:`~mdp.families.optimal.plan.BUILD_COPIES`
     ``n x n`` arrays.
     """
     r = params.get("r")

@@ -6,7 +6,7 @@ method, the solver, the device, the fallbacks, each with its reason) is decided 
 :class:`mdp.families.optimal.tuning.OptimalTuning`. This module follows the plan:
 
 * **Row generation over column blocks** (``solver="blocks"``): the rounds of
-  :func:`mdp.lp.block_rounds.solve_worst_case_lp_block_rounds`, each solved by the interior
+  :func:`mdp.worst_case.block_rounds.solve_worst_case_lp_block_rounds`, each solved by the interior
   point method over the LP's column blocks (``n`` dense ``n x n`` factorisations per iteration
   instead of a sparse factorisation of the whole LP); loose rounds find rows, tight ones end
   when the repaired matrix is certified. Where the method's accuracy (about ``1e-6``) falls
@@ -14,10 +14,10 @@ method, the solver, the device, the fallbacks, each with its reason) is decided 
   points (up to 1000, 4 GB of block inverses).
 * **Row generation on HiGHS** (``method="lazy"`` with ``"simplex"`` or ``"ipm"``): start from
   the rows through each column's own point, plus near-neighbour pairs on map spaces, and
-  generate the violated rows round by round (:func:`mdp.lp.worst_case.solve_worst_case_lp_lazy`,
+  generate the violated rows round by round (:func:`mdp.worst_case.solve.solve_worst_case_lp_lazy`,
   run by the state machine of :class:`mdp.lp.RowGeneration`).
 * **Dualised full solve** (``method="full"``): every non-redundant row at once, in the LP's dual
-  form (:func:`mdp.lp.worst_case.solve_worst_case_lp`).
+  form (:func:`mdp.worst_case.solve.solve_worst_case_lp`).
 * **Coefficient limits.** Rows with a coefficient ``e^{eps D_uv}`` above a limit are left out and
   the LP is solved again with a smaller limit when the solve fails or the gap stays large
   (``tuning.max_coefficients``); every such LP is a relaxation, so its bound holds.
@@ -25,7 +25,7 @@ method, the solver, the device, the fallbacks, each with its reason) is decided 
   evaluated on the returned matrix and the largest violation is recorded; a violation beyond
   solver tolerance fails the attempt. The matrix is then lifted to its private envelope and the
   optimality gap is its loss minus a rigorous Lagrangian lower bound
-  (:func:`mdp.lp.worst_case.lagrangian_lower_bound`), so ``stats["optimality_gap"]`` bounds how
+  (:func:`mdp.worst_case.solve.lagrangian_lower_bound`), so ``stats["optimality_gap"]`` bounds how
   far the matrix is from the true optimum. The registry's :class:`~mdp.Mechanism` certifies the
   returned matrix (once).
 """
@@ -41,15 +41,15 @@ import numpy as np
 from ...candidate import Candidate
 from ...errors import AccuracyWarning
 from ...lp import SOLVERS, LPError, LPTimeout, explain_failures, get_threads, stochastic_rows
-from ...lp.block_rounds import gap_round_tol, solve_worst_case_lp_block_rounds
 from ...lp.build_report import BuildReport
-from ...lp.column_mix import least_loss_column_mix, lower_envelope
 from ...lp.output import LOG_DOMAIN_C, balanced_envelope, candidate_loss, private_candidate
 from ...lp.plan import AUTO, BLOCKS, Attempt, tuning_param
-from ...lp.worst_case import max_privacy_violation, solve_worst_case_lp, solve_worst_case_lp_lazy
 from ...params import Param
 from ...registry import register
-from ...space import MetricSpace
+from ...spaces.metric_space import MetricSpace
+from ...worst_case.block_rounds import gap_round_tol, solve_worst_case_lp_block_rounds
+from ...worst_case.column_mix import least_loss_column_mix, lower_envelope
+from ...worst_case.solve import max_privacy_violation, solve_worst_case_lp, solve_worst_case_lp_lazy
 from ..exponential import exponential_floor
 from .formulation import (
     OPTIMAL_MAX_N,
@@ -211,7 +211,7 @@ class _GapRepair:
 
     Each call repairs ``M`` by :func:`_near_optimal_candidate`; when that is certified within
     ``tuning.mix_try_factor`` times the target of the bound but not within the target, the least-loss
-    per-column mix (:func:`mdp.lp.column_mix.least_loss_column_mix`) of that repair, the lower
+    per-column mix (:func:`mdp.worst_case.column_mix.least_loss_column_mix`) of that repair, the lower
     envelope of ``M``, the exponential kernel ``e^{-eps D}`` and the last ``tuning.mix_previous``
     repairs is tried too, and the cheaper candidate is returned. Candidates are
     ``(values, log, uniform_mix)`` as from :func:`~mdp.lp.output.private_candidate`.
@@ -425,12 +425,12 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         (:func:`~mdp.families.optimal.formulation.nonredundant_pairs`).
     method : {"auto", "lazy", "full", "blocks"}, default "auto"
         ``"lazy"``: row generation; ``"full"``: every non-redundant row at once, dualised
-        (:func:`mdp.lp.worst_case.solve_worst_case_lp`). ``"auto"``: ``"lazy"``. ``"blocks"`` is
+        (:func:`mdp.worst_case.solve.solve_worst_case_lp`). ``"auto"``: ``"lazy"``. ``"blocks"`` is
         another spelling of ``method="lazy", solver="blocks"`` (then ``solver`` names the
         HiGHS method of the finish). ``None`` is ``"auto"``.
     solver : {"auto", "blocks", "simplex", "ipm", ...}, default "auto"
         ``"blocks"``: the rounds are solved by the interior point method over column blocks
-        (:func:`mdp.lp.block_rounds.solve_worst_case_lp_block_rounds`), finished by HiGHS's lazy
+        (:func:`mdp.worst_case.block_rounds.solve_worst_case_lp_block_rounds`), finished by HiGHS's lazy
         solve (``tuning.finish_solver``) from its rows where its accuracy (about ``1e-6``) does
         not certify the target, for at most ``tuning.finish_time_factor`` times the rounds'
         seconds or ``tuning.finish_min_seconds``: when that runs out, the rounds' certified
@@ -446,7 +446,7 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         :func:`~mdp.families.optimal.plan.default_solver`). ``None`` is ``"auto"``.
     knn : int >= 0 or None
         Near-neighbour pairs in the initial rows of the row generation
-        (:func:`mdp.lp.worst_case.initial_triples`). ``None``:
+        (:func:`mdp.worst_case.solve.initial_triples`). ``None``:
         :func:`~mdp.families.optimal.plan.default_knn` (2 on map spaces, where they halve the
         rounds, 0 otherwise).
     gap : float in [0, 1) or None
@@ -483,7 +483,7 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         is returned, with the best bound. ``solver="blocks"``: ``round_trace`` holds a dict per
         round (``rows``, ``phase``, ``iterations``, ``seconds``, ``objective``, ``bound``,
         ``added``, ``closure``, ``certified``) and ``closure_rows`` the rows of the pair closure
-        (:func:`mdp.lp.block_rounds.pair_closure`); where HiGHS finished, its statistics, with
+        (:func:`mdp.worst_case.block_rounds.pair_closure`); where HiGHS finished, its statistics, with
         the rounds over blocks in ``block_round_trace``, ``block_rounds``, ``block_seconds`` and
         ``block_ipm_iterations``; where HiGHS's finish failed or ran out of its time, the rounds'
         least-loss repaired matrix and their bound, with the reason in ``finish_error`` and

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...space import MetricSpace
+from ...spaces.metric_space import MetricSpace
 
 __all__ = ["two_hop_distances", "nonredundant_pairs", "median_detour", "median_two_hop_slack",
            "is_map_space", "gap_target_met", "left_out_rows", "OPTIMAL_MAX_N", "HIGHS_MAX_N",

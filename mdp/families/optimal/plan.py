@@ -5,8 +5,8 @@
 (vocabulary in :mod:`mdp.lp.plan`):
 
 * ``solver="blocks"`` (row generation whose rounds are solved by the column-block interior point
-  method, :mod:`mdp.lp.block_rounds`) from ``blocks_min_n`` points where the block inverses fit
-  in memory, on the device :func:`mdp.lp.column_blocks.block_device` picks; its fallbacks are
+  method, :mod:`mdp.worst_case.block_rounds`) from ``blocks_min_n`` points where the block inverses fit
+  in memory, on the device :func:`mdp.worst_case.column_blocks.block_device` picks; its fallbacks are
   HiGHS's lazy finish from the rounds' rows, then HiGHS's lazy solve at the lower coefficient
   limits, then the exponential mechanism.
 * else ``method="lazy"`` on HiGHS, with interior rounds (``"ipm"``) on spaces of at least
@@ -22,11 +22,11 @@ from collections.abc import Mapping
 import numpy as np
 
 from ...errors import ParameterError
-from ...lp.column_blocks import block_byte_limit, block_bytes, block_device
 from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Plan
-from ...lp.worst_case import LAZY_SOLVERS
-from ...resources import distance_matrix_bytes, lp_bytes
-from ...space import MetricSpace
+from ...runtime.resources import distance_matrix_bytes, lp_bytes
+from ...spaces.metric_space import MetricSpace
+from ...worst_case.column_blocks import block_byte_limit, block_bytes, block_device
+from ...worst_case.solve import LAZY_SOLVERS
 from .formulation import (
     HIGHS_MAX_N,
     is_map_space,
@@ -86,10 +86,10 @@ def peak_bytes(n: int, params: Mapping) -> int:
     ``params`` (``method``, ``solver``, ``tuning``), from ``n`` alone: nothing is computed.
 
     - ``method="full"``: the dualised LP, ``n^2 (n - 1)`` privacy rows of 2 nonzeros each
-      (:func:`mdp.resources.lp_bytes`);
+      (:func:`mdp.runtime.resources.lp_bytes`);
     - column blocks (asked for, or ``"auto"`` from ``tuning.blocks_min_n`` points where they fit
-      :func:`~mdp.lp.column_blocks.block_byte_limit`): the ``n`` packed ``n x n`` block inverses
-      (:func:`~mdp.lp.column_blocks.block_bytes`), and the lazy finish's rows;
+      :func:`~mdp.worst_case.column_blocks.block_byte_limit`): the ``n`` packed ``n x n`` block inverses
+      (:func:`~mdp.worst_case.column_blocks.block_bytes`), and the lazy finish's rows;
     - HiGHS's lazy rounds: at most :data:`LAZY_ROWS_PER_ENTRY` rows per entry;
 
     plus :data:`BUILD_COPIES` ``n x n`` arrays in every case.
@@ -111,7 +111,7 @@ def peak_bytes(n: int, params: Mapping) -> int:
 
 def default_method(space: MetricSpace, tuning: OptimalTuning = OptimalTuning()) -> str:
     """``"blocks"`` from ``tuning.blocks_min_n`` points where the block inverses fit in memory
-    (:func:`mdp.lp.column_blocks.fits_in_memory`: the host's packed inverses, or a GPU's that
+    (:func:`mdp.worst_case.column_blocks.fits_in_memory`: the host's packed inverses, or a GPU's that
     ``MDP_DEVICE`` allows), else ``"lazy"`` (HiGHS's rounds)."""
     return ("blocks" if space.n >= tuning.blocks_min_n
             and block_device(space.n, tuning.resources) is not None else "lazy")

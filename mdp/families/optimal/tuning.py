@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...lp.block_rounds import BlockRoundsTuning
-from ...lp.column_blocks import BlockResources
-from ...lp.worst_case import MAX_COEFFICIENTS, LazyRoundsTuning
+from ...worst_case.block_rounds import BlockRoundsTuning
+from ...worst_case.column_blocks import BlockResources
+from ...worst_case.solve import MAX_COEFFICIENTS, LazyRoundsTuning
 
 __all__ = ["OptimalTuning"]
 
@@ -41,7 +41,7 @@ class OptimalTuning:
         HiGHS method of the lazy finish of ``solver="blocks"`` from the rows of its rounds.
     violation_atol : float, default 1e-6
         Largest absolute violation ``M[u,w] - e^{eps D_uv} M[v,w]`` accepted from an exact
-        solve (it is then repaired by :func:`mdp.verification.certify`); beyond it the attempt
+        solve (it is then repaired by :func:`mdp.privacy.verification.certify`); beyond it the attempt
         fails.
     retry_rtol : float, default 1e-6
         An exact build retries with the next coefficient limit when its relative gap (certified
@@ -67,7 +67,7 @@ class OptimalTuning:
         the Geolife and GloVe iterates measured; its LP takes about 15 s at n = 500), with
         ``mix_previous`` earlier repairs among its atoms.
     max_coefficients : tuple of float, default (1e12, 1e7, 1e5)
-        Coefficient limits tried in order (:data:`mdp.lp.worst_case.MAX_COEFFICIENTS`).
+        Coefficient limits tried in order (:data:`mdp.worst_case.solve.MAX_COEFFICIENTS`).
     lazy : LazyRoundsTuning
         Tolerances of HiGHS's lazy rounds and of the full solve.
     rounds : BlockRoundsTuning

@@ -26,10 +26,10 @@ from ...lp import SOLVERS, LPError, LPTimeout, explain_failures, get_threads, st
 from ...lp.build_report import BuildReport
 from ...lp.output import LOG_DOMAIN_C, candidate_loss, private_candidate
 from ...lp.plan import AUTO, BLOCKS, CLARABEL, Attempt, tuning_param
-from ...lp.worst_case import solve_worst_case_lp, solve_worst_case_lp_lazy
 from ...params import Param
 from ...registry import register
-from ...space import MetricSpace
+from ...spaces.metric_space import MetricSpace
+from ...worst_case.solve import solve_worst_case_lp, solve_worst_case_lp_lazy
 from ..exponential import exponential_floor
 from .formulation import greedy_spanner, spanner_distances
 from .plan import peak_bytes, plan
@@ -78,8 +78,8 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         Seconds for the LP; :class:`mdp.lp.LPTimeout` on timeout.
     method : {"auto", "lazy", "full"}, default "auto"
         ``"lazy"``: row generation over the spanner rows
-        (:func:`mdp.lp.worst_case.solve_worst_case_lp_lazy`); ``"full"``: all spanner rows at
-        once, dualised (:func:`mdp.lp.worst_case.solve_worst_case_lp`); ``"auto"``:
+        (:func:`mdp.worst_case.solve.solve_worst_case_lp_lazy`); ``"full"``: all spanner rows at
+        once, dualised (:func:`mdp.worst_case.solve.solve_worst_case_lp`); ``"auto"``:
         :func:`mdp.families.spanner.plan.default_method` (lazy when the spanner has more than
         ``tuning.lazy_edges_per_point`` edges per point; full when ``solver`` is one the lazy
         rounds do not take). ``stats["method"]`` records the one used.
@@ -96,7 +96,7 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         ``"ipx"`` runs IPX with crossover, ``"clarabel"`` Clarabel alone, repaired like HiPO's
         point: the fast choice at small eps on map spaces, where HiPO and IPX stop short;
         ``"blocks"`` the column-block interior point method
-        (:func:`mdp.lp.column_blocks.solve_worst_case_blocks`; ``n^3 / 2`` doubles of memory,
+        (:func:`mdp.worst_case.column_blocks.solve_worst_case_blocks`; ``n^3 / 2`` doubles of memory,
         or ``n^3`` on a GPU where CuPy sees one),
         repaired the same way: much faster from n ~ 100 on sparse spanners, but certified only
         to a relative gap of about 1e-6 to 1e-4, which ``stats["relative_gap"]`` reports; where

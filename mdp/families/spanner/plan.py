@@ -13,7 +13,7 @@
 * full: the column-block interior point method (``"blocks"``) from ``blocks_from_n`` points
   where its inverses fit in memory, else HiPO without crossover; when the chosen interior
   solver fails, IPX without crossover, the column-block method (if not tried yet), Clarabel,
-  then IPX with crossover take over (:func:`mdp.lp.worst_case.solve_worst_case_lp`; the last
+  then IPX with crossover take over (:func:`mdp.worst_case.solve.solve_worst_case_lp`; the last
   within a time budget while a smaller coefficient limit remains). An explicit HiGHS solver
   runs with crossover.
 * every path: lower coefficient limits, then the exponential mechanism.
@@ -24,11 +24,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...errors import ParameterError
-from ...lp.column_blocks import block_bytes, block_device
 from ...lp.plan import AUTO, BLOCKS, CLARABEL, Choice, Fallback, Plan
-from ...lp.worst_case import LAZY_SOLVERS
-from ...resources import distance_matrix_bytes, lp_bytes
-from ...space import MetricSpace
+from ...runtime.resources import distance_matrix_bytes, lp_bytes
+from ...spaces.metric_space import MetricSpace
+from ...worst_case.column_blocks import block_bytes, block_device
+from ...worst_case.solve import LAZY_SOLVERS
 from ..optimal.formulation import median_two_hop_slack
 from ..optimal.plan import BUILD_COPIES
 from .tuning import SpannerTuning
@@ -38,7 +38,7 @@ __all__ = ["plan", "default_method", "default_lazy_solver", "default_full_solver
 
 def default_full_solver(n: int, tuning: SpannerTuning = SpannerTuning()) -> str:
     """The full LP's default solver: the column-block method from ``tuning.blocks_from_n``
-    points while its block inverses fit in memory (:func:`mdp.lp.column_blocks.fits_in_memory`:
+    points while its block inverses fit in memory (:func:`mdp.worst_case.column_blocks.fits_in_memory`:
     on the CPU ``n^3 / 2`` doubles, at most 8 GiB and half the memory available; on a GPU that
     ``MDP_DEVICE`` allows, ``n^3`` doubles of its free memory), else ``tuning.full_solver``."""
     if tuning.blocks_from_n <= n and block_device(n, tuning.resources) is not None:
@@ -53,7 +53,7 @@ def peak_bytes(n: int, params: Mapping) -> int:
     The LP's privacy rows: ``2 E n`` on a spanner of ``E`` edges, solved in full while ``E`` is
     at most ``tuning.lazy_edges_per_point`` edges per point and lazily (rows growing as
     OPTMech's) above, so at most ``2 tuning.lazy_edges_per_point n^2`` rows of 2 nonzeros
-    either way (:func:`mdp.resources.lp_bytes`); plus the ``n`` packed ``n x n`` block inverses
+    either way (:func:`mdp.runtime.resources.lp_bytes`); plus the ``n`` packed ``n x n`` block inverses
     where the column-block method may solve it (asked for, or :func:`default_full_solver`),
     and :data:`~mdp.families.optimal.plan.BUILD_COPIES` ``n x n`` arrays.
     """

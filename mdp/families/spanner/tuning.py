@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...lp.column_blocks import BlockResources
-from ...lp.worst_case import MAX_COEFFICIENTS, LazyRoundsTuning
+from ...worst_case.column_blocks import BlockResources
+from ...worst_case.solve import MAX_COEFFICIENTS, LazyRoundsTuning
 
 __all__ = ["SpannerTuning"]
 
@@ -26,9 +26,9 @@ class SpannerTuning:
         crossover.
     blocks_from_n : int, default 50
         From this many points the full LP's solver is the column-block interior point method
-        (:mod:`mdp.lp.column_blocks`), to its certified relative gap of about 1e-6 (the
+        (:mod:`mdp.worst_case.column_blocks`), to its certified relative gap of about 1e-6 (the
         registry's exactness, as OPTMech's). On the six seeded synthetic spaces
-        (:mod:`mdp.synthetic_spaces`) at eps x median 1 and 10 it took 0.1-0.9 s at n = 50 and
+        (:mod:`mdp.spaces.synthetic`) at eps x median 1 and 10 it took 0.1-0.9 s at n = 50 and
         1.0-5.3 s at n = 100 against HiPO's 0.6-3.2 s and 6.6-46.5 s, with losses within 3e-6
         relative; HiPO and IPX failed on two scales of distance at eps x median 1, where it
         solved in 2 s. Geolife cells at eps 0.5 per km, n = 300: 55 s against HiPO's 295 s.
@@ -56,7 +56,7 @@ class SpannerTuning:
         ``ipm_min_n`` points whose two-hop slack at ``eps / stretch`` is at most
         ``chain_slack``, else warm dual simplex rounds (as OPTMech's).
     max_coefficients : tuple of float, default (1e12, 1e7, 1e5)
-        Coefficient limits tried in order (:data:`mdp.lp.worst_case.MAX_COEFFICIENTS`).
+        Coefficient limits tried in order (:data:`mdp.worst_case.solve.MAX_COEFFICIENTS`).
     lazy : LazyRoundsTuning
         Tolerances of HiGHS's lazy rounds and of the full solve.
     resources : BlockResources

@@ -274,7 +274,7 @@ def test_experiment_job_counts_policies():
 
 def test_package_reexports_every_public_name_of_its_modules():
     import geo.heatsource as hs
-    import mdp.gaussian
+    import mdp.privacy.gaussian
     from geo.heatsource import model, privacy, recovery, trials
 
     for mod in (model, privacy, recovery, trials):
@@ -282,8 +282,8 @@ def test_package_reexports_every_public_name_of_its_modules():
             if name != "check_matrix":  # a helper of the submodules, not part of the API
                 assert getattr(hs, name) is getattr(mod, name), name
     for name in ("GAUSSIAN_RULES", "gaussian_delta", "gaussian_sigma"):
-        assert getattr(hs, name) is getattr(mdp.gaussian, name)
-    assert hs.SensorCalibration is mdp.gaussian.GaussianCalibration
+        assert getattr(hs, name) is getattr(mdp.privacy.gaussian, name)
+    assert hs.SensorCalibration is mdp.privacy.gaussian.GaussianCalibration
     assert set(hs.__all__) <= set(dir(hs))
 
 
@@ -294,12 +294,12 @@ def test_dataclasses_are_built_by_keyword():
     from pathlib import Path
 
     import geo.heatsource as hs
-    import mdp.gaussian
+    import mdp.privacy.gaussian
 
     classes = {n for n in dir(hs) if dataclasses.is_dataclass(getattr(hs, n))}
-    classes |= {n for n in dir(mdp.gaussian) if dataclasses.is_dataclass(getattr(mdp.gaussian, n))}
+    classes |= {n for n in dir(mdp.privacy.gaussian) if dataclasses.is_dataclass(getattr(mdp.privacy.gaussian, n))}
     assert {"RecoveryResult", "CompressedMatrix", "Lemma5Check", "GaussianCalibration"} <= classes
-    files = [*Path(hs.__file__).parent.glob("*.py"), Path(mdp.gaussian.__file__)]
+    files = [*Path(hs.__file__).parent.glob("*.py"), Path(mdp.privacy.gaussian.__file__)]
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) in classes:

@@ -1,7 +1,7 @@
 """LP families at every epsilon: every matrix family builds on six kinds of small
 spaces for eps * median distance from 0.01 to 100, and the returned matrix passes an independent
 brute-force check of the pure mDP inequality in exact rational arithmetic
-(:func:`mdp.exact.check_pure_exact`, in the log domain when the mechanism holds log-probabilities).
+(:func:`mdp.privacy.exact.check_pure_exact`, in the log domain when the mechanism holds log-probabilities).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 
 import mdp
 from mdp.errors import SolverError, SolverTimeout
-from mdp.exact import check_pure_exact
 from mdp.families import optimal
-from mdp.space import MetricSpace
+from mdp.privacy.exact import check_pure_exact
+from mdp.spaces.metric_space import MetricSpace
 from tests.support.accuracy_warnings import build_recording
 
 N = 14

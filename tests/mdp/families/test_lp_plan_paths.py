@@ -17,9 +17,9 @@ import mdp
 from mdp.families.constopt import ConstOPTTuning, constopt_lp, nn_replacement
 from mdp.families.optimal import OptimalTuning
 from mdp.families.spanner import SpannerTuning, greedy_spanner
-from mdp.lp.column_blocks import BlockResources
-from mdp.space import MetricSpace
-from mdp.verification import certify
+from mdp.privacy.verification import certify
+from mdp.spaces.metric_space import MetricSpace
+from mdp.worst_case.column_blocks import BlockResources
 from tests.support.reference_lp import _solve as worst_case_linprog
 from tests.support.reference_lp import optimal_loss_linprog
 

@@ -1,4 +1,4 @@
-"""The LP families on every kind of space of the LP suite (:mod:`mdp.synthetic_spaces`, the
+"""The LP families on every kind of space of the LP suite (:mod:`mdp.spaces.synthetic`, the
 spaces of ``benchmarks/lp_suite.py``) at every eps x median distance of it, small n:
 
 - OPTMech's loss equals the optimum of the textbook LP solved independently with
@@ -10,7 +10,7 @@ spaces of ``benchmarks/lp_suite.py``) at every eps x median distance of it, smal
 - the packing lower bound (:func:`mdp.lower_bound`) is at most every mechanism's loss;
 - OPTMech's loss is at most SpannerMech's and ConstOPTMech's at the same eps (dominance).
 
-The road graph's distances go through a ``.npy`` file and :func:`mdp.spaces.load_space`, as a
+The road graph's distances go through a ``.npy`` file and :func:`mdp.spaces.specs.load_space`, as a
 user gives them.
 """
 
@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 import mdp
-from mdp.spaces import load_space
-from mdp.synthetic_spaces import SPACE_KINDS, road_graph_distances, synthetic_space
+from mdp.spaces.specs import load_space
+from mdp.spaces.synthetic import SPACE_KINDS, road_graph_distances, synthetic_space
 from tests.support.reference_lp import BRACKET_CAP, optimal_loss_bracket
 
 C_VALUES = (0.3, 1.0, 3.0, 10.0)

@@ -6,10 +6,10 @@ from scipy import stats
 from scipy.spatial import ConvexHull
 
 import mdp
-from mdp.accounting import eps_tight
 from mdp.families.madlib import MadlibMechanism, estimate_madlib_matrix, madlib_noise
 from mdp.loading import load
-from mdp.space import MetricSpace
+from mdp.privacy.accounting import eps_tight
+from mdp.spaces.metric_space import MetricSpace
 from text import load_glove, sample_vocabulary
 
 
@@ -84,7 +84,7 @@ def test_estimated_matrix_matches_1d_closed_form(eps):
     # eps_tight and loss measured on the estimate agree with the closed form (1-D is tight)
     for delta in (0.0, 1e-3):
         assert mech.eps_tight(delta) == pytest.approx(eps_tight(exact, space.distances, delta), rel=0.03)
-    assert abs(mech.loss(0.95) - mdp.accounting.loss(exact, space.distances, 0.95)) < \
+    assert abs(mech.loss(0.95) - mdp.privacy.accounting.loss(exact, space.distances, 0.95)) < \
         5 * mech.stats["matrix_estimate"]["max_row_loss_std_error"]
 
 
@@ -193,7 +193,7 @@ def test_registry_entry_and_applicability():
     assert entry.params == {"n_samples": 500}
     space200 = sample_vocabulary(load_glove(), 200, rng=0)
     assert entry.applies(space200) is None and entry.quick_max_n >= 200
-    from mdp.curves import default_mechanisms
+    from mdp.curves.loss import default_mechanisms
 
     assert "madlib" in default_mechanisms(space200)
     dist_only = MetricSpace.from_distances(np.array([[0.0, 1.0], [1.0, 0.0]]))

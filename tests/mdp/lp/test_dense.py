@@ -18,7 +18,7 @@ from mdp.families.constopt.ipm import ConstOptLP, free_free_pairs, solve_row_blo
 from mdp.lp import dense
 from mdp.lp.arrays import device_choice, gpu_available, numpy_backend
 from mdp.lp.dense import CPUSchur, GPUSchur, SparseColumns, schur_factor
-from mdp.space import MetricSpace
+from mdp.spaces.metric_space import MetricSpace
 
 needs_gpu = pytest.mark.skipif(not gpu_available(), reason="no CUDA device for CuPy")
 

@@ -7,12 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mdp.lp import LPError, set_threads
-from mdp.lp import column_blocks as cb
-from mdp.lp.block_kernels import unpack_symmetric
-from mdp.lp.column_blocks import ColumnBlockLP, solve_worst_case_blocks
 from mdp.lp.dissection import Dissection, nested_dissection
-from mdp.space import MetricSpace
-from tests.mdp.lp.test_column_blocks import (
+from mdp.spaces.metric_space import MetricSpace
+from mdp.worst_case import column_blocks as cb
+from mdp.worst_case.block_kernels import unpack_symmetric
+from mdp.worst_case.column_blocks import ColumnBlockLP, solve_worst_case_blocks
+from tests.mdp.worst_case.test_column_blocks import (
     SPACES,
     dense_blocks,
     solve_against_linprog,

@@ -24,8 +24,8 @@ from mdp.lp import (
     explain_failures,
     stochastic_rows,
 )
-from mdp.space import MetricSpace
-from mdp.verification import PrivacyError, certify
+from mdp.privacy.verification import PrivacyError, certify
+from mdp.spaces.metric_space import MetricSpace
 
 
 def _box_lp(seed: int, m: int, n: int, density: float, slack: float):
@@ -469,7 +469,12 @@ def test_interior_round_at_tight_tolerances_returns_its_point(shared_data):
     # and its Lagrangian bound agrees with its objective
     from geo.popular import popular_cells
     from mdp.families.optimal import nonredundant_pairs
-    from mdp.lp.worst_case import initial_triples, lagrangian_lower_bound, primal_rows, privacy_rows
+    from mdp.worst_case.solve import (
+        initial_triples,
+        lagrangian_lower_bound,
+        primal_rows,
+        privacy_rows,
+    )
 
     D = popular_cells(shared_data / "geolife_beijing_cells_0p005.npz", n=50).distances
     n, eps = 50, 1.0

@@ -13,7 +13,7 @@ from mdp.families.constopt import (
 )
 from mdp.families.constopt.tuning import ConstOPTTuning
 from mdp.lp import SparseLP
-from mdp.space import MetricSpace
+from mdp.spaces.metric_space import MetricSpace
 
 SPACE = MetricSpace.from_points(np.random.default_rng(21).random((25, 2)) * 5)
 
@@ -136,7 +136,7 @@ def test_every_solver_reaches_the_full_lp_optimum(space, eps, solver):
     mech = mdp.build("constopt", space, eps, r=5, lam=0.1, solver=solver)
     assert mech.stats["lp_objective"] == pytest.approx(ref, rel=1e-8, abs=1e-9)
     assert mech.stats["lp_epsilon"] == eps / 2
-    _, report = mdp.verification.certify(mech.matrix, space.distances, eps, repair=False)
+    _, report = mdp.privacy.verification.certify(mech.matrix, space.distances, eps, repair=False)
     assert report["verified"]
 
 
@@ -204,7 +204,7 @@ def _matrix_of(x, D, e, free):
 
 
 def _two_scales(n):
-    from mdp.synthetic_spaces import SPACE_KINDS, synthetic_space
+    from mdp.spaces.synthetic import SPACE_KINDS, synthetic_space
     return synthetic_space("two_scales", n, rng=np.random.default_rng([2026, SPACE_KINDS.index("two_scales"), n]))
 
 

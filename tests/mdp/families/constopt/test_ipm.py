@@ -23,7 +23,7 @@ from mdp.families.constopt.ipm import (
     solve_row_block_ipm,
     warm_start,
 )
-from mdp.space import MetricSpace
+from mdp.spaces.metric_space import MetricSpace
 
 GRID = MetricSpace.from_points(np.stack(np.meshgrid(np.arange(6.0), np.arange(6.0)), -1).reshape(-1, 2))
 
@@ -110,7 +110,7 @@ def test_build_with_gap_is_private_and_near_the_exact_lp():
     space, eps = _random(8, 40), 1.5
     exact = mdp.build("constopt", space, eps, r=5, lam=0.1)
     near = mdp.build("constopt", space, eps, r=5, lam=0.1, gap=1e-3)
-    _, report = mdp.verification.certify(near.matrix, space.distances, eps, repair=False)
+    _, report = mdp.privacy.verification.certify(near.matrix, space.distances, eps, repair=False)
     assert report["verified"]
     st = near.stats
     assert st["gap_target"] == 1e-3 and st["relative_gap"] <= 1e-3
@@ -289,7 +289,7 @@ def test_auto_solver_uses_the_row_block_method_from_row_block_min_n():
     assert st["relative_gap"] <= 1e-6
     opt = highs.stats["lp_objective"]
     assert st["lower_bound"] <= opt * (1 + 1e-9) and st["lp_objective"] <= opt * (1 + 1e-6)
-    _, report = mdp.verification.certify(auto.matrix, space.distances, eps, repair=False)
+    _, report = mdp.privacy.verification.certify(auto.matrix, space.distances, eps, repair=False)
     assert report["verified"]
     # a named HiGHS method is HiGHS at every size
     assert "HiGHS" in mdp.build("constopt", space, eps, r=5, lam=0.1, solver="hipo").stats["solver"]

@@ -10,8 +10,8 @@ from scipy.optimize import linprog
 
 import mdp
 from mdp.families.optimal import OptimalTuning, nonredundant_pairs
-from mdp.lp.worst_case import LazyRoundsTuning, max_privacy_violation, separate
-from mdp.space import MetricSpace
+from mdp.spaces.metric_space import MetricSpace
+from mdp.worst_case.solve import LazyRoundsTuning, max_privacy_violation, separate
 from tests.support.reference_lp import optimal_loss_linprog
 
 
@@ -206,7 +206,7 @@ def test_lazy_timeout_is_an_error():
 
 
 def test_repair_to_private_minimal_uniform_mix():
-    from mdp.verification import repair_to_private
+    from mdp.privacy.verification import repair_to_private
 
     space = SPACES["random12"]
     D = space.distances

@@ -9,7 +9,7 @@ import mdp
 from mdp.families import optimal
 from mdp.families.optimal import OptimalTuning
 from mdp.families.optimal import build as optimal_build
-from mdp.space import MetricSpace
+from mdp.spaces.metric_space import MetricSpace
 from tests.support.reference_lp import optimal_loss_linprog
 
 
@@ -58,7 +58,7 @@ def test_gap_with_interior_rounds_stays_interior(space):
     # gap mode with solver="ipm": every round is an IPM solve without crossover; the bound stays
     # below the independent optimum and the loss within the gap
     from mdp.lp import Phase
-    from mdp.lp.worst_case import LazyRoundsTuning, gap_ipm_tolerance, lazy_policy
+    from mdp.worst_case.solve import LazyRoundsTuning, gap_ipm_tolerance, lazy_policy
 
     IPM_OPTIMALITY_TOL = LazyRoundsTuning().ipm_optimality_tol
     IPM_ROUND_TOL = LazyRoundsTuning().ipm_round_tol
@@ -88,7 +88,7 @@ def test_gap_with_interior_rounds_stays_interior(space):
 def test_balanced_envelope_fixed_point_and_repair():
     from mdp.families.exponential import exponential_matrix
     from mdp.lp.output import balanced_envelope, candidate_loss, private_candidate
-    from mdp.lp.worst_case import max_privacy_violation
+    from mdp.worst_case.solve import max_privacy_violation
 
     space = _space(6, 14)
     D, eps = space.distances, 0.8
@@ -114,7 +114,7 @@ def test_lagrangian_bound_valid_for_any_multipliers_and_tight_at_the_duals():
     # equal to the optimum at exact duals, never below the old box bound sum min(0, r)
     from scipy.optimize import linprog
 
-    from mdp.lp.worst_case import lagrangian_lower_bound, primal_rows
+    from mdp.worst_case.solve import lagrangian_lower_bound, primal_rows
 
     rng = np.random.default_rng(5)
     n = 8

@@ -7,9 +7,10 @@ from scipy.sparse.csgraph import shortest_path
 
 import mdp
 from mdp.families.spanner import SpannerTuning, greedy_spanner
-from mdp.lp import LPError, worst_case
-from mdp.lp.worst_case import LazyRoundsTuning
-from mdp.space import MetricSpace
+from mdp.lp import LPError
+from mdp.spaces.metric_space import MetricSpace
+from mdp.worst_case import solve as worst_case
+from mdp.worst_case.solve import LazyRoundsTuning
 
 SPACE = MetricSpace.from_points(np.random.default_rng(7).random((14, 2)) * 4)
 
@@ -137,7 +138,7 @@ def _failing_solves(monkeypatch, failing: int) -> list:
 
 
 def _full_spanner_lp(solver: str) -> tuple[np.ndarray, dict]:
-    from mdp.lp.worst_case import solve_worst_case_lp
+    from mdp.worst_case.solve import solve_worst_case_lp
 
     E = greedy_spanner(SPACE.distances, 1.5)
     pu, pv = np.r_[E[:, 0], E[:, 1]], np.r_[E[:, 1], E[:, 0]]
@@ -150,7 +151,8 @@ def test_full_interior_fallbacks(monkeypatch, failing):
     # repaired like HiPO's), then the column-block method (its row scaling solves what HiGHS's
     # interior codes do not; repaired too), then Clarabel on the primal LP (repaired too), then
     # IPX with crossover; every path reaches the vertex reference
-    from mdp.lp import LPError, worst_case
+    from mdp.lp import LPError
+    from mdp.worst_case import solve as worst_case
 
     reference = mdp.build("spanner", SPACE, 0.5, solver="ipm")
     calls = _failing_solves(monkeypatch, min(failing, 2))
@@ -200,7 +202,8 @@ def test_full_interior_fallbacks(monkeypatch, failing):
 def test_full_interior_fallback_skips_a_second_ipx(monkeypatch):
     # a failed solve that ran IPX already ("ipm") goes on without IPX again: to the column-block
     # method (made to fail here), then Clarabel
-    from mdp.lp import LPError, worst_case
+    from mdp.lp import LPError
+    from mdp.worst_case import solve as worst_case
 
     def column_blocks(*args, **kwargs):
         raise LPError("simulated failure")
@@ -217,7 +220,8 @@ def test_clarabel_fallback_only_when_it_solves(monkeypatch):
     # at eps 20 on these points HiPO and IPX fail; the column-block method solves the LP (gap
     # 3.0e-6). Without it, Clarabel ends "AlmostSolved" with a bound 1.1e-3 below its objective:
     # that is no optimum, and IPX with crossover finishes (gap 5.0e-4)
-    from mdp.lp import LPError, worst_case
+    from mdp.lp import LPError
+    from mdp.worst_case import solve as worst_case
 
     space = MetricSpace.from_points(np.random.default_rng(42).random((40, 2)) * 10)
     built = mdp.build("spanner", space, 20.0)

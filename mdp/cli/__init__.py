@@ -1,0 +1,1 @@
+"""The ``mdp`` command line: the commands, their arguments and input lines."""

@@ -1,0 +1,401 @@
+"""The ``mdp`` command line.
+
+Built-in subcommands: ``list``, ``build``, ``privatize``, ``eps``, ``lower-bound``, ``curves``.
+Other packages add theirs as :class:`~mdp.plugins.Command` plugins in the ``mdp.commands``
+entry-point group (``heatmap`` and ``heatsource`` from ``geo``, ``experiment`` from
+``experiments``), so this module imports nothing above ``mdp``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from .. import __version__
+from ..curves.loss import DEFAULT_OUT_DIR, run_curves
+from ..errors import MDPError, ParameterError, WeakPrivacyWarning
+from ..loading import load
+from ..lower_bound import lower_bound
+from ..lp import progress
+from ..plugins import COMMANDS
+from ..privacy.weak_epsilon import weak_privacy_message
+from ..registry import build, get, mechanisms
+from ..release import SEED_WARNING, output_line
+from ..runtime.estimate import LONG_WORK_SECONDS, build_seconds, describe_seconds
+from ..runtime.resources import memory_limit
+from ..runtime.threads import check_threads, use_threads
+from ..spaces.specs import load_space
+from .args import (
+    MEMORY_HELP,
+    ArgumentParser,
+    choose_metric,
+    memory_size,
+)
+from .input_lines import privatize_lines
+
+
+def _parse_param(text: str):
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"--param must be key=value, got {text!r}")
+    key, value = text.split("=", 1)
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = value
+    return key.strip(), parsed
+
+
+def _threads(text: str) -> int | str:
+    try:
+        return check_threads(text if text == "auto" else int(text))
+    except (ValueError, MDPError):
+        raise argparse.ArgumentTypeError(
+            f"expected 'auto' or a positive integer, got {text!r}") from None
+
+
+THREADS_HELP = ("threads of the numeric pools (HiGHS, BLAS, numba): 'auto' (default) sizes each "
+                "from the CPUs other processes leave free and its step's size; N fixes every pool")
+
+
+def _length_km(text: str) -> float:
+    """``500m``, ``0.5km``, ``2 km`` -> km (a unit is required: metres or kilometres)."""
+    t = text.strip().lower().replace(" ", "")
+    for unit, scale in (("km", 1.0), ("m", 1e-3)):
+        if t.endswith(unit):
+            try:
+                value = float(t[:-len(unit)]) * scale
+            except ValueError:
+                break
+            if np.isfinite(value) and value > 0:
+                return value
+            break
+    raise argparse.ArgumentTypeError(f"expected a positive length with a unit (500m, 2km), got {text!r}")
+
+
+def _build_epsilon(args, space) -> float:
+    """``--epsilon``, or ``--level L --radius R`` on a km space: ``L / R`` (Location Guard)."""
+    if args.radius is None and args.level is None:
+        if args.epsilon is None:
+            raise ParameterError("give --epsilon, or --radius and --level for a location space")
+        return args.epsilon
+    if args.epsilon is not None or args.radius is None or args.level is None:
+        raise ParameterError("give either --epsilon or both --radius and --level "
+                         f"(got --epsilon {args.epsilon}, --radius {args.radius}, --level {args.level})")
+    if space.metric != "haversine":
+        raise ParameterError(f"--radius/--level need a location space (--metric haversine, km), got "
+                         f"metric {space.metric!r}; use --epsilon")
+    if not (np.isfinite(args.level) and args.level > 0):
+        raise ParameterError(f"--level must be a positive number, got {args.level}")
+    return args.level / args.radius
+
+
+def cmd_list(args) -> int:
+    for name, desc in mechanisms().items():
+        entry = get(name)
+        print(f"{name:22s} {entry.display_name}: {desc}\n{'':22s}   module: {entry.builder.__module__}")
+        for key, default in entry.params.items():
+            rule = entry.rules.get(key)
+            info = f"{rule.describe()}; {rule.help}" if rule is not None else ""
+            print(f"{'':22s}   --param {key}=... (default {default!r}) {info}".rstrip())
+    return 0
+
+
+def _metric(args) -> str | None:
+    """The metric of ``--space`` as the user wrote the file (a ``lat,lon`` header means
+    haversine unless ``--metric`` says otherwise); an inferred choice is said on stderr."""
+    choice = choose_metric(args.space, args.metric)
+    if choice.message():
+        print(f"mdp: {choice.message()}", file=sys.stderr)
+    return choice.metric
+
+
+def _space(args):
+    metric = _metric(args)
+    return load_space(args.space, metric=metric, max_memory=args.max_memory), metric
+
+
+def cmd_build(args) -> int:
+    space, _ = _space(args)
+    epsilon = _build_epsilon(args, space)
+    weak = weak_privacy_message(space, epsilon)
+    if weak:
+        warnings.warn(weak, WeakPrivacyWarning, stacklevel=1)
+    seconds = build_seconds(args.mechanism, space.n)
+    if seconds > LONG_WORK_SECONDS:
+        print(f"mdp build: estimated {describe_seconds(seconds)} for {args.mechanism} on "
+              f"n = {space.n} points", file=sys.stderr, flush=True)
+    params = dict(args.param or [])
+    with _lp_progress(not args.no_progress and sys.stderr.isatty()):
+        mech = build(args.mechanism, space, epsilon, rng=args.seed,
+                     mode=args.mode, max_memory=args.max_memory, **params)
+    mech.save(args.output)
+    print(repr(mech))
+    if args.verbose:
+        report = getattr(mech, "report", None)
+        if report is None:
+            print("(no build plan: this family solves no LP)")
+        else:
+            for line in report.describe():
+                print(line)
+    print(f"saved to {args.output}")
+    return 0
+
+
+@contextlib.contextmanager
+def _lp_progress(show: bool):
+    """One stderr status line per LP round (round, rows, gap to the bound, elapsed) while building."""
+    if not show:
+        yield
+        return
+
+    t0 = time.perf_counter()
+    width = [0]
+
+    def line(event):
+        if event.method is not None:        # from inside one solve (HiGHS shares no objective)
+            gap = (f", gap {event.gap:.2e} (iterate's)" if np.isfinite(event.gap) else "")
+            msg = (f"LP solve {event.round} ({event.method}), iteration {event.iteration}: "
+                   f"{event.rows:,} rows{gap}, {time.perf_counter() - t0:.0f} s")
+        else:
+            where = (f"LP round {event.round}" if event.iteration is None
+                     else f"LP round {event.round}, iteration {event.iteration}")
+            if event.violated and not event.certified:
+                # a relaxation's objective: its gap to the bound is no distance to the optimum
+                status = (f"relaxation objective {event.objective:.8g}, "
+                          f"{event.violated:,} rows still violated")
+            else:
+                gap = f"{event.gap:.2e}" if np.isfinite(event.gap) else "n/a"
+                kind = "certified gap" if event.certified else "gap"
+                status = f"objective {event.objective:.8g}, {kind} {gap}"
+            msg = f"{where}: {event.rows:,} rows, {status}, {time.perf_counter() - t0:.0f} s"
+        width[0] = max(width[0], len(msg))          # a shorter line overwrites a longer one
+        print(f"\r{msg.ljust(width[0])}", end="", file=sys.stderr, flush=True)
+
+    try:
+        with progress(line):
+            yield
+    finally:
+        print(file=sys.stderr)
+
+
+def _read_inputs(args) -> list[str]:
+    """Input lines: each positional input is a line, else every line of stdin (blank ones too)."""
+    if args.inputs == ["-"] or not args.inputs:
+        return [line.rstrip("\r\n") for line in sys.stdin]
+    return list(args.inputs)
+
+
+def cmd_privatize(args) -> int:
+    if args.users is not None:
+        # a whole user,lat,lon file: the location package's per-user release (a plugin command)
+        if "privatize-users" not in COMMANDS.names():
+            raise ValueError("--users needs the geo package's privatize-users command, which is "
+                             "not installed")
+        return int(COMMANDS.get("privatize-users").run(args) or 0)
+    if args.budget is not None or args.output is not None or args.window is not None:
+        raise ParameterError("--budget, --window and --output go with --users FILE.csv")
+    mech = load(args.file, max_memory=args.max_memory)
+    lines = privatize_lines(mech, _read_inputs(args), rng=args.seed, snap=args.snap,
+                            max_snap_km=args.max_snap_km, oov=args.oov)
+    if mech.space.metric == "haversine" and not args.snap and sys.stderr.isatty():
+        print("mdp: lat,lon inputs farther than --max-snap-km from every point of the space "
+              "are refused (--snap accepts them)", file=sys.stderr)
+    if args.seed is not None:
+        print(SEED_WARNING, file=sys.stderr)
+    for line in lines:
+        print(output_line(line))
+    return 0
+
+
+def cmd_eps(args) -> int:
+    mech = load(args.file, max_memory=args.max_memory)
+    print(f"eps_tight(delta={args.delta:g}) = {mech.eps_tight(args.delta):.10g}"
+          f"  (claimed epsilon {mech.epsilon:g}, mechanism {mech.name!r}, n={mech.space.n})")
+    return 0
+
+
+def cmd_lower_bound(args) -> int:
+    space, _ = _space(args)
+    lb = lower_bound(space, args.epsilon, delta=args.delta)
+    record = {"space": args.space, "n": space.n, "metric": space.metric, "epsilon": lb.epsilon,
+              "delta": lb.delta, "lower_bound": lb.value, "packing_size": lb.c,
+              "radius": lb.r, "max_centre_distance": lb.Q, "worst_point": lb.w}
+    if args.json:
+        print(json.dumps(record))
+        return 0
+    unit = " km" if space.metric == "haversine" else " (units of the space's distance)"
+    print(f"Lower bound on the worst-case loss of any ({lb.epsilon:g}, {lb.delta:g})-mDP mechanism\n"
+          f"on {args.space} (n = {space.n}, metric {space.metric}):\n"
+          f"  expected distance >= {lb.value:.6g}{unit}\n"
+          f"  from a packing of {lb.c} balls of radius {lb.r:.6g} (Imola et al. 2022, Theorem 3)")
+    return 0
+
+
+def cmd_curves(args) -> int:
+    run_curves(space_spec=args.space, metric=_metric(args), mechanisms=args.mechanisms, eps_tight=args.eps_tight,
+               delta=args.delta, q=args.q, out_dir=args.output, seed=args.seed,
+               progress=not args.no_progress, max_memory=args.max_memory)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``mdp`` parser: built-in subcommands, then the plugin commands."""
+
+    parser = ArgumentParser(prog="mdp", description="Metric differential privacy toolkit")
+    parser.add_argument("--version", action="version", version=f"mdp-toolkit {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("list", help="list registered mechanisms with their parameters")
+    p.set_defaults(func=cmd_list)
+
+    space_help = ("metric space: FILE.csv (one point per line; optional header and label column),"
+                  " FILE.npy (n x n distance matrix), or a plugin spec: glove:N[:SEED] (embedded"
+                  " GloVe slice), glove:N:SEED:full (400k GloVe, extra 'glove'), glove:full[:N] (every word of the 400k GloVe, or its N most frequent: vocabulary mode), fasttext:N[:SEED]"
+                  " (fastText on gensim's Lee corpus), geolife:PATH:N, checkins:PATH:N")
+    seed_help = "random seed (default: fresh OS entropy)"
+    metric_help = ("metric of the points of FILE.csv: euclidean (default) or haversine (lat,lon "
+                   "in degrees, distances and epsilon per km); any scipy cdist name")
+    p = sub.add_parser("build", help="build a verified mechanism and save it")
+    p.add_argument("--space", required=True, help=space_help)
+    p.add_argument("--metric", default=None, help=metric_help)
+    p.add_argument("--mechanism", required=True, help="family name (see mdp list)")
+    p.add_argument("--epsilon", type=float, default=None,
+                   help="pure mDP level per unit of distance (> 0)")
+    p.add_argument("--radius", type=_length_km, default=None,
+                   help="location spaces: with --level, epsilon = level / radius (500m, 2km)")
+    p.add_argument("--level", type=float, default=None,
+                   help="location spaces: privacy level within --radius (Location Guard: ln 4 = 1.39)")
+    p.add_argument("--param", action="append", type=_parse_param, metavar="KEY=VALUE",
+                   help="family parameter, repeatable; VALUE is JSON or a string (see mdp list)")
+    p.add_argument("--seed", type=int, default=None, help=seed_help)
+    p.add_argument("--mode", choices=("auto", "matrix", "vocabulary"), default="auto",
+                   help="matrix (certified n x n matrix) or vocabulary (madlib, exponential, "
+                        "weighted_exponential without a matrix); auto: matrix up to 2,000 points")
+    p.add_argument("-o", "--output", required=True, help="mechanism file to write (.npz)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no LP progress line (it is shown only when stderr is a terminal)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print the build's plan (method, solver, device, fallbacks, each with "
+                        "its reason) and every attempt")
+    p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("privatize", help="privatize inputs (labels, indices, text or lat,lon lines)")
+    p.add_argument("file", help="mechanism file written by mdp build")
+    p.add_argument("inputs", nargs="*", help="inputs, or - (default) to read lines from stdin")
+    p.add_argument("--seed", type=int, default=None,
+                   help="random seed: the output becomes reproducible by anyone who knows it "
+                        "(tests and demos only; default: fresh OS entropy)")
+    p.add_argument("--max-snap-km", type=float, default=None,
+                   help="lat,lon inputs: refuse a location farther than this from every point "
+                        "of the space (default: the space's largest nearest-neighbour distance)")
+    p.add_argument("--snap", action="store_true",
+                   help="lat,lon inputs: snap every location to its nearest point, however far")
+    p.add_argument("--oov", choices=("error", "mask", "drop", "keep"), default=None,
+                   help="text inputs: words not in the space (default: error; keep releases "
+                        "them unprotected)")
+    p.add_argument("--users", default=None, metavar="FILE.csv",
+                   help="a user,lat,lon[,time] file: one output per row with per-user accounting")
+    p.add_argument("--budget", type=float, default=None,
+                   help="with --users: largest total epsilon per user; reports beyond are refused")
+    p.add_argument("--window", default=None, metavar="DURATION",
+                   help="with --users: one draw per user and time window of the 'time' column "
+                        "(1h, 30min, 1D, or a number in the column's units); default: every "
+                        "report is a fresh draw")
+    p.add_argument("-o", "--output", default=None, help="with --users: released CSV (default stdout)")
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
+    p.set_defaults(func=cmd_privatize)
+
+    p = sub.add_parser("eps", help="exact eps_tight of a saved mechanism")
+    p.add_argument("file", help="mechanism file written by mdp build")
+    p.add_argument("--delta", type=float, default=0.0, help="delta of eps_tight (default 0: pure)")
+    p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
+    p.set_defaults(func=cmd_eps)
+
+    p = sub.add_parser("lower-bound", help="packing lower bound on the loss of any eps-mDP mechanism")
+    p.add_argument("--space", required=True, help=space_help)
+    p.add_argument("--metric", default=None, help=metric_help)
+    p.add_argument("--epsilon", required=True, type=float, help="mDP level (> 0)")
+    p.add_argument("--delta", type=float, default=0.0, help="delta of (eps, delta)-mDP (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON record")
+    p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
+    p.set_defaults(func=cmd_lower_bound)
+
+    p = sub.add_parser("curves", help="loss versus eps_tight of every applicable mechanism "
+                       "(Imola et al. 2022, Figure 1)")
+    p.add_argument("--space", default=None, help=space_help + " (default: the embedded glove:50:0)")
+    p.add_argument("--metric", default=None, help=metric_help)
+    p.add_argument("--mechanisms", nargs="+", default=None, metavar="NAME",
+                   help="families to compare, separated by spaces or commas (default: every "
+                        "applicable family cheap enough for the space's size; the output lists "
+                        "those left out)")
+    p.add_argument("--eps-tight", type=float, nargs="+", default=None, metavar="EPS",
+                   help="eps_tight targets, separated by spaces or commas (default: 10 spanning "
+                        "the space's scale)")
+    p.add_argument("--delta", type=float, default=1e-3, help="delta of eps_tight (default 1e-3)")
+    p.add_argument("--q", type=float, default=0.95, help="loss quantile L_q (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of randomised builds (default 0)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("-o", "--output", default=DEFAULT_OUT_DIR,
+                   help=f"output directory (default {DEFAULT_OUT_DIR}; another one's parent must "
+                        "exist)")
+    p.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
+    p.set_defaults(func=cmd_curves)
+
+    for name in COMMANDS.names():
+        try:
+            command = COMMANDS.get(name)
+        except ValueError as exc:  # a plugin whose optional dependencies are missing
+            p = sub.add_parser(name, help=f"(not available: {exc})")
+            p.set_defaults(func=None, plugin=None, unavailable=str(exc))
+            continue
+        p = sub.add_parser(name, help=command.help)
+        command.configure_parser(p)
+        p.set_defaults(func=None, plugin=command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``mdp`` command; returns the exit code (2 with a one-line message on bad input)."""
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    def show(message, category, filename, lineno, file=None, line=None):
+        # user-facing warnings as one readable line; numerical ones are the toolkit's business
+        if not issubclass(category, RuntimeWarning):
+            print(f"mdp: warning: {message}", file=sys.stderr)
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.showwarning = show
+            if getattr(args, "unavailable", None):
+                raise ValueError(args.unavailable)
+            with use_threads(getattr(args, "threads", None)), \
+                    memory_limit(getattr(args, "max_memory", None)):
+                if getattr(args, "plugin", None) is not None:
+                    return int(args.plugin.run(args) or 0)
+                return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("mdp: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    except (MDPError, ValueError, TypeError, KeyError, OSError, RuntimeError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        msg = getattr(exc, "cli_message", None) or msg
+        print(f"mdp: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    np.set_printoptions(precision=4)
+    sys.exit(main())

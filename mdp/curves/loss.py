@@ -1,0 +1,350 @@
+"""Loss versus eps_tight curves (the ``mdp curves`` command; Imola et al. 2022 Figure 1 layout).
+
+For every mechanism family that applies to the space, and every target ``t`` on the
+``eps_tight`` axis, the family is calibrated with :func:`mdp.calibrate` (largest parameter
+epsilon with ``eps_tight(delta) <= t``) and its ``L_q`` loss recorded. The uniform-random
+baseline (``eps_tight = 0``) and Theorem 3's packing lower bound at ``eps = t`` are added.
+
+The lower bound is :func:`mdp.lower_bound` at ``(t, delta)``: it constrains the *worst-case*
+loss (column ``loss_max``) of every mechanism with ``eps_tight(delta) <= t``; the paper draws it
+beside the ``L_q`` curves, and so does the plot (a quantile loss may dip below it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ..errors import ParameterError
+from ..io import atomic_write_text, output_directory
+from ..lower_bound import lower_bounds
+from ..privacy.accounting import loss
+from ..registry import get
+from ..registry import mechanisms as registered
+from ..runtime.estimate import (
+    DEFAULT_COSTS,
+    LONG_WORK_SECONDS,
+    CostModel,
+    curves_seconds,
+    describe_seconds,
+)
+from ..runtime.resources import check_memory
+from ..runtime.threads import check_threads
+from ..spaces.metric_space import MetricSpace
+from ..spaces.specs import DEFAULT_SPACE, load_space
+from ..spaces.vector_space import VectorSpace
+from ..validation import check_positive, check_probability
+from .calibration import calibrate
+from .plotting import finish_and_save
+from .scale import run_scale_curves
+
+__all__ = ["default_targets", "loss_curves", "run_curves", "plot_curves", "baseline_curves",
+           "plan_families", "DEFAULT_OUT_DIR"]
+
+#: Largest ``eps_tight target x closest distance`` accepted: beyond ``exp(700)`` the odds
+#: overflow float64 and every mechanism is the identity.
+MAX_TARGET_EXPONENT = 700.0
+#: Where ``mdp curves`` writes when not told (created with its parents).
+DEFAULT_OUT_DIR = "results/curves"
+
+
+def default_targets(space: MetricSpace, k: int = 10) -> np.ndarray:
+    """``k`` eps_tight targets spanning near-uniform to near-exact output, scale-free.
+
+    Geometric from ``0.2 / median distance`` (outputs close to uniform) to
+    ``12 / median nearest-neighbour distance`` (outputs mostly exact), rounded to 3 digits.
+    """
+    D = np.asarray(space.distances)
+    off = D + np.diag(np.full(space.n, np.inf))
+    nn = float(np.median(off.min(axis=1)))
+    med = space.median_distance
+    lo, hi = 0.2 / med, 12.0 / nn
+    return np.array([float(f"{x:.3g}") for x in np.geomspace(lo, max(hi, 4 * lo), k)])
+
+
+def plan_families(space: MetricSpace, mechanisms: list[str] | None = None
+                  ) -> tuple[list[str], dict[str, str]]:
+    """Which families a curve run builds, and why the others are left out.
+
+    Parameters
+    ----------
+    space : MetricSpace
+    mechanisms : list of str or None
+        Families asked for by name (every one must apply), or ``None`` for every family that
+        applies to ``space`` and whose ``quick_max_n`` admits its size (cost control).
+
+    Returns
+    -------
+    (run, left_out) : the names to build, and ``{name: reason}`` for every registered family
+    that is not built.
+    """
+    left_out: dict[str, str] = {}
+    if mechanisms is not None:
+        for name in mechanisms:
+            reason = get(name).applies(space)
+            if reason:
+                raise ParameterError(f"mechanism {name!r} does not apply to this space: {reason}")
+        run = list(mechanisms)
+        for name in registered():
+            if name not in run:
+                left_out[name] = "not asked for (--mechanisms)"
+        return run, left_out
+    run = []
+    for name in registered():
+        entry = get(name)
+        reason = entry.applies(space)
+        if reason:
+            left_out[name] = f"does not apply: {reason}"
+        elif space.n > entry.quick_max_n:
+            left_out[name] = (f"n = {space.n} is above {entry.quick_max_n}, the largest size it is "
+                              f"built on by default (cost); ask for it with --mechanisms {name}")
+        else:
+            run.append(name)
+    return run, left_out
+
+
+def default_mechanisms(space: MetricSpace) -> list[str]:
+    """Families that apply to ``space`` and are cheap enough for it (``quick_max_n``)."""
+    return plan_families(space)[0]
+
+
+def baseline_curves(space: MetricSpace, targets, *, q: float, delta: float) -> pd.DataFrame:
+    """The reference rows of every loss-curve table, built in one place.
+
+    For each target ``t``: the uniform mechanism (``eps_tight = 0``; its ``L_q`` and worst-case
+    loss) and Theorem 3's packing lower bound (Imola et al. 2022) at ``(t, delta)`` and at
+    ``(t, 0)``.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``mechanism`` (``"uniform"`` or ``"lower_bound"``), ``target_eps_tight``,
+        ``loss_q``, ``loss_max``, and for the bound ``lower_bound_pure``, ``packing_c``,
+        ``packing_r``, ``packing_Q`` (NaN for the uniform rows).
+    """
+    targets = [float(t) for t in targets]
+    D = np.asarray(space.distances)
+    uniform = np.full(D.shape, 1.0 / space.n)
+    u_q, u_max = loss(uniform, D, q), loss(uniform, D)
+    rows = [{"mechanism": "uniform", "target_eps_tight": t, "loss_q": u_q, "loss_max": u_max}
+            for t in targets]
+    approx = lower_bounds(space, targets, delta=delta)
+    pure = approx if delta == 0 else lower_bounds(space, targets)
+    for t, lb, lb0 in zip(targets, approx, pure, strict=True):
+        rows.append({"mechanism": "lower_bound", "target_eps_tight": t, "loss_q": lb.value,
+                     "loss_max": lb.value, "lower_bound_pure": lb0.value, "packing_c": lb.c,
+                     "packing_r": lb.r, "packing_Q": lb.Q})
+    return pd.DataFrame(rows)
+
+
+def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets=None, *,
+                delta: float = 1e-3, q: float = 0.95, seed: int = 0, progress: bool = True,
+                threads=None) -> pd.DataFrame:
+    """Tidy table of L_q versus eps_tight (one row per family and target).
+
+    Columns: ``mechanism, target_eps_tight, eps_tight, epsilon, loss_q, loss_max, builds,
+    seconds, guarantee`` plus rows ``uniform`` and ``lower_bound``. ``threads`` (None, "auto" or
+    an int >= 1) is every build's (:func:`mdp.build`, :mod:`mdp.runtime.threads`).
+    """
+    delta = check_probability(delta, "delta", inclusive_high=False)
+    q = check_probability(q, "q")
+    check_threads(threads)                # before the builds, whose failures are recorded per point
+    names, _ = plan_families(space, mechanisms)
+    targets = default_targets(space) if targets is None else np.array(
+        [check_positive(t, "eps_tight target") for t in targets])
+    closest = float(space.distances[space.distances > 0].min())
+    if targets.max() * closest > MAX_TARGET_EXPONENT:
+        raise ParameterError(f"eps_tight target {targets.max():g} is beyond any level that means "
+                             f"something on this space: even its two closest points (distance "
+                             f"{closest:.4g}) would be told apart with odds exp("
+                             f"{targets.max() * closest:.3g}); targets up to about "
+                             f"{MAX_TARGET_EXPONENT / closest:.3g} are meaningful")
+    tasks = [(name, float(t)) for name in names for t in targets]
+    bar = tqdm(tasks, desc="calibrating", disable=not progress, unit="point")
+    with _heartbeat(bar, HEARTBEAT_SECONDS if progress else None):
+        rows = _calibrated_rows(space, bar, delta=delta, q=q, seed=seed, threads=threads)
+    base = baseline_curves(space, targets, q=q, delta=delta)
+    for r in base.itertuples(index=False):
+        bound = r.mechanism == "lower_bound"
+        rows.append({"mechanism": r.mechanism, "target_eps_tight": r.target_eps_tight,
+                     "eps_tight": r.target_eps_tight if bound else 0.0,
+                     "epsilon": r.target_eps_tight if bound else 0.0, "loss_q": r.loss_q,
+                     "loss_max": r.loss_max, "builds": 0, "seconds": 0.0,
+                     "guarantee": "theorem3" if bound else "matrix"})
+    return pd.DataFrame(rows)
+
+
+#: Seconds between refreshes of the progress bar while one point is being calibrated (its
+#: elapsed time and the build it is on keep moving even when one point takes minutes).
+HEARTBEAT_SECONDS = 2.0
+
+
+@contextlib.contextmanager
+def _heartbeat(bar, seconds: float | None):
+    """Refresh ``bar`` every ``seconds`` from a background thread (None: not at all)."""
+    if seconds is None or bar.disable:
+        try:
+            yield
+        finally:
+            bar.close()
+        return
+    stop = threading.Event()
+
+    def beat():
+        while not stop.wait(seconds):
+            bar.refresh()
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        bar.close()
+
+
+def _calibrated_rows(space: MetricSpace, bar, *, delta: float, q: float, seed: int,
+                     threads=None) -> list[dict]:
+    """One row per (family, target) of ``bar``'s tasks; the bar says which build is running."""
+    rows = []
+    for name, t in bar:
+        bar.set_postfix_str(f"{name} at {t:g}", refresh=False)
+
+        def on_build(builds: int, eps: float, level: float, name=name, t=t) -> None:
+            bar.set_postfix_str(f"{name} at {t:g}: build {builds}, eps_tight {level:.4g}")
+
+        t0 = time.perf_counter()
+        try:
+            mech = calibrate(name, space, t, delta=delta, rng=seed, on_build=on_build,
+                             threads=threads)
+        except (RuntimeError, ValueError) as exc:
+            # One failed point (an LP the solver could not finish, a refused matrix) must not
+            # discard the rest of the curve: it is recorded with its reason and reported.
+            warnings.warn(f"{name} at eps_tight {t:g} failed: {exc}", stacklevel=3)
+            rows.append({"mechanism": name, "target_eps_tight": t, "eps_tight": np.nan,
+                         "epsilon": np.nan, "loss_q": np.nan, "loss_max": np.nan, "builds": 0,
+                         "seconds": time.perf_counter() - t0, "guarantee": "failed",
+                         "error": str(exc)})
+            continue
+        cal = mech.stats["calibration"]
+        rows.append({"mechanism": name, "target_eps_tight": t, "eps_tight": cal["eps_tight"],
+                     "epsilon": mech.epsilon, "loss_q": mech.loss(q), "loss_max": mech.loss(),
+                     "builds": cal["builds"], "seconds": time.perf_counter() - t0,
+                     "guarantee": mech.stats["privacy"].get("guarantee", "matrix"), "error": ""})
+    return rows
+
+
+def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float = 0.95,
+                delta: float = 1e-3, unit: str | None = None) -> Path:
+    """PNG in the paper's Figure 1 layout: L_q versus eps_tight, one line per mechanism.
+
+    ``unit`` names the unit of distance (``"km"`` for haversine spaces); None: "unit of
+    distance"."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
+    for name, g in df.groupby("mechanism", sort=False):
+        g = g.sort_values("target_eps_tight")
+        if name == "uniform":
+            ax.axhline(g["loss_q"].iloc[0], color="gray", ls=":", label="uniform random")
+        elif name == "lower_bound":
+            ax.plot(g["target_eps_tight"], g["loss_q"], "k--", label="lower bound on worst-case loss (Thm 3)")
+        else:
+            g = g.dropna(subset=["eps_tight"])
+            try:
+                shown = get(name).display_name
+            except ValueError:
+                shown = name
+            ax.plot(g["eps_tight"], g["loss_q"], marker="o", ms=3.5, label=shown)
+    targets = df["target_eps_tight"].to_numpy(dtype=float)
+    if targets.size and targets.min() > 0 and targets.max() / targets.min() > 10:
+        ax.set_xscale("log")  # the informative part is the low-eps end
+    ax.set_xlabel(rf"$\epsilon_{{tight}}$ ($\delta$ = {delta:g}) (per {unit or 'unit of distance'})")
+    ax.set_ylabel(rf"$L_{{{q:g}}}$ (expected distance{', ' + unit if unit else ''})")
+    return finish_and_save(fig, ax, title, path)
+
+
+def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = None, eps_tight=None, *,
+               metric: str | None = None, delta: float = 1e-3, q: float = 0.95,
+               out_dir: str | Path = DEFAULT_OUT_DIR,
+               seed: int = 0, progress: bool = True, threads=None,
+               costs: CostModel = DEFAULT_COSTS, max_memory: int | None = None) -> pd.DataFrame:
+    """``mdp curves``: compute, write ``curves.csv`` / ``curves.md`` / ``curves.png``, print a table.
+
+    ``threads``: every build's thread knob (:func:`loss_curves`). A run that ``costs``
+    (:mod:`mdp.runtime.estimate`) puts above ``LONG_WORK_SECONDS`` is announced on stderr with its
+    estimate before it starts. ``max_memory`` (bytes; None: half the machine's memory) limits
+    the space's arrays and every family's estimated peak memory (``peak_bytes`` of the
+    registry), both checked before any work (:class:`~mdp.errors.ResourceLimitError`).
+
+    The printed summary and ``curves.md`` list the families that ran, those left out (with the
+    reason: not applicable, or too costly for the space's size by default) and every failed
+    point (family, target and the error); failed points are also rows of ``curves.csv`` with
+    ``guarantee = "failed"`` and the message in ``error``.
+
+    A space without a distance matrix (``glove:full``) goes to
+    :func:`mdp.curves.scale.run_scale_curves`: vocabulary mode, ``L_q`` estimated with a
+    confidence interval against the analytic epsilon (``eps_tight`` targets are then epsilons).
+    """
+    spec = space_spec or DEFAULT_SPACE
+    t0 = time.perf_counter()
+    if eps_tight is not None:           # a bad target is the first thing said, before any folder
+        eps_tight = [check_positive(t, "eps_tight target") for t in eps_tight]
+    # the default folder (results/curves) is created with its parents, a folder the user named
+    # only if its parent exists; either before any work
+    out = output_directory(out_dir, parents=Path(out_dir) == Path(DEFAULT_OUT_DIR))
+    space = load_space(spec, metric=metric, max_memory=max_memory)
+    if isinstance(space, VectorSpace):
+        return run_scale_curves(space, spec, mechanisms, eps_tight, q=q, out_dir=out,
+                                seed=seed)
+    ran, left_out = plan_families(space, mechanisms)
+    for name in ran:
+        entry = get(name)
+        if entry.peak_bytes is not None:
+            check_memory(entry.peak_bytes(space.n, entry.validate_params({})),
+                         f"{entry.display_name} on n = {space.n:,} points", max_memory)
+    n_targets = len(default_targets(space)) if eps_tight is None else len(eps_tight)
+    estimate = curves_seconds(ran, space.n, n_targets, costs)
+    if sum(estimate.values()) > LONG_WORK_SECONDS:
+        parts = ", ".join(f"{name} {describe_seconds(s)}" for name, s in estimate.items())
+        print(f"mdp curves: estimated {describe_seconds(sum(estimate.values()))} for n = "
+              f"{space.n} points and {n_targets} target(s) ({parts}); progress follows",
+              file=sys.stderr, flush=True)
+    df = loss_curves(space, ran, eps_tight, delta=delta, q=q, seed=seed, progress=progress,
+                     threads=threads)
+    atomic_write_text(out / "curves.csv", df.to_csv(index=False))
+    names = {name: get(name).display_name for name in ran}
+    table = df.pivot_table(index="target_eps_tight", columns="mechanism", values="loss_q")
+    table = table.rename(columns=names)
+    failed = df[df["guarantee"] == "failed"] if "guarantee" in df else df.iloc[:0]
+    summary = [f"Space {spec}: n = {space.n}, metric {space.metric}.", "",
+               "Families built: " + (", ".join(f"{names[n]} ({n})" for n in ran) or "none") + "."]
+    if left_out:
+        summary += ["", "Left out:"] + [f"- {n}: {why}" for n, why in left_out.items()]
+    if len(failed):
+        summary += ["", f"Failed points ({len(failed)}):"] + [
+            f"- {names.get(r.mechanism, r.mechanism)} at eps_tight {r.target_eps_tight:g}: {r.error}"
+            for r in failed.itertuples()]
+    summary_text = "\n".join(summary)
+    atomic_write_text(out / "curves.md", summary_text + "\n\n" + f"L_{q:g} by eps_tight target "
+                      f"(delta = {delta:g}):\n\n" + table.to_markdown(floatfmt=".4g") + "\n")
+    plot_curves(df, out / "curves.png", title=f"{spec} (n={space.n})", q=q, delta=delta,
+                unit="km" if space.metric == "haversine" else None)
+    print(summary_text)
+    print()
+    print(table.round(4).to_string())
+    print(f"wrote {out / 'curves.csv'}, {out / 'curves.md'}, {out / 'curves.png'} "
+          f"in {time.perf_counter() - t0:.1f} s")
+    return df
