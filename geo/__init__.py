@@ -5,37 +5,76 @@ DP heatmaps (:mod:`geo.heatmap`) and the saliency metrics (:mod:`geo.saliency`,
 exported as a module because its ``emd`` differs from :func:`mdp.emd.emd`) are imported here;
 :mod:`geo.federated` (federated heatmaps) and :mod:`geo.heatsource` (heat sources, which imports
 cvxpy) are imported on use.
+
+The names below load on first use (:mod:`mdp.lazy`), so that a command of ``mdp`` imports
+only what it runs.
 """
 
-from . import saliency
-from .checkins import read_checkins
-from .explain import Explanation, explain
-from .geolife import iter_geolife, read_geolife, read_plt
-from .grid import GEOLIFE_BEIJING_BOX, Grid
-from .heatmap import (
-    dp_sparse_emd_aggregate,
-    gaussian_heatmap,
-    laplace_baseline,
-    level_budgets,
-    noisy_pyramid,
-    points_to_cells,
-    pyramid,
-    pyramidal_transform,
-    reconstruct,
-    user_distributions,
-)
-from .locations import privatize_latlon_lines, privatize_location, privatize_locations
-from .planar_laplace import PlanarLaplaceSettings, planar_laplace
-from .popular import cell_popularity, load_cell_counts, popular_cells, trace_cell_counts
-from .projection import LocalProjection
-from .users import privatize_users
+from mdp.lazy import lazy_package
+
+_EXPORTS = {
+    "saliency": ".saliency",
+    "read_checkins": ".checkins",
+    "Explanation": ".explain",
+    "explain": ".explain",
+    "iter_geolife": ".geolife",
+    "read_geolife": ".geolife",
+    "read_plt": ".geolife",
+    "GEOLIFE_BEIJING_BOX": ".grid",
+    "Grid": ".grid",
+    "dp_sparse_emd_aggregate": ".heatmap",
+    "gaussian_heatmap": ".heatmap",
+    "laplace_baseline": ".heatmap",
+    "level_budgets": ".heatmap",
+    "noisy_pyramid": ".heatmap",
+    "points_to_cells": ".heatmap",
+    "pyramid": ".heatmap",
+    "pyramidal_transform": ".heatmap",
+    "reconstruct": ".heatmap",
+    "user_distributions": ".heatmap",
+    "privatize_latlon_lines": ".locations",
+    "privatize_location": ".locations",
+    "privatize_locations": ".locations",
+    "PlanarLaplaceSettings": ".planar_laplace",
+    "planar_laplace": ".planar_laplace",
+    "cell_popularity": ".popular",
+    "load_cell_counts": ".popular",
+    "popular_cells": ".popular",
+    "trace_cell_counts": ".popular",
+    "LocalProjection": ".projection",
+    "privatize_users": ".users",
+}
+lazy_package(__name__, _EXPORTS)
 
 __all__ = [
-    "read_geolife", "iter_geolife", "read_plt", "read_checkins", "Grid", "GEOLIFE_BEIJING_BOX",
-    "popular_cells", "cell_popularity", "load_cell_counts", "trace_cell_counts",
-    "privatize_location", "privatize_locations", "privatize_latlon_lines",
-    "dp_sparse_emd_aggregate", "laplace_baseline", "gaussian_heatmap", "pyramid",
-    "pyramidal_transform", "level_budgets", "noisy_pyramid", "reconstruct", "points_to_cells",
-    "user_distributions", "saliency", "explain", "Explanation", "planar_laplace",
-    "PlanarLaplaceSettings", "LocalProjection", "privatize_users",
+    "read_geolife",
+    "iter_geolife",
+    "read_plt",
+    "read_checkins",
+    "Grid",
+    "GEOLIFE_BEIJING_BOX",
+    "popular_cells",
+    "cell_popularity",
+    "load_cell_counts",
+    "trace_cell_counts",
+    "privatize_location",
+    "privatize_locations",
+    "privatize_latlon_lines",
+    "dp_sparse_emd_aggregate",
+    "laplace_baseline",
+    "gaussian_heatmap",
+    "pyramid",
+    "pyramidal_transform",
+    "level_budgets",
+    "noisy_pyramid",
+    "reconstruct",
+    "points_to_cells",
+    "user_distributions",
+    "saliency",
+    "explain",
+    "Explanation",
+    "planar_laplace",
+    "PlanarLaplaceSettings",
+    "LocalProjection",
+    "privatize_users",
 ]

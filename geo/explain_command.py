@@ -12,10 +12,7 @@ import dataclasses
 import json
 
 from mdp.cli.args import MEMORY_HELP, memory_size
-from mdp.loading import load
 from mdp.plugins import Command
-
-from .explain import explain
 
 __all__ = ["configure_parser", "run_cli", "COMMAND"]
 
@@ -31,6 +28,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Run ``mdp explain``; returns the exit status."""
+    from mdp.loading import load
+
+    from .explain import explain
+
     ex = explain(load(args.file))
     if args.json:
         record = dataclasses.asdict(ex)

@@ -17,20 +17,16 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import sys
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from mdp.cli.args import MEMORY_HELP, memory_size
 from mdp.errors import FileFormatError, MissingFileError, ParameterError
-from mdp.io import atomic_write, open_binary
 from mdp.plugins import Command
-from mdp.runtime.resources import check_memory
 
-from .heatmap import dp_sparse_emd_aggregate, gaussian_heatmap, points_to_cells, user_distributions
-from .plotting import draw_heatmap, geo_aspect
+# NumPy, pandas and the heatmap code are imported when the command runs, not when `mdp` builds
+# its parser (mdp --help).
 
 __all__ = ["configure_parser", "run_cli", "read_points"]
 
@@ -72,7 +68,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="output PNG, or .html for an interactive map (lon/lat input)")
 
 
-def read_points(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
+def read_points(path: str | Path, fmt: str = "csv"):
     """Read points as a DataFrame with columns ``user``, ``x``, ``y``, ``weight``.
 
     Raises
@@ -81,6 +77,11 @@ def read_points(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
         Unreadable or malformed CSV, missing columns, or a non-numeric / non-finite value (the
         message names file and line).
     """
+    import numpy as np
+    import pandas as pd
+
+    from mdp.io import open_binary
+
     path = Path(path)
     if not path.exists():
         raise MissingFileError(f"input file not found: {path}")
@@ -131,6 +132,8 @@ def read_points(path: str | Path, fmt: str = "csv") -> pd.DataFrame:
 
 def _has_lonlat_columns(path: str | Path) -> bool:
     """Whether a points CSV names its coordinates ``lon``/``lat`` (degrees) rather than x/y."""
+    import pandas as pd
+
     header = pd.read_csv(path, nrows=0, skipinitialspace=True).columns
     cols = {str(c).strip().lower() for c in header}
     return not {"x", "y"} <= cols and {"lon", "lat"} <= cols
@@ -142,6 +145,18 @@ def run_cli(args: argparse.Namespace) -> int:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
+
+    from mdp.io import atomic_write
+    from mdp.runtime.resources import check_memory
+
+    from .heatmap import (
+        dp_sparse_emd_aggregate,
+        gaussian_heatmap,
+        points_to_cells,
+        user_distributions,
+    )
+    from .plotting import draw_heatmap, geo_aspect
 
     suffix = Path(str(args.output)).suffix.lower()
     if suffix not in OUTPUT_SUFFIXES:
@@ -149,7 +164,8 @@ def run_cli(args: argparse.Namespace) -> int:
                              f"{str(args.output)!r}")
     if args.bounds is not None:
         x0, x1, y0, y1 = (float(b) for b in args.bounds)
-        if not (np.isfinite([x0, x1, y0, y1, x1 - x0, y1 - y0]).all() and x1 > x0 and y1 > y0):
+        if not (all(map(math.isfinite, (x0, x1, y0, y1, x1 - x0, y1 - y0)))
+                and x1 > x0 and y1 > y0):
             raise ParameterError(f"--bounds must be finite numbers X_MIN X_MAX Y_MIN Y_MAX with "
                                  f"X_MIN < X_MAX and Y_MIN < Y_MAX, got {tuple(args.bounds)}")
     # the grid's arrays (counts, the quadtree's levels, the filtered image): refuse before work
@@ -208,6 +224,10 @@ def _write_html(args, heat, bounds, n_users: int, sigma: float, a_hat, inside) -
     """``-o heat.html``: the released heatmap over an interactive map (extra ``map``)."""
     if not (args.format != "csv" or _has_lonlat_columns(args.input)):
         raise ParameterError("-o *.html draws on a map: the input needs lon/lat columns (degrees)")
+    import numpy as np
+
+    from mdp.io import atomic_write
+
     try:
         from .webmap import heat_overlay_map, save_map  # folium is the optional extra 'map'
     except ImportError as exc:

@@ -11,23 +11,13 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
 from mdp.errors import ParameterError
 from mdp.plugins import Command
-from mdp.privacy.gaussian import GAUSSIAN_RULES, gaussian_delta, gaussian_sigma
 from mdp.validation import check_int, check_positive
 
-from .heatsource import (
-    LARGE_N,
-    calibrate_sensors,
-    compress_matrix,
-    heat_matrix,
-    mean_ci,
-    run_trials,
-    sensitivity,
-    source_positions,
-)
+#: The calibration rules of :func:`mdp.privacy.gaussian.gaussian_sigma` (the same tuple as its
+#: ``GAUSSIAN_RULES``, a test checks), written here so that building the parser imports no SciPy.
+RULES = ("analytic", "classical", "seed")
 
 __all__ = ["configure_parser", "run_cli"]
 
@@ -53,7 +43,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="epsilon of each sensor's (epsilon, delta) local DP (default 1)")
     parser.add_argument("--delta", type=float, default=1e-3,
                         help="delta of each sensor's (epsilon, delta) local DP (default 1e-3)")
-    parser.add_argument("--rule", choices=GAUSSIAN_RULES, default="analytic",
+    parser.add_argument("--rule", choices=RULES, default="analytic",
                         help="calibration used for the trials (default: analytic)")
     parser.add_argument("--sigma", type=float, default=None,
                         help="use this noise instead of a private calibration (non-private run)")
@@ -69,6 +59,21 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Run ``mdp heatsource``; returns the exit code."""
+    import numpy as np
+
+    from mdp.privacy.gaussian import GAUSSIAN_RULES, gaussian_delta, gaussian_sigma
+
+    from .heatsource import (
+        LARGE_N,
+        calibrate_sensors,
+        compress_matrix,
+        heat_matrix,
+        mean_ci,
+        run_trials,
+        sensitivity,
+        source_positions,
+    )
+
     n = check_int(args.n, "n", low=2)
     m = check_int(args.m, "m", low=1)
     T = check_positive(args.T, "T")
@@ -132,6 +137,8 @@ def _plot(row: dict, n: int, m: int, T: float, sigma: float, path: str) -> None:
     import matplotlib.pyplot as plt
 
     from mdp.io import atomic_write
+
+    from .heatsource import source_positions
 
     x = source_positions(n)
     fig, ax = plt.subplots(figsize=(6, 3))

@@ -14,22 +14,16 @@ import argparse
 import io
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from mdp.cli.args import MEMORY_HELP, memory_size
 from mdp.errors import FileFormatError, ParameterError
-from mdp.io import open_binary
-from mdp.loading import load
 from mdp.plugins import Command
 
-from .locations import parse_latlon_lines
-from .webmap import mechanism_map, released_map, save_map
+# NumPy, pandas, folium and the mechanism code are imported when the command runs
 
 __all__ = ["read_released", "configure_parser", "run_cli", "COMMAND"]
 
 
-def read_released(path: str | Path) -> np.ndarray:
+def read_released(path: str | Path):
     """(m, 2) released (lat, lon): a CSV with lat/lon columns, or headerless ``lat,lon`` lines.
 
     Raises
@@ -38,6 +32,13 @@ def read_released(path: str | Path) -> np.ndarray:
         Not UTF-8 text, no locations, or a value that is not a latitude / longitude in degrees
         (the message names the file and line).
     """
+    import numpy as np
+    import pandas as pd
+
+    from mdp.io import open_binary
+
+    from .locations import parse_latlon_lines
+
     path = Path(path)
     with open_binary(path, what="released locations") as fh:
         raw = fh.read()
@@ -69,6 +70,8 @@ def read_released(path: str | Path) -> np.ndarray:
 
 
 def _latlon_arg(text: str) -> tuple[float, float]:
+    from .locations import parse_latlon_lines
+
     try:
         P = parse_latlon_lines([text])
     except ValueError:
@@ -95,6 +98,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Run ``mdp map``; returns the exit status."""
+    from mdp.loading import load
+
+    from .webmap import mechanism_map, released_map, save_map
+
     if args.privatized is not None:
         if args.input is not None:
             raise ParameterError("--privatized draws released points only; leave out --input")

@@ -15,23 +15,17 @@ import io
 import sys
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from mdp.errors import FileFormatError, ParameterError
-from mdp.io import atomic_write_text, open_binary
-from mdp.loading import load
 from mdp.plugins import Command
 from mdp.release import SEED_WARNING
 from mdp.validation import check_positive
 
-from .user_names import normalize_user_names
-from .users import parse_report_times, privatize_users
+# pandas and the release code are imported when the command runs (mdp --help imports neither)
 
 __all__ = ["read_users_csv", "configure_parser", "run_cli", "COMMAND"]
 
 
-def read_users_csv(path: str | Path) -> pd.DataFrame:
+def read_users_csv(path: str | Path):
     """``user`` (normalized, :mod:`geo.user_names`), ``lat``, ``lon`` (degrees) and ``time`` (as
     written) if present.
 
@@ -45,6 +39,14 @@ def read_users_csv(path: str | Path) -> pd.DataFrame:
         whose name mixes look-alike scripts (the message names the file and line, never the
         value).
     """
+    import numpy as np
+    import pandas as pd
+
+    from mdp.io import open_binary
+
+    from .user_names import normalize_user_names
+    from .users import parse_report_times
+
     path = Path(path)
     try:
         with open_binary(path, what="users CSV") as fh:
@@ -113,6 +115,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Run the per-user release; returns the exit status."""
+    from mdp.io import atomic_write_text
+    from mdp.loading import load
+
+    from .users import privatize_users
+
     if args.budget is not None:
         check_positive(args.budget, "--budget")
     if args.seed is not None:

@@ -7,11 +7,11 @@ Quick use::
     mech = mdp.build("exponential", space, epsilon=1.0)
     mech.sample(3, rng=0); mech.loss(q=0.95); mech.eps_tight(delta=1e-3)
     mdp.lower_bound(space, 1.0)
+
+The names below load on first use (:mod:`mdp.lazy`): ``import mdp`` imports none of NumPy,
+SciPy or the mechanism families, which register when the registry is first consulted.
 """
 
-from . import families  # noqa: F401  (importing registers the built-in mechanism families)
-from .curves.calibration import calibrate
-from .emd import emd, emd_1d, emd_downsampled, emd_grid
 from .errors import (
     AccuracyWarning,
     BuildError,
@@ -21,19 +21,26 @@ from .errors import (
     MissingFileError,
     ParameterError,
     ParameterTypeError,
+    PrivacyError,
     SolverError,
     SolverTimeout,
     UnknownInputError,
 )
-from .loading import load
-from .lower_bound import LowerBound, lower_bound, lower_bounds
-from .mechanism import Mechanism
-from .privacy.accounting import eps_tight, loss, row_losses
-from .privacy.verification import PrivacyError, certify
-from .registry import applicable, build, get, mechanisms, register
-from .spaces.metric_space import MetricSpace
+from .lazy import lazy_package
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "MetricSpace": ".spaces.metric_space", "Mechanism": ".mechanism", "load": ".loading",
+    "build": ".registry", "register": ".registry", "mechanisms": ".registry", "get": ".registry",
+    "applicable": ".registry", "calibrate": ".curves.calibration",
+    "eps_tight": ".privacy.accounting", "loss": ".privacy.accounting",
+    "row_losses": ".privacy.accounting", "lower_bound": ".lower_bound",
+    "lower_bounds": ".lower_bound", "LowerBound": ".lower_bound",
+    "certify": ".privacy.verification", "emd": ".emd", "emd_1d": ".emd", "emd_grid": ".emd",
+    "emd_downsampled": ".emd", "families": ".families",
+}
+lazy_package(__name__, _EXPORTS)
 
 __all__ = [
     "MetricSpace", "Mechanism", "load", "build", "register", "mechanisms", "get", "applicable",

@@ -41,12 +41,13 @@ def _warn_if_weak(path: Path, mech):
 
 
 def _load_vocabulary(path: Path, data: dict):
-    """A vocabulary-mode file (points, no matrix): re-created through its family's class, whose
-    constructor recomputes the guarantee (:mod:`mdp.vocabulary.mode`)."""
+    """A vocabulary-mode file (points or the words of a named embedding, no matrix): re-created
+    through its family's class, whose constructor recomputes the guarantee
+    (:mod:`mdp.vocabulary.mode`)."""
     meta = npz_json(data, "metadata", path)
-    if meta.get("mode") != "vocabulary" or "points" not in data:
+    if meta.get("mode") != "vocabulary":
         raise FileFormatError(path, "a mechanism file holds 'distances' (matrix mode) or "
-                                    "'points' with metadata mode 'vocabulary'")
+                                    "metadata mode 'vocabulary'")
     try:
         name = meta["name"]
         float(meta["epsilon"])

@@ -14,10 +14,10 @@ registry               entry-point group            object registered
 :data:`EXPERIMENTS`    ``mdp.experiments``          a module (``DESCRIPTION``, ``add_arguments``,
                                                     ``main``)
 :data:`INPUTS`         ``mdp.inputs``               an :class:`InputFormat`
-:data:`EMBEDDINGS`     ``mdp.embeddings``           ``vectors(words) -> ndarray``: a named
-                                                    embedding's vectors of those words, which
-                                                    a mechanism file's points are checked
-                                                    against (:mod:`mdp.privacy.provenance`)
+:data:`EMBEDDINGS`     ``mdp.embeddings``           a :class:`NamedEmbedding`: the words and
+                                                    vectors a mechanism file's points are
+                                                    checked against or taken from
+                                                    (:mod:`mdp.privacy.provenance`)
 families               ``mdp.families``             a module whose import registers families
                                                     with :func:`mdp.register`
 =====================  ===========================  ===========================================
@@ -33,8 +33,8 @@ from typing import Any, Generic, TypeVar
 
 from .errors import ParameterError, UnknownInputError
 
-__all__ = ["Registry", "Command", "InputFormat", "SPACES", "COMMANDS", "EXPERIMENTS", "INPUTS",
-           "EMBEDDINGS", "load_family_plugins"]
+__all__ = ["Registry", "Command", "InputFormat", "NamedEmbedding", "SPACES", "COMMANDS",
+           "EXPERIMENTS", "INPUTS", "EMBEDDINGS", "load_family_plugins"]
 
 T = TypeVar("T")
 
@@ -162,11 +162,30 @@ class InputFormat:
     options: tuple = ()
 
 
+@dataclass(frozen=True)
+class NamedEmbedding:
+    """An installed word embedding that mechanism files may name (:mod:`mdp.privacy.provenance`).
+
+    Attributes
+    ----------
+    vectors : callable
+        ``vectors(words) -> ndarray``: the embedding's vectors of ``words``, in their order, with
+        the dtype its loader uses; a word it does not hold raises a ``KeyError``
+        (:class:`~mdp.errors.UnknownInputError`).
+    first : callable
+        ``first(n) -> (words, vectors)``: its ``n`` first words (in its own order) and their
+        vectors; ``first(None)`` gives every word.
+    """
+
+    vectors: Callable
+    first: Callable
+
+
 SPACES: Registry[Callable] = Registry("space prefix", "mdp.spaces")
 COMMANDS: Registry[Command] = Registry("command", "mdp.commands")
 EXPERIMENTS: Registry[Any] = Registry("experiment", "mdp.experiments")
 INPUTS: Registry[InputFormat] = Registry("input format", "mdp.inputs")
-EMBEDDINGS: Registry[Callable] = Registry("embedding", "mdp.embeddings")
+EMBEDDINGS: Registry[NamedEmbedding] = Registry("embedding", "mdp.embeddings")
 
 _FAMILY_PLUGINS_LOADED = False
 

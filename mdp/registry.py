@@ -14,6 +14,7 @@ into the family's :class:`~mdp.Mechanism` class, whose constructor certifies it.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import time
 from collections.abc import Callable
@@ -189,8 +190,9 @@ def register(name: str, *, description: str, applies: Callable | None = None,
 
 
 def _ensure_loaded() -> None:
-    """Register the families of installed plugins (the built-in ones register when ``mdp``'s
-    package initialiser imports :mod:`mdp.families`, before any lookup can run)."""
+    """Register the built-in families (:mod:`mdp.families`, imported on the first lookup) and
+    those of installed plugins."""
+    importlib.import_module("mdp.families")
     load_family_plugins()
 
 

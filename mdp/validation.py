@@ -7,9 +7,8 @@ scikit-learn. Nothing here uses ``assert``.
 
 from __future__ import annotations
 
+import math
 import numbers
-
-import numpy as np
 
 from .errors import ParameterError, ParameterTypeError
 
@@ -40,9 +39,9 @@ def check_positive(value, name: str, *, allow_zero: bool = False, allow_inf: boo
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ParameterTypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
     v = float(value)
-    if np.isnan(v):
+    if math.isnan(v):
         raise ParameterError(f"{name} must be a number, got nan")
-    if np.isinf(v) and not allow_inf:
+    if math.isinf(v) and not allow_inf:
         raise ParameterError(f"{name} must be finite, got {v}")
     if allow_zero:
         if v < 0:
@@ -64,7 +63,7 @@ def check_probability(value, name: str, *, inclusive_low: bool = True, inclusive
     v = float(value)
     lo_ok = v >= 0 if inclusive_low else v > 0
     hi_ok = v <= 1 if inclusive_high else v < 1
-    if np.isnan(v) or not (lo_ok and hi_ok):
+    if math.isnan(v) or not (lo_ok and hi_ok):
         lo = "[" if inclusive_low else "("
         hi = "]" if inclusive_high else ")"
         raise ParameterError(f"{name} must be in {lo}0, 1{hi}, got {value!r}")
@@ -83,11 +82,13 @@ def check_int(value, name: str, *, low: int | None = None, high: int | None = No
     return v
 
 
-def check_rng(rng) -> np.random.Generator:
+def check_rng(rng):
     """Turn ``None``, an int seed or a ``numpy.random.Generator`` into a Generator.
 
     No global random state is ever used.
     """
+    import numpy as np  # here, so that validating the command line imports no NumPy
+
     if rng is None or isinstance(rng, (numbers.Integral, np.random.Generator, np.random.SeedSequence)):
         if isinstance(rng, bool):
             raise ParameterTypeError(f"rng must be None, an int seed or a numpy.random.Generator, got {rng!r}")
@@ -99,9 +100,11 @@ def check_rng(rng) -> np.random.Generator:
     )
 
 
-def as_float_array(value, name: str) -> np.ndarray:
+def as_float_array(value, name: str):
     """``value`` as a float ndarray; anything that is not numbers raises a ParameterError
     naming ``name`` (never numpy's own message)."""
+    import numpy as np
+
     try:
         return np.asarray(value, dtype=float)
     except (TypeError, ValueError, OverflowError):

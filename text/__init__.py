@@ -6,15 +6,38 @@
 * :func:`sample_vocabulary`: the paper's clustered vocabulary sampling, as a metric space;
 * :func:`privatize`: privatize a text or a token list with any mechanism on a word space
   (including ``"madlib"``, :mod:`mdp.families.madlib`).
+
+The names below load on first use (:mod:`mdp.lazy`), so that a command of ``mdp`` imports
+only what it runs.
 """
 
-from .embeddings import Embeddings, load_glove
-from .fasttext import train_lee_fasttext
-from .loaders import load_vectors, save_vectors
-from .privatize import privatize, tokenize
-from .vocabulary import sample_vocabulary, word_space
-from .vocabulary_scale import full_glove_space, vocabulary_space
+from mdp.lazy import lazy_package
 
-__all__ = ["Embeddings", "load_glove", "load_vectors", "save_vectors", "train_lee_fasttext",
-           "sample_vocabulary", "word_space", "privatize", "tokenize", "full_glove_space",
-           "vocabulary_space"]
+_EXPORTS = {
+    "Embeddings": ".embeddings",
+    "load_glove": ".embeddings",
+    "train_lee_fasttext": ".fasttext",
+    "load_vectors": ".loaders",
+    "save_vectors": ".loaders",
+    "privatize": ".privatize",
+    "tokenize": ".privatize",
+    "sample_vocabulary": ".vocabulary",
+    "word_space": ".vocabulary",
+    "full_glove_space": ".vocabulary_scale",
+    "vocabulary_space": ".vocabulary_scale",
+}
+lazy_package(__name__, _EXPORTS)
+
+__all__ = [
+    "Embeddings",
+    "load_glove",
+    "load_vectors",
+    "save_vectors",
+    "train_lee_fasttext",
+    "sample_vocabulary",
+    "word_space",
+    "privatize",
+    "tokenize",
+    "full_glove_space",
+    "vocabulary_space",
+]

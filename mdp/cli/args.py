@@ -15,7 +15,6 @@ import re
 from pathlib import Path
 
 from ..errors import MDPError
-from ..io import latlon_columns, open_text
 from ..runtime.resources import parse_bytes
 
 __all__ = ["ArgumentParser", "MetricChoice", "choose_metric", "memory_size", "MEMORY_HELP"]
@@ -49,6 +48,9 @@ class ArgumentParser(argparse.ArgumentParser):
     whole (a ``lat,lon`` input is one value). Values that are negative numbers or lists of them
     are values, not options. Sub-command parsers are of this class too (``add_subparsers``
     makes them of the parent's class).
+
+    A bad argument is one line on standard error, ``mdp build: error: ... (mdp build --help
+    lists the options)``, and exit status 2: the usage block is for ``--help``.
     """
 
     def __init__(self, *args, **kwargs):
@@ -65,6 +67,9 @@ class ArgumentParser(argparse.ArgumentParser):
                 self.error(f"argument {'/'.join(action.option_strings)}: expected at least one "
                            "value")
         return super()._get_values(action, arg_strings)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help lists the options)\n")
 
 
 class MetricChoice:
@@ -113,6 +118,8 @@ def choose_metric(spec: str | None, metric: str | None) -> MetricChoice:
     header = _first_line(path)
     if header is None:
         return MetricChoice(None)
+    from ..io import latlon_columns
+
     fields = [f.strip() for f in header.split(",")]
     if latlon_columns(fields) is not None:
         return MetricChoice("haversine", f"the header of {path.name} names lat,lon columns, so "
@@ -123,6 +130,8 @@ def choose_metric(spec: str | None, metric: str | None) -> MetricChoice:
 def _first_line(path: Path) -> str | None:
     """The first non-blank line of a text file (plain or gzip), or None if unreadable."""
     try:
+        from ..io import open_text
+
         with open_text(path, what="points file") as fh:
             for line in fh:
                 if line.strip():

@@ -11,33 +11,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
+import re
 import sys
 import time
 import warnings
 
-import numpy as np
-
 from .. import __version__
-from ..curves.loss import DEFAULT_OUT_DIR, run_curves
+from ..curves import DEFAULT_OUT_DIR
 from ..errors import MDPError, ParameterError, WeakPrivacyWarning
-from ..loading import load
-from ..lower_bound import lower_bound
-from ..lp import progress
 from ..plugins import COMMANDS
-from ..privacy.weak_epsilon import weak_privacy_message
-from ..registry import build, get, mechanisms
-from ..release import SEED_WARNING, output_line
-from ..runtime.estimate import LONG_WORK_SECONDS, build_seconds, describe_seconds
 from ..runtime.resources import memory_limit
-from ..runtime.threads import check_threads, use_threads
-from ..spaces.specs import load_space
-from .args import (
-    MEMORY_HELP,
-    ArgumentParser,
-    choose_metric,
-    memory_size,
-)
-from .input_lines import privatize_lines
+from .args import MEMORY_HELP, ArgumentParser, choose_metric, memory_size
+
+# The commands import the numerical modules when they run, not here: building the parser (and
+# so `mdp --help` and every argument error) imports neither NumPy nor the mechanism families.
 
 
 def _parse_param(text: str):
@@ -52,6 +40,8 @@ def _parse_param(text: str):
 
 
 def _threads(text: str) -> int | str:
+    from ..runtime.threads import check_threads
+
     try:
         return check_threads(text if text == "auto" else int(text))
     except (ValueError, MDPError):
@@ -72,10 +62,35 @@ def _length_km(text: str) -> float:
                 value = float(t[:-len(unit)]) * scale
             except ValueError:
                 break
-            if np.isfinite(value) and value > 0:
+            if math.isfinite(value) and value > 0:
                 return value
             break
     raise argparse.ArgumentTypeError(f"expected a positive length with a unit (500m, 2km), got {text!r}")
+
+
+_LEVEL = re.compile(r"^\s*(?:(ln|log)\s*\(?\s*(?P<arg>[^()\s]+)\s*\)?|(?:e\s*\^|exp\s*\()\s*"
+                    r"(?P<power>[^()\s]+?)\s*\)?|(?P<number>[^\s]+))\s*$", re.IGNORECASE)
+
+
+def _level(text: str) -> float:
+    """``1.39``, ``ln 4``, ``ln(4)``, ``e^1.4``, ``exp(1.4)`` -> a positive level (Location Guard
+    states its levels as ``ln 2``, ``ln 4``, ``ln 6``)."""
+    m = _LEVEL.match(text)
+    try:
+        if m is None:
+            raise ValueError
+        if m.group("arg") is not None:
+            value = math.log(float(m.group("arg")))
+        elif m.group("power") is not None:
+            value = math.exp(float(m.group("power")))
+        else:
+            value = float(m.group("number"))
+    except (ValueError, OverflowError):
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive level such as 1.39, 'ln 4' or "
+                                         f"'e^1.4', got {text!r}")
+    return value
 
 
 def _build_epsilon(args, space) -> float:
@@ -90,12 +105,14 @@ def _build_epsilon(args, space) -> float:
     if space.metric != "haversine":
         raise ParameterError(f"--radius/--level need a location space (--metric haversine, km), got "
                          f"metric {space.metric!r}; use --epsilon")
-    if not (np.isfinite(args.level) and args.level > 0):
+    if not (math.isfinite(args.level) and args.level > 0):
         raise ParameterError(f"--level must be a positive number, got {args.level}")
     return args.level / args.radius
 
 
 def cmd_list(args) -> int:
+    from ..registry import get, mechanisms
+
     for name, desc in mechanisms().items():
         entry = get(name)
         print(f"{name:22s} {entry.display_name}: {desc}\n{'':22s}   module: {entry.builder.__module__}")
@@ -116,11 +133,17 @@ def _metric(args) -> str | None:
 
 
 def _space(args):
+    from ..spaces.specs import load_space
+
     metric = _metric(args)
     return load_space(args.space, metric=metric, max_memory=args.max_memory), metric
 
 
 def cmd_build(args) -> int:
+    from ..privacy.weak_epsilon import weak_privacy_message
+    from ..registry import build
+    from ..runtime.estimate import LONG_WORK_SECONDS, build_seconds, describe_seconds
+
     space, _ = _space(args)
     epsilon = _build_epsilon(args, space)
     weak = weak_privacy_message(space, epsilon)
@@ -153,6 +176,9 @@ def _lp_progress(show: bool):
     if not show:
         yield
         return
+    import numpy as np
+
+    from ..lp import progress
 
     t0 = time.perf_counter()
     width = [0]
@@ -192,6 +218,10 @@ def _read_inputs(args) -> list[str]:
 
 
 def cmd_privatize(args) -> int:
+    from ..loading import load
+    from ..release import SEED_WARNING, output_line
+    from .input_lines import privatize_lines
+
     if args.users is not None:
         # a whole user,lat,lon file: the location package's per-user release (a plugin command)
         if "privatize-users" not in COMMANDS.names():
@@ -214,6 +244,8 @@ def cmd_privatize(args) -> int:
 
 
 def cmd_eps(args) -> int:
+    from ..loading import load
+
     mech = load(args.file, max_memory=args.max_memory)
     print(f"eps_tight(delta={args.delta:g}) = {mech.eps_tight(args.delta):.10g}"
           f"  (claimed epsilon {mech.epsilon:g}, mechanism {mech.name!r}, n={mech.space.n})")
@@ -221,6 +253,8 @@ def cmd_eps(args) -> int:
 
 
 def cmd_lower_bound(args) -> int:
+    from ..lower_bound import lower_bound
+
     space, _ = _space(args)
     lb = lower_bound(space, args.epsilon, delta=args.delta)
     record = {"space": args.space, "n": space.n, "metric": space.metric, "epsilon": lb.epsilon,
@@ -238,6 +272,8 @@ def cmd_lower_bound(args) -> int:
 
 
 def cmd_curves(args) -> int:
+    from ..curves.loss import run_curves
+
     run_curves(space_spec=args.space, metric=_metric(args), mechanisms=args.mechanisms, eps_tight=args.eps_tight,
                delta=args.delta, q=args.q, out_dir=args.output, seed=args.seed,
                progress=not args.no_progress, max_memory=args.max_memory)
@@ -269,8 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pure mDP level per unit of distance (> 0)")
     p.add_argument("--radius", type=_length_km, default=None,
                    help="location spaces: with --level, epsilon = level / radius (500m, 2km)")
-    p.add_argument("--level", type=float, default=None,
-                   help="location spaces: privacy level within --radius (Location Guard: ln 4 = 1.39)")
+    p.add_argument("--level", type=_level, default=None,
+                   help="location spaces: privacy level within --radius: a number, 'ln 4' "
+                        "(= 1.39, Location Guard's medium level) or 'e^1.4'")
     p.add_argument("--param", action="append", type=_parse_param, metavar="KEY=VALUE",
                    help="family parameter, repeatable; VALUE is JSON or a string (see mdp list)")
     p.add_argument("--seed", type=int, default=None, help=seed_help)
@@ -381,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
             warnings.showwarning = show
             if getattr(args, "unavailable", None):
                 raise ValueError(args.unavailable)
+            from ..runtime.threads import use_threads
+
             with use_threads(getattr(args, "threads", None)), \
                     memory_limit(getattr(args, "max_memory", None)):
                 if getattr(args, "plugin", None) is not None:
@@ -397,5 +436,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    np.set_printoptions(precision=4)
     sys.exit(main())

@@ -42,6 +42,7 @@ from ..spaces.metric_space import MetricSpace
 from ..spaces.specs import DEFAULT_SPACE, load_space
 from ..spaces.vector_space import VectorSpace
 from ..validation import check_positive, check_probability
+from . import DEFAULT_OUT_DIR
 from .calibration import calibrate
 from .plotting import finish_and_save
 from .scale import run_scale_curves
@@ -52,8 +53,6 @@ __all__ = ["default_targets", "loss_curves", "run_curves", "plot_curves", "basel
 #: Largest ``eps_tight target x closest distance`` accepted: beyond ``exp(700)`` the odds
 #: overflow float64 and every mechanism is the identity.
 MAX_TARGET_EXPONENT = 700.0
-#: Where ``mdp curves`` writes when not told (created with its parents).
-DEFAULT_OUT_DIR = "results/curves"
 
 
 def default_targets(space: MetricSpace, k: int = 10) -> np.ndarray:

@@ -57,8 +57,6 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 from scipy.spatial.distance import cdist
-from sklearn.metrics.pairwise import euclidean_distances
-from sklearn.neighbors import NearestNeighbors
 
 from ..candidate import Candidate
 from ..errors import ParameterError, PrivacyError
@@ -165,6 +163,8 @@ def estimate_madlib_matrix(points, epsilon: float, n_samples: int = DEFAULT_N_SA
         Z = X[src] + _unit_noise(len(src), d, rng) / epsilon
         # BLAS-based distances (scikit-learn); the weights need every distance anyway, so the
         # nearest point is their argmin rather than a separate neighbour query.
+        from sklearn.metrics.pairwise import euclidean_distances
+
         dist = euclidean_distances(Z, X, Y_norm_squared=sq_norms)          # (c, n)
         snap = np.argmin(dist, axis=1)
         # r_k(v) = p_v / ((1/n) sum_u p_u), computed relative to the nearest point (no overflow)
@@ -254,6 +254,8 @@ class MadlibMechanism(Mechanism):
     def snap(self, z) -> np.ndarray:
         """Index of the nearest point of the space to each row of ``z`` (scikit-learn)."""
         if self._nn is None:
+            from sklearn.neighbors import NearestNeighbors
+
             self._nn = NearestNeighbors(n_neighbors=1).fit(self.space.points)
         z = np.atleast_2d(np.asarray(z, dtype=float))
         return self._nn.kneighbors(z, n_neighbors=1, return_distance=False)[:, 0]

@@ -56,15 +56,14 @@ class LabelIndex:
                 k = int(np.flatnonzero(idx != xs.astype(float))[0])
                 raise UnknownInputError(f"input {k + 1} (of {len(xs)}): indices must be integers")
         else:
-            if self._index is None:
-                self._index = {str(lab): i for i, lab in enumerate(self.labels.tolist())}
+            table = self.label_table()
             idx = np.empty(len(xs), dtype=np.int64)
             unknown = []
             for k, item in enumerate(xs.tolist()):
-                if isinstance(item, (int, np.integer)) and not isinstance(item, bool) and str(item) not in self._index:
+                if isinstance(item, (int, np.integer)) and not isinstance(item, bool) and str(item) not in table:
                     idx[k] = _index_or_minus_one(item)
                     continue
-                i = self._index.get(str(item))
+                i = table.get(str(item))
                 if i is None:
                     unknown.append(k + 1)
                 else:
@@ -80,6 +79,14 @@ class LabelIndex:
             raise UnknownInputError(f"input {k + 1} (of {len(xs)}): index out of range for a "
                                     f"space of {self.n} points (0..{self.n - 1})")
         return int(idx[0]) if scalar else idx
+
+    def label_table(self) -> dict[str, int]:
+        """``{label: index}`` of every point, built once (an empty dict without labels)."""
+        if self._index is None:
+            self._index = ({} if self.labels is None else
+                           dict(zip(map(str, self.labels.tolist()), range(len(self.labels)),
+                                    strict=True)))
+        return self._index
 
     def label_of(self, idx):
         """Labels of indices (indices themselves when the space has no labels)."""

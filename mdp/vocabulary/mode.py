@@ -34,11 +34,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import stats as st
 
 from ..errors import FileFormatError, ParameterError
 from ..io import atomic_write
-from ..privacy.provenance import check_points_source, source_metadata
+from ..privacy.provenance import (
+    SOURCE_FIELD,
+    WORDS_FIELD,
+    check_points_source,
+    embedding_reference,
+    points_from_embedding,
+    source_metadata,
+)
 from ..spaces.vector_space import VectorSpace
 from ..validation import check_epsilon, check_int, check_probability, check_rng
 
@@ -184,6 +190,8 @@ def estimate_loss(row_losses: Callable, n: int, q: float | None, *, inputs: int 
     1991, section 5.2); each row loss adds its own normal interval, so the interval is
     ``[sorted(lower)[l], sorted(upper)[h]]``.
     """
+    from scipy import stats as st  # on use: importing scipy.stats takes half a second
+
     inputs = check_int(inputs, "inputs", low=1)
     confidence = check_probability(confidence, "confidence", inclusive_low=False,
                                    inclusive_high=False)
@@ -301,29 +309,46 @@ class VocabularyMechanism:
 
     # -- persistence ------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> Path:
-        """Save points, labels and metadata to one ``.npz`` (uncompressed: the points are most of
-        it), atomically. Loading recomputes everything the guarantee depends on."""
+        """Save the space and metadata to one ``.npz`` (uncompressed), atomically. Loading
+        recomputes everything the guarantee depends on.
+
+        A space made from an installed named embedding stores no vectors: the file names the
+        embedding and its words (:func:`mdp.privacy.provenance.embedding_reference`: the first
+        ``n`` words store nothing more, other words their labels), and loading takes the vectors
+        from the embedding, so they cannot have been altered. Other spaces store their points
+        and labels.
+        """
         meta = {"format": VOCABULARY_FORMAT, "mode": "vocabulary", "name": self.name,
                 "epsilon": self.epsilon, "params": _jsonable_params(self.params),
                 "stats": {k: v for k, v in self.stats.items() if k != "privacy"},
                 "metric": "euclidean", **source_metadata(self.space)}
-        arrays = {"points": np.asarray(self.space.points),
-                  "metadata": np.array(json.dumps(meta, default=str)), **self._arrays()}
-        if self.space.labels is not None:
+        reference = embedding_reference(self.space)
+        arrays = {**self._arrays()}
+        if reference is None:
+            arrays["points"] = np.asarray(self.space.points)
+        else:
+            meta.update(reference)
+        if self.space.labels is not None and (reference or {}).get(WORDS_FIELD) != "first":
             arrays["labels"] = np.asarray(self.space.labels).astype(str)
+        arrays["metadata"] = np.array(json.dumps(meta, default=str))
         return atomic_write(path, lambda fh: np.savez(fh, **arrays))
 
     @classmethod
     def from_file(cls, path: Path, data: dict, meta: dict) -> VocabularyMechanism:
         """Re-create a saved mechanism: the space from the stored points and labels, the
         guarantee recomputed by the constructor (nothing the file says about it is used)."""
+        if "points" in data:
+            points, labels = data["points"], data.get("labels")
+        else:
+            labels, points = points_from_embedding(path, meta, data.get("labels"))
         try:
-            space = VectorSpace(data["points"], labels=data.get("labels"))
-        except KeyError:
-            raise FileFormatError(path, "a vocabulary-mode file needs 'points'") from None
+            space = VectorSpace(points, labels=labels)
         except ParameterError as exc:
             raise FileFormatError(path, f"invalid points or labels ({exc})") from None
-        check_points_source(path, space, meta)
+        if "points" in data:
+            check_points_source(path, space, meta)
+        else:
+            space.source = meta[SOURCE_FIELD]       # the embedding's own vectors
         params = meta.get("params") or {}
         if not isinstance(params, dict):
             raise FileFormatError(path, f"params must be an object, got {params!r}")

@@ -23,7 +23,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.neighbors import KDTree, NearestNeighbors
 
 from ..errors import ParameterError
 from ..privacy.rounding import UNIT_ROUNDOFF
@@ -86,6 +85,8 @@ class NearestIndex:
             self._nn = None
         else:
             self._screen = None
+            from sklearn.neighbors import NearestNeighbors  # on use: half a second to import
+
             self._nn = NearestNeighbors(n_neighbors=1, algorithm=self.plan.algorithm).fit(points)
 
     @property
@@ -138,6 +139,8 @@ def min_distance_lower_bound(points: np.ndarray, *, dims: int = 8, sample: int =
     # ||P v|| <= sigma_max(P) ||v||: measured defect of the orthonormality, with margin
     sigma = float(np.linalg.norm(P, 2)) * (1 + 1e-12)
     Y = X @ P.T
+    from sklearn.neighbors import KDTree
+
     dist, _ = KDTree(Y).query(Y, k=2)
     closest = float(dist[:, 1].min())
     R = float(np.sqrt(np.einsum("ij,ij->i", X, X).max()))

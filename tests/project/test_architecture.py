@@ -73,7 +73,7 @@ def test_upper_packages_register_through_entry_points():
             "heatsources"} <= set(EXPERIMENTS.names())
     assert {"glove", "glove-full", "fasttext-lee"} <= set(EMBEDDINGS.names())
     assert SPACES.get("glove").__module__ == "text.vocabulary"
-    assert EMBEDDINGS.get("glove").__module__ == "text.sources"
+    assert EMBEDDINGS.get("glove").vectors.__module__ == "text.sources"
     assert COMMANDS.get("experiment").help
 
 

@@ -132,7 +132,7 @@ def test_build_interrupted_writes_nothing(tmp_path, capsys, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("mdp.cli.main.build", interrupted)
+    monkeypatch.setattr("mdp.registry.build", interrupted)
     code, o, e = run(["build", "--space", str(pts), "--mechanism", "optimal", "--epsilon", "1",
                       "-o", str(out)], capsys)
     assert code == 130 and "interrupted" in e and "nothing was written" in e

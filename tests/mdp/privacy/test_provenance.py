@@ -10,7 +10,7 @@ import pytest
 
 import mdp
 from mdp.errors import FileFormatError, UnverifiedPointsWarning, WeakPrivacyWarning
-from mdp.plugins import EMBEDDINGS
+from mdp.plugins import EMBEDDINGS, NamedEmbedding
 from mdp.spaces.vector_space import VectorSpace
 
 WORDS = [f"w{i}" for i in range(12)]
@@ -28,7 +28,11 @@ def toy_embedding():
             raise KeyError(f"{len(missing)} words are not in 'toy'")
         return np.array([table[w] for w in words])
 
-    EMBEDDINGS.register("toy", vectors, replace=True)
+    def first(n):
+        n = len(WORDS) if n is None else n
+        return np.array(WORDS[:n]), VECTORS[:n]
+
+    EMBEDDINGS.register("toy", NamedEmbedding(vectors=vectors, first=first), replace=True)
     yield
     EMBEDDINGS.unregister("toy")
 
@@ -44,7 +48,12 @@ def _rewrite(path, points=None, meta=None):
     with np.load(path, allow_pickle=False) as z:
         data = {k: z[k] for k in z.files}
     if points is not None:
-        data["points"] = points(data["points"])
+        if "points" not in data:          # a file that names its words: forge stored vectors
+            data["labels"] = np.array(WORDS[:10])
+            m = json.loads(str(data["metadata"]))
+            m.pop("words_from_source", None)
+            data["metadata"] = np.array(json.dumps(m))
+        data["points"] = points(data.get("points", VECTORS[:10]))
         if "distances" in data:       # a consistent forgery: distances recomputed from the points
             P = data["points"]
             data["distances"] = np.linalg.norm(P[:, None] - P[None], axis=2)
@@ -68,6 +77,9 @@ def test_named_embedding_checked_on_load(toy_embedding, tmp_path, mode):
     path = mdp.build("exponential", space, 1.0, mode=mode).save(tmp_path / "m.npz")
     mech, caught = _load_quietly(path)
     assert UnverifiedPointsWarning not in caught and mech.space.source == "toy"
+    assert np.array_equal(mech.space.points, VECTORS[:10])
+    with np.load(path) as z:      # a vocabulary file names the embedding's words, nothing else
+        assert ("points" in z.files) == (mode == "matrix")
     for forge, match in [
             (lambda P: P * 10, "the vectors of 10 of its 10 words differ"),      # rescaled
             (lambda P: np.rint(P * 100), "the vectors of 10 of its 10 words"),   # integer x 100
@@ -134,3 +146,23 @@ def test_weighted_exponential_vocabulary_file_without_weights_is_refused_fast(tm
         assert "log_weights" in z.files
     again, _ = _load_quietly(tmp_path / "v.npz")
     assert np.array_equal(again.log_rows([3]), mech.log_rows([3]))
+
+
+def test_vocabulary_file_of_chosen_words_stores_labels_not_vectors(toy_embedding, tmp_path):
+    idx = [7, 2, 11, 0, 5]
+    space = VectorSpace(VECTORS[idx], labels=np.array(WORDS)[idx])
+    space.source = "toy"
+    path = mdp.build("madlib", space, 1.0, mode="vocabulary").save(tmp_path / "m.npz")
+    with np.load(path) as z:
+        assert "points" not in z.files and list(z["labels"]) == [WORDS[i] for i in idx]
+    mech, caught = _load_quietly(path)
+    assert np.array_equal(mech.space.points, VECTORS[idx]) and UnverifiedPointsWarning not in caught
+    with np.load(path) as z:
+        data = {k: z[k] for k in z.files}
+    data["labels"] = np.array(["w1", "w2", "w3", "w4", "zebra"])
+    np.savez(path, **data)
+    with pytest.raises(FileFormatError, match="not all words of the embedding 'toy'"):
+        mdp.load(path)
+    EMBEDDINGS.unregister("toy")
+    with pytest.raises(FileFormatError, match="the embedding 'toy', which cannot be used here"):
+        mdp.load(path)

@@ -47,7 +47,7 @@ def test_build_announces_a_long_build(tmp_path, capsys, monkeypatch):
             "-o", str(tmp_path / "m.npz")]
     assert cli.main(argv) == 0
     assert "estimated" not in capsys.readouterr().err      # 40 points: well below a second
-    monkeypatch.setattr(cli, "build_seconds", lambda name, n: 125.0)
+    monkeypatch.setattr("mdp.runtime.estimate.build_seconds", lambda name, n: 125.0)
     assert cli.main(argv) == 0
     assert "mdp build: estimated about 2 min for exponential on n = 40" in capsys.readouterr().err
     assert build_seconds("optimal", 400) > 30
