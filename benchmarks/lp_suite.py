@@ -21,10 +21,12 @@ Every cell runs in a fresh process (libraries' thread pools start from their def
 after ``--limit`` seconds, so one slow cell never holds up the suite; only :func:`mdp.build` is
 timed, with default settings (no ``threads``). ``--background`` starts one process doing 300 x
 300 matrix products on NumPy's default threads (:mod:`benchmarks.threads_busy`'s job) before the
-cells and stops it after. Printed: one Markdown table, one row per cell (seconds; the plan taken
-as method/solver and the build's attempts; LP rounds; interior point and simplex iterations; the
-certified relative gap; ok, timeout or error), then the median and worst cell per family and n,
-and the CPUs and load averages before and after. Progress goes to stderr.
+cells and stops it after. Printed: one Markdown table, one row per cell (seconds; the range
+``mdp build`` estimates for it, :func:`mdp.runtime.estimate.build_estimate` with the load seen
+when the cell starts; the plan taken as method/solver and the build's attempts; LP rounds;
+interior point and simplex iterations; the certified relative gap; ok, timeout or error), then
+the median and worst cell per family and n, how far the measured times fall from their
+estimates, and the CPUs and load averages before and after. Progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from tqdm import tqdm
 
 import mdp
 from mdp.io import atomic_write_text
+from mdp.runtime.estimate import build_estimate
 from mdp.spaces.specs import load_space
 from mdp.spaces.synthetic import SPACE_KINDS, road_graph_distances, synthetic_space
 
@@ -124,10 +127,12 @@ def run_child(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         space = suite_space(args.kind, args.n_cell, Path(tmp))
     eps = args.c_cell / space.median_distance
+    estimate = build_estimate(name, space.n)
     t0 = time.perf_counter()
     mech = mdp.build(name, space, eps, **params)
     row = describe_build(mech, time.perf_counter() - t0)
-    row["eps"] = eps
+    row.update(eps=eps, estimate_low=estimate.low, estimate_high=estimate.high,
+               load_factor=estimate.load)
     print(json.dumps(row, default=str))
 
 
@@ -169,6 +174,22 @@ def summary(table: pd.DataFrame, limit: float) -> pd.DataFrame:
                         "worst cell": f"{worst['space']} c={worst['c']:g}"})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def estimate_misses(table: pd.DataFrame) -> dict:
+    """How far the measured seconds fall from the estimated ranges: per cell the factor by which
+    the time lies outside its range (1 inside), over the cells that finished."""
+    done = table[(table["status"] == "ok") & table.get("estimate_low", pd.Series(dtype=float))
+                 .notna()]
+    if done.empty:
+        return {}
+    t = done["seconds"].astype(float)
+    lo, hi = done["estimate_low"].astype(float), done["estimate_high"].astype(float)
+    factor = np.maximum(np.maximum(lo / t, t / hi), 1.0)
+    return {"cells": len(done), "inside": int((factor <= 1.0).sum()),
+            "within 2x": int((factor <= 2.0).sum()), "worst factor": float(factor.max()),
+            "worst cell": (lambda r: f"{r['family']} n={r['n']} {r['space']} c={r['c']:g}")(
+                done.loc[factor.idxmax()])}
 
 
 def main() -> None:
@@ -224,8 +245,14 @@ def main() -> None:
     for column in ("plan", "rounds", "iterations", "gap", "error"):
         if column not in table:
             table[column] = None
-    shown = table[["space", "c", "n", "family", "seconds", "plan", "rounds", "iterations", "gap",
-                   "status"]].copy()
+    for column in ("estimate_low", "estimate_high"):
+        if column not in table:
+            table[column] = np.nan
+    table["estimate"] = [("" if pd.isna(a) else f"{a:.2g}-{b:.2g}")
+                         for a, b in zip(table["estimate_low"], table["estimate_high"],
+                                         strict=True)]
+    shown = table[["space", "c", "n", "family", "seconds", "estimate", "plan", "rounds",
+                   "iterations", "gap", "status"]].copy()
     shown["gap"] = shown["gap"].map(lambda g: "" if g is None or pd.isna(g) else f"{g:.1e}")
     if "finish_rounds" not in table:
         table["finish_rounds"] = None
@@ -245,6 +272,11 @@ def main() -> None:
     print(shown.to_markdown(index=False))
     print()
     print(summary(table, args.limit).to_markdown(index=False))
+    misses = estimate_misses(table)
+    if misses:
+        print(f"\nestimates (mdp build's range) against measured: {misses['inside']} of "
+              f"{misses['cells']} cells inside their range, {misses['within 2x']} within 2x of "
+              f"it; the farthest {misses['worst factor']:.2g}x ({misses['worst cell']})")
     errors = table[table["status"] == "error"]
     for _, r in errors.iterrows():
         print(f"error: {r['space']} c={r['c']:g} n={r['n']} {r['family']}: {r['error']}")

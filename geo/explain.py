@@ -20,17 +20,19 @@ certified matrix:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from mdp.errors import ParameterError
 from mdp.mechanism import Mechanism
+from mdp.plugins import Explainer
 from mdp.spaces.metric_space import haversine_km
 
 from .locations import grid_of_space, snap_threshold_km
 
-__all__ = ["Explanation", "explain", "radius_holding", "LOCATION_GUARD_RADII_KM"]
+__all__ = ["Explanation", "explain", "radius_holding", "LOCATION_GUARD_RADII_KM", "EXPLAINER"]
 
 #: Radii at which Location Guard states its levels (km).
 LOCATION_GUARD_RADII_KM = (0.2, 0.5, 2.0)
@@ -114,6 +116,13 @@ class Explanation:
                      f"{self.raw_slack_kind} added to their distance")
         return "\n".join(lines)
 
+    def record(self) -> dict:
+        """The figures as one JSON-ready record (``mdp explain --json``)."""
+        out = dataclasses.asdict(self)
+        out["levels"] = {str(k): v for k, v in self.levels.items()}
+        out["sentence"] = self.sentence()
+        return out
+
 
 def explain(mech: Mechanism) -> Explanation:
     """Explain ``mech`` (on a haversine space of (lat, lon) points; epsilon per km).
@@ -151,3 +160,13 @@ def explain(mech: Mechanism) -> Explanation:
                        worst_displacement_km=float(losses.max()),
                        radius_90_km=radii[0.9], radius_95_km=radii[0.95], raw_slack_km=slack,
                        raw_slack_kind=kind, n=space.n, family=mech.name)
+
+
+def _is_location(mech) -> bool:
+    space = mech.space
+    return (getattr(space, "metric", None) == "haversine"
+            and getattr(space, "points", None) is not None and hasattr(mech, "matrix"))
+
+
+#: ``mdp explain`` of a location mechanism, in the ``mdp.explainers`` entry-point group.
+EXPLAINER = Explainer(accepts=_is_location, explain=explain)

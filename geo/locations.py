@@ -158,7 +158,8 @@ def snap_threshold_km(space: MetricSpace) -> float:
 
 
 def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap: bool = False,
-           max_snap_km: float | None = None, names: list[str] | None = None) -> np.ndarray:
+           max_snap_km: float | None = None, names: list[str] | None = None,
+           far: str = "refuse") -> np.ndarray:
     """Indices of the space cells locations map to (step 1 of the module docstring).
 
     Parameters
@@ -178,6 +179,9 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
     names : list of str, optional
         How messages name each location (default ``"input K"``, K counted from 1); the
         ``mdp`` command passes ``"line K"``. Messages never repeat a location's coordinates.
+    far : {"refuse", "mark"}, default "refuse"
+        What a location farther than ``max_snap_km`` gets: an error (the default), or index
+        -1 (the caller leaves it out; :func:`geo.users.privatize_users` does).
 
     Raises
     ------
@@ -187,6 +191,8 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
         positions of such locations and the options, never their coordinates or distances), or
         (``strict``) a location outside every cell of the space.
     """
+    if far not in ("refuse", "mark"):
+        raise ParameterError(f"far must be 'refuse' or 'mark', got {far!r}")
     pts = _check_geo_space(space)
     P = _check_latlon(latlon)
     idx = np.full(len(P), -1, dtype=np.int64)
@@ -218,10 +224,12 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
         if not snap:
             near = Dk[np.arange(len(chunk)), best]
             far_all.append(chunk[near > limit])
-    far = np.concatenate(far_all) if far_all else np.empty(0, dtype=np.int64)
-    if far.size:
+    far_rows = np.concatenate(far_all) if far_all else np.empty(0, dtype=np.int64)
+    if far_rows.size and far == "mark":
+        idx[far_rows] = -1
+    elif far_rows.size:
         # positions and count only: the locations (and their distances) are private
-        head = f"{_positions(names, far, len(P))}: farther than "
+        head = f"{_positions(names, far_rows, len(P))}: farther than "
         body = (f" = {limit:.3f} km from every point of the mechanism's space (outside the area "
                 "it covers). Build a mechanism on a space that covers them, raise ")
         raise ParameterError(

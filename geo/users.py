@@ -47,6 +47,7 @@ lon) only, never the input location or the time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import numbers
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ import pandas as pd
 
 from mdp.errors import ParameterError, ParameterTypeError
 from mdp.mechanism import Mechanism
+from mdp.privacy.ledger import PrivacyLedger
 from mdp.validation import check_positive
 
 from .locations import locate
@@ -66,7 +68,8 @@ __all__ = ["UserReleaseSummary", "user_generator", "privatize_users_frame", "pri
 
 #: Columns of the released table.
 RELEASED_COLUMNS = ("user", "lat", "lon")
-_WORK_COLUMNS = {"user": object, "lat": float, "lon": float, "released": bool, "spent": float}
+_WORK_COLUMNS = {"user": object, "lat": float, "lon": float, "released": bool, "dropped": bool,
+                 "spent": float}
 
 
 def user_generator(seed_entropy: int, user: str) -> np.random.Generator:
@@ -164,22 +167,25 @@ def report_windows(times, window) -> np.ndarray:
     return keys.astype(np.int64)
 
 
-def privatize_users_frame(frame: pd.DataFrame, mech: Mechanism, *, epsilon_budget: float | None,
-                          seed_entropy: int, window=None, snap: bool = False,
-                          max_snap_km: float | None = None) -> pd.DataFrame:
+def privatize_users_frame(frame: pd.DataFrame, mech: Mechanism, *,
+                          epsilon_budget: float | dict | None, seed_entropy: int, window=None,
+                          snap: bool = False, max_snap_km: float | None = None,
+                          strict: bool = False) -> pd.DataFrame:
     """One partition (every row of each of its users): the accounting of the module docstring.
 
-    ``frame["user"]`` must hold normalized names (:func:`privatize_users` normalizes them).
+    ``frame["user"]`` must hold normalized names (:func:`privatize_users` normalizes them);
+    ``epsilon_budget`` is one budget for every user, or each user's budget left (a ledger's).
     Returns a frame with the rows' order and index: ``user``, released ``lat``/``lon`` (NaN
-    where refused), ``released`` and ``spent`` (the user's total epsilon after the release).
+    where refused), ``released``, ``dropped`` (outside the mechanism's area, without
+    ``strict``) and ``spent`` (the epsilon this release spent on the row's user).
     """
     out = pd.DataFrame({"user": frame["user"].astype(str).to_numpy(),
-                        "lat": np.nan, "lon": np.nan, "released": False, "spent": 0.0},
-                       index=frame.index)
+                        "lat": np.nan, "lon": np.nan, "released": False, "dropped": False,
+                        "spent": 0.0}, index=frame.index)
     if len(frame) == 0:
         return out.astype(_WORK_COLUMNS)
     cells = locate(mech.space, frame[["lat", "lon"]].to_numpy(dtype=float), snap=snap,
-                   max_snap_km=max_snap_km)
+                   max_snap_km=max_snap_km, far="refuse" if strict else "mark")
     pos = np.arange(len(frame))
     work = pd.DataFrame({"user": out["user"].to_numpy(), "cell": cells, "pos": pos})
     if "time" in frame.columns:
@@ -191,13 +197,21 @@ def privatize_users_frame(frame: pd.DataFrame, mech: Mechanism, *, epsilon_budge
             raise ParameterError("window needs a 'time' column")
         work["key"] = pos
         work = work.sort_values(["user", "pos"], kind="stable")
+    # rows outside the mechanism's area are left out, neither released nor charged
+    dropped = work["cell"].to_numpy() < 0
+    out["dropped"] = np.isin(pos, work["pos"].to_numpy()[dropped])
+    work = work[~dropped]
     # a fresh draw per report, or per (user, window): never keyed on the location
     first = ~work.duplicated(["user", "key"])
     fresh = work[first]
     rank = fresh.groupby("user", sort=False).cumcount().to_numpy() + 1
     eps = float(mech.epsilon)
-    allowed = np.ones(len(fresh), dtype=bool) if epsilon_budget is None else \
-        rank * eps <= epsilon_budget * (1 + 1e-12)
+    if epsilon_budget is None:
+        allowed = np.ones(len(fresh), dtype=bool)
+    else:
+        left = (np.array([epsilon_budget.get(u, 0.0) for u in fresh["user"].to_numpy()])
+                if isinstance(epsilon_budget, dict) else epsilon_budget)
+        allowed = rank * eps <= left * (1 + 1e-12) + 1e-15
     points = np.asarray(mech.space.points, dtype=float)
     released_cell = np.full(len(fresh), -1, dtype=np.int64)
     users = fresh["user"].to_numpy()
@@ -222,7 +236,8 @@ def privatize_users_frame(frame: pd.DataFrame, mech: Mechanism, *, epsilon_budge
     released = np.zeros(len(frame), dtype=bool)
     released[pos[ok]] = True
     out["lat"], out["lon"], out["released"] = lat, lon, released
-    out["spent"] = spent.to_numpy(dtype=float)[spent.index.get_indexer(out["user"])]
+    where = spent.index.get_indexer(out["user"])
+    out["spent"] = np.where(where >= 0, spent.to_numpy(dtype=float)[where], 0.0)
     return out
 
 
@@ -232,15 +247,26 @@ class UserReleaseSummary:
 
     Attributes
     ----------
-    users, rows, rows_refused : int
+    users, rows : int
+    rows_refused : int
+        Rows refused because their user's budget ran out.
+    rows_dropped : int
+        Rows left out because they lie outside the mechanism's area (without ``strict``).
     largest_spent : float
-        Largest total epsilon (per km) a user spent.
+        Largest epsilon (per km) this release spent on one user.
     epsilon, budget : float, float or None
         Per draw, and per user.
     window : str or None
         The time window sharing one draw (``None``: a draw per report).
     refused : dict[str, int]
         Rows refused per user (users with none left out).
+    dropped_rows : tuple
+        Index labels of the rows left out (the input frame's; ``mdp privatize --users`` prints
+        their line numbers).
+    ledger : str or None
+        The ledger the release was charged to.
+    largest_total : float or None
+        With a ledger: the largest total a user has spent, every release included.
     """
 
     users: int
@@ -251,32 +277,59 @@ class UserReleaseSummary:
     budget: float | None
     window: str | None = None
     refused: dict = field(default_factory=dict)
+    rows_dropped: int = 0
+    dropped_rows: tuple = ()
+    ledger: str | None = None
+    largest_total: float | None = None
 
-    def text(self, *, max_names: int = 20) -> str:
-        """The summary ``mdp privatize --users`` prints."""
-        lines = [f"{self.users} users, {self.rows} rows, {self.rows_refused} rows refused; "
-                 f"epsilon {self.epsilon:g} per km per "
+    def text(self, *, max_names: int = 20, line_offset: int | None = None) -> str:
+        """The summary ``mdp privatize --users`` prints (``line_offset``: add it to a row's
+        index label to name its line)."""
+        scope = "in this release" if self.ledger else "by one user"
+        lines = [f"{self.users} users, {self.rows} rows, {self.rows_refused} rows refused"
+                 + (f", {self.rows_dropped} rows outside the area left out"
+                    if self.rows_dropped else "")
+                 + f"; epsilon {self.epsilon:g} per km per "
                  + ("report" if self.window is None else f"time window of {self.window}")
-                 + ", largest spent by one user "
-                 f"{self.largest_spent:g} per km"
+                 + f", largest spent {scope} {self.largest_spent:g} per km"
                  + (f" (budget {self.budget:g})" if self.budget is not None else " (no budget)")]
+        if self.ledger:
+            lines.append(f"ledger {self.ledger}: the largest total of a user, every release "
+                         f"included, is {self.largest_total:g} per km")
         if self.refused:
             names = sorted(self.refused.items(), key=lambda kv: (-kv[1], kv[0]))
             shown = ", ".join(f"{u} ({c})" for u, c in names[:max_names])
             more = f" and {len(names) - max_names} more users" if len(names) > max_names else ""
             lines.append(f"refused beyond the budget (user (rows)): {shown}{more}")
+        if self.rows_dropped:
+            where = [(f"line {int(k) + line_offset}" if line_offset is not None else f"row {k}")
+                     for k in self.dropped_rows[:max_names]]
+            more = (f" and {self.rows_dropped - max_names} more"
+                    if self.rows_dropped > max_names else "")
+            lines.append(f"left out, farther from every point than the mechanism's area allows: "
+                         f"{', '.join(where)}{more}. The released file shows fewer rows for their "
+                         "users, which tells that these reports lay outside the area; --strict "
+                         "refuses such a file instead")
         return "\n".join(lines)
 
 
-def _summary(work: pd.DataFrame, eps: float, budget: float | None,
-             window: str | None) -> UserReleaseSummary:
-    refused = work.loc[~work["released"], "user"].value_counts()
+def _summary(work: pd.DataFrame, eps: float, budget: float | None, window: str | None, *,
+             ledger: str | None = None, before: dict | None = None) -> UserReleaseSummary:
+    kept = work[~work["dropped"]]
+    refused = kept.loc[~kept["released"], "user"].value_counts()
     spent = work.groupby("user")["spent"].max()
+    dropped = work.index[work["dropped"].to_numpy()]
+    total = None
+    if ledger is not None:
+        total = max((float(v) + (before or {}).get(str(u), 0.0) for u, v in spent.items()),
+                    default=0.0)
     return UserReleaseSummary(users=int(spent.size), rows=int(len(work)),
                               rows_refused=int(refused.sum()),
                               largest_spent=float(spent.max()) if spent.size else 0.0,
                               epsilon=eps, budget=budget, window=window,
-                              refused={str(k): int(v) for k, v in refused.items()})
+                              refused={str(k): int(v) for k, v in refused.items()},
+                              rows_dropped=int(len(dropped)), dropped_rows=tuple(dropped.tolist()),
+                              ledger=ledger, largest_total=total)
 
 
 def _check_columns(columns) -> None:
@@ -305,7 +358,8 @@ def _normalized_users(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def privatize_users(data, mech: Mechanism, *, budget: float | None = None, window=None,
-                    seed=None, snap: bool = False, max_snap_km: float | None = None):
+                    seed=None, snap: bool = False, max_snap_km: float | None = None,
+                    strict: bool = False, ledger=None):
     """Privatize every row of a users table with per-user accounting (module docstring).
 
     Parameters
@@ -327,6 +381,16 @@ def privatize_users(data, mech: Mechanism, *, budget: float | None = None, windo
         Entropy of the per-user streams (:func:`user_generator`); ``None``: fresh OS entropy.
     snap, max_snap_km
         As :func:`geo.locations.locate`.
+    strict : bool, default False
+        Refuse the whole table when a location lies outside the mechanism's area (farther than
+        ``max_snap_km`` from every point). By default such rows are left out, neither released
+        nor charged, and counted in the summary (their users' row counts in the released table
+        then show that those reports lay outside the area).
+    ledger : path-like, :class:`mdp.privacy.ledger.PrivacyLedger` or None
+        A ledger that outlives the run: each user starts from what earlier releases spent on
+        them (``budget`` bounds the total across runs), and this release's spending is
+        recorded before the released table is returned. Concurrent releases on one ledger are
+        serialised.
 
     Returns
     -------
@@ -361,20 +425,55 @@ def privatize_users(data, mech: Mechanism, *, budget: float | None = None, windo
     entropy = _entropy(seed)
     eps = float(mech.epsilon)
     kwargs = dict(epsilon_budget=budget, seed_entropy=entropy, window=window, snap=snap,
-                  max_snap_km=max_snap_km)
+                  max_snap_km=max_snap_km, strict=bool(strict))
     shown = None if window is None else str(window)
+    if ledger is not None and not isinstance(ledger, PrivacyLedger):
+        ledger = PrivacyLedger(ledger)
     if isinstance(data, pd.DataFrame):
         frame = _normalized_users(_check_coordinates(data))
         if window is not None and len(frame):
             report_windows(frame["time"].to_numpy(), window)     # the window's kind, up front
-        work = privatize_users_frame(frame, mech, **kwargs)
+        with _ledger_hold(ledger, frame["user"].unique(), mech) as held:
+            if held is not None:
+                kwargs["epsilon_budget"] = _budget_left(budget, held.spent)
+            work = privatize_users_frame(frame, mech, **kwargs)
+            _charge(held, work)
         released = work.loc[work["released"], list(RELEASED_COLUMNS)]
-        return released, _summary(work, eps, budget, shown)
-    return _privatize_dask(data, mech, eps, budget, shown, kwargs)
+        return released, _summary(work, eps, budget, shown,
+                                  ledger=None if ledger is None else str(ledger.path),
+                                  before=None if held is None else held.spent)
+    return _privatize_dask(data, mech, eps, budget, shown, kwargs, ledger)
+
+
+def _ledger_unit(mech: Mechanism) -> str:
+    return f"per {'km' if mech.space.metric == 'haversine' else 'unit'} ({mech.space.metric})"
+
+
+@contextlib.contextmanager
+def _ledger_hold(ledger, users, mech: Mechanism):
+    """The ledger's reservation for ``users`` (``None`` without a ledger)."""
+    if ledger is None:
+        yield None
+        return
+    with ledger.reserve(users, unit=_ledger_unit(mech), mechanism=mech.name) as held:
+        yield held
+
+
+def _budget_left(budget: float | None, spent: dict) -> dict | None:
+    """Each user's budget left after earlier releases (``None``: no budget, nothing refused)."""
+    if budget is None:
+        return None
+    return {u: budget - s for u, s in spent.items()}
+
+
+def _charge(held, work: pd.DataFrame) -> None:
+    if held is not None:
+        per_user = work.groupby("user")["spent"].max()
+        held.charge({str(u): float(v) for u, v in per_user.items()})
 
 
 def _privatize_dask(ddf, mech: Mechanism, eps: float, budget: float | None, window: str | None,
-                    kwargs: dict):
+                    kwargs: dict, ledger):
     ddf = ddf.map_partitions(lambda p: _normalized_users(_check_coordinates(p)),
                              meta=ddf._meta)
     per_partition = ddf[["user"]].map_partitions(
@@ -385,7 +484,14 @@ def _privatize_dask(ddf, mech: Mechanism, eps: float, budget: float | None, wind
         raise ParameterError(f"the Dask DataFrame is not partitioned by user: user "
                              f"{dup.index[0]!r} is in {int(dup.iloc[0])} partitions "
                              "(shuffle on 'user' first, e.g. ddf.shuffle('user'))")
-    work = ddf.map_partitions(privatize_users_frame, mech, meta=_WORK_COLUMNS, **kwargs).persist()
-    summary_frame = work[["user", "released", "spent"]].compute()
+    with _ledger_hold(ledger, per_partition["user"].tolist(), mech) as held:
+        if held is not None:
+            kwargs = {**kwargs, "epsilon_budget": _budget_left(budget, held.spent)}
+        work = ddf.map_partitions(privatize_users_frame, mech, meta=_WORK_COLUMNS,
+                                  **kwargs).persist()
+        summary_frame = work[["user", "released", "dropped", "spent"]].compute()
+        _charge(held, summary_frame)
     released = work[work["released"]][list(RELEASED_COLUMNS)]
-    return released, _summary(summary_frame, eps, budget, window)
+    return released, _summary(summary_frame, eps, budget, window,
+                              ledger=None if ledger is None else str(ledger.path),
+                              before=None if held is None else held.spent)

@@ -110,6 +110,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--snap", action="store_true", help="snap far locations to the nearest point")
     parser.add_argument("--max-snap-km", type=float, default=None,
                         help="refuse locations farther than this from every point")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse the file when a location lies outside the mechanism's area "
+                             "(default: leave such rows out and count them)")
+    parser.add_argument("--ledger", default=None, metavar="FILE",
+                        help="privacy ledger (SQLite) that keeps each user's spending across "
+                             "runs; --budget then bounds the total")
     parser.add_argument("-o", "--output", default=None, help="released CSV (default: stdout)")
 
 
@@ -128,16 +134,18 @@ def run_cli(args: argparse.Namespace) -> int:
     table = read_users_csv(args.users)
     released, summary = privatize_users(table, mech, budget=args.budget,
                                         window=getattr(args, "window", None), seed=args.seed,
-                                        snap=args.snap, max_snap_km=args.max_snap_km)
+                                        snap=args.snap, max_snap_km=args.max_snap_km,
+                                        strict=getattr(args, "strict", False),
+                                        ledger=getattr(args, "ledger", None))
     buf = io.StringIO()
     released.to_csv(buf, index=False, float_format="%.6f")
     if args.output:
         atomic_write_text(args.output, buf.getvalue())
-        print(summary.text())
+        print(summary.text(line_offset=2))
         print(f"wrote {args.output}: {len(released)} released rows")
     else:
         sys.stdout.write(buf.getvalue())
-        print(summary.text(), file=sys.stderr)
+        print(summary.text(line_offset=2), file=sys.stderr)
     return 0
 
 

@@ -14,6 +14,8 @@ registry               entry-point group            object registered
 :data:`EXPERIMENTS`    ``mdp.experiments``          a module (``DESCRIPTION``, ``add_arguments``,
                                                     ``main``)
 :data:`INPUTS`         ``mdp.inputs``               an :class:`InputFormat`
+:data:`EXPLAINERS`     ``mdp.explainers``           an :class:`Explainer` (what ``mdp explain``
+                                                    says of a kind of mechanism)
 :data:`EMBEDDINGS`     ``mdp.embeddings``           a :class:`NamedEmbedding`: the words and
                                                     vectors a mechanism file's points are
                                                     checked against or taken from
@@ -33,8 +35,8 @@ from typing import Any, Generic, TypeVar
 
 from .errors import ParameterError, UnknownInputError
 
-__all__ = ["Registry", "Command", "InputFormat", "NamedEmbedding", "SPACES", "COMMANDS",
-           "EXPERIMENTS", "INPUTS", "EMBEDDINGS", "load_family_plugins"]
+__all__ = ["Registry", "Command", "InputFormat", "NamedEmbedding", "Explainer", "SPACES",
+           "COMMANDS", "EXPERIMENTS", "INPUTS", "EMBEDDINGS", "EXPLAINERS", "load_family_plugins"]
 
 T = TypeVar("T")
 
@@ -181,11 +183,28 @@ class NamedEmbedding:
     first: Callable
 
 
+@dataclass(frozen=True)
+class Explainer:
+    """What ``mdp explain`` says of one kind of mechanism (``geo``: locations, in metres).
+
+    Attributes
+    ----------
+    accepts : callable
+        ``accepts(mechanism) -> bool``.
+    explain : callable
+        ``explain(mechanism)``: an object with ``text() -> str`` and ``record() -> dict``.
+    """
+
+    accepts: Callable
+    explain: Callable
+
+
 SPACES: Registry[Callable] = Registry("space prefix", "mdp.spaces")
 COMMANDS: Registry[Command] = Registry("command", "mdp.commands")
 EXPERIMENTS: Registry[Any] = Registry("experiment", "mdp.experiments")
 INPUTS: Registry[InputFormat] = Registry("input format", "mdp.inputs")
 EMBEDDINGS: Registry[NamedEmbedding] = Registry("embedding", "mdp.embeddings")
+EXPLAINERS: Registry[Explainer] = Registry("explainer", "mdp.explainers")
 
 _FAMILY_PLUGINS_LOADED = False
 

@@ -71,3 +71,21 @@ def pytest_runtest_makereport(item, call):
 def shared_data() -> Path:
     """The real data in ``../shared/data`` or ``$MDP_DATA_DIR`` (the test is marked ``data``)."""
     return shared_data_dir()
+
+
+@pytest.fixture
+def ctrl_c():
+    """Python's default SIGINT handler for the test's duration.
+
+    A shell starts a background job (``pytest &``) with SIGINT ignored, so a test that sends
+    itself Ctrl-C would see nothing; this gives it the handler an interactive run has, and
+    puts back the one it found.
+    """
+    import signal
+
+    found = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, found)

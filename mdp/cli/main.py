@@ -141,20 +141,30 @@ def _space(args):
 
 def cmd_build(args) -> int:
     from ..privacy.weak_epsilon import weak_privacy_message
-    from ..registry import build
-    from ..runtime.estimate import LONG_WORK_SECONDS, build_seconds, describe_seconds
+    from ..registry import build, vocabulary_class
+    from ..runtime.estimate import HEARTBEAT_SECONDS, LONG_WORK_SECONDS, build_estimate
+    from ..vocabulary.mode import plan_mode
 
     space, _ = _space(args)
     epsilon = _build_epsilon(args, space)
     weak = weak_privacy_message(space, epsilon)
     if weak:
         warnings.warn(weak, WeakPrivacyWarning, stacklevel=1)
-    seconds = build_seconds(args.mechanism, space.n)
-    if seconds > LONG_WORK_SECONDS:
-        print(f"mdp build: estimated {describe_seconds(seconds)} for {args.mechanism} on "
-              f"n = {space.n} points", file=sys.stderr, flush=True)
+    try:
+        mode = plan_mode(space, args.mode, family=args.mechanism,
+                         has_vocabulary=vocabulary_class(args.mechanism) is not None).mode
+    except MDPError:
+        mode = "matrix"              # the build itself says what is wrong with the request
+    estimate = build_estimate(args.mechanism, space.n, mode=mode)
+    bar = not args.no_progress and sys.stderr.isatty()
+    if estimate.high > LONG_WORK_SECONDS:
+        print(f"mdp build: estimated {estimate.describe()} for {args.mechanism} on "
+              f"n = {space.n} points" + ("" if bar else f"; a line every {HEARTBEAT_SECONDS:.0f} "
+                                                         "s says it is still running"),
+              file=sys.stderr, flush=True)
     params = dict(args.param or [])
-    with _lp_progress(not args.no_progress and sys.stderr.isatty()):
+    with _lp_progress(bar), _still_running(None if bar or estimate.high <= LONG_WORK_SECONDS
+                                           else HEARTBEAT_SECONDS, args.mechanism, space.n):
         mech = build(args.mechanism, space, epsilon, rng=args.seed,
                      mode=args.mode, max_memory=args.max_memory, **params)
     mech.save(args.output)
@@ -168,6 +178,32 @@ def cmd_build(args) -> int:
                 print(line)
     print(f"saved to {args.output}")
     return 0
+
+
+@contextlib.contextmanager
+def _still_running(seconds: float | None, family: str, n: int):
+    """A line on stderr every ``seconds`` while a build runs without a progress line."""
+    if seconds is None:
+        yield
+        return
+    import threading
+
+    stop = threading.Event()
+    t0 = time.perf_counter()
+
+    def beat():
+        while not stop.wait(seconds):
+            minutes = (time.perf_counter() - t0) / 60
+            print(f"mdp build: {family} on n = {n} points still running after {minutes:.0f} min",
+                  file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 @contextlib.contextmanager
@@ -228,8 +264,10 @@ def cmd_privatize(args) -> int:
             raise ValueError("--users needs the geo package's privatize-users command, which is "
                              "not installed")
         return int(COMMANDS.get("privatize-users").run(args) or 0)
-    if args.budget is not None or args.output is not None or args.window is not None:
-        raise ParameterError("--budget, --window and --output go with --users FILE.csv")
+    if (args.budget is not None or args.output is not None or args.window is not None
+            or args.ledger is not None or args.strict):
+        raise ParameterError("--budget, --window, --ledger, --strict and --output go with "
+                             "--users FILE.csv")
     mech = load(args.file, max_memory=args.max_memory)
     lines = privatize_lines(mech, _read_inputs(args), rng=args.seed, snap=args.snap,
                             max_snap_km=args.max_snap_km, oov=args.oov)
@@ -240,6 +278,53 @@ def cmd_privatize(args) -> int:
         print(SEED_WARNING, file=sys.stderr)
     for line in lines:
         print(output_line(line))
+    return 0
+
+
+def cmd_explain(args) -> int:
+    """What a saved mechanism's epsilon means: in metres for a location mechanism (the
+    ``mdp.explainers`` plugins), as plausible deniability for a word mechanism."""
+    from ..loading import load
+    from ..plugins import EXPLAINERS
+    from ..privacy.deniability import explain_words
+
+    mech = load(args.file, max_memory=args.max_memory)
+    for _, explainer in EXPLAINERS.items():
+        if explainer.accepts(mech):
+            ex = explainer.explain(mech)
+            break
+    else:
+        if getattr(mech.space, "labels", None) is None:
+            raise ParameterError("mdp explain speaks of location mechanisms (a haversine lat,lon "
+                                 "space) and word mechanisms (a space of words); this one's "
+                                 f"space is neither (metric {mech.space.metric!r}, no labels)")
+        ex = explain_words(mech, draws=args.draws, rng=0)
+    print(json.dumps(ex.record()) if args.json else ex.text())
+    return 0
+
+
+def cmd_ledger(args) -> int:
+    """``mdp ledger show FILE``: every user's total and number of releases."""
+    from pathlib import Path
+
+    from ..errors import MissingFileError
+    from ..privacy.ledger import PrivacyLedger
+
+    if not Path(args.file).is_file():
+        raise MissingFileError(f"no ledger at {args.file}")
+    ledger = PrivacyLedger(args.file)
+    entries = ledger.entries(args.user or None)
+    if args.json:
+        print(json.dumps({"ledger": str(args.file), "units": ledger.units(),
+                          "releases": ledger.runs(),
+                          "users": [e.__dict__ for e in entries]}))
+        return 0
+    unit = ", ".join(ledger.units()) or "no releases yet"
+    print(f"{args.file}: {ledger.runs()} releases, {len(entries)} users, epsilon {unit}")
+    for e in entries[:args.top] if args.top else entries:
+        print(f"  {e.user}: {e.spent:g} spent in {e.releases} releases (last {e.last})")
+    if args.top and len(entries) > args.top:
+        print(f"  ... and {len(entries) - args.top} more users (--top 0 lists all)")
     return 0
 
 
@@ -276,7 +361,7 @@ def cmd_curves(args) -> int:
 
     run_curves(space_spec=args.space, metric=_metric(args), mechanisms=args.mechanisms, eps_tight=args.eps_tight,
                delta=args.delta, q=args.q, out_dir=args.output, seed=args.seed,
-               progress=not args.no_progress, max_memory=args.max_memory)
+               progress=not args.no_progress, max_memory=args.max_memory, keep=args.keep)
     return 0
 
 
@@ -346,9 +431,33 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --users: one draw per user and time window of the 'time' column "
                         "(1h, 30min, 1D, or a number in the column's units); default: every "
                         "report is a fresh draw")
+    p.add_argument("--strict", action="store_true",
+                   help="with --users: refuse the file when a location lies outside the "
+                        "mechanism's area (default: leave such rows out and count them)")
+    p.add_argument("--ledger", default=None, metavar="FILE",
+                   help="with --users: privacy ledger (SQLite) keeping each user's spending "
+                        "across runs; --budget then bounds the total")
     p.add_argument("-o", "--output", default=None, help="with --users: released CSV (default stdout)")
     p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
     p.set_defaults(func=cmd_privatize)
+
+    p = sub.add_parser("explain", help="what a mechanism's epsilon means: metres for locations, "
+                       "how often a word is kept for words")
+    p.add_argument("file", help="mechanism file written by mdp build")
+    p.add_argument("--json", action="store_true", help="print the figures as one JSON record")
+    p.add_argument("--draws", type=int, default=1000,
+                   help="words: the uses k over which N_w and S_w count (default 1000)")
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("ledger", help="show what a privacy ledger holds (mdp privatize --ledger)")
+    p.add_argument("action", choices=("show",), help="show: every user's total spending")
+    p.add_argument("file", help="ledger file")
+    p.add_argument("--user", nargs="+", default=None, metavar="NAME", help="only these users")
+    p.add_argument("--top", type=int, default=20,
+                   help="users listed, most spent first (default 20; 0: all)")
+    p.add_argument("--json", action="store_true", help="print one JSON record")
+    p.set_defaults(func=cmd_ledger)
 
     p = sub.add_parser("eps", help="exact eps_tight of a saved mechanism")
     p.add_argument("file", help="mechanism file written by mdp build")
@@ -381,6 +490,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delta", type=float, default=1e-3, help="delta of eps_tight (default 1e-3)")
     p.add_argument("--q", type=float, default=0.95, help="loss quantile L_q (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="random seed of randomised builds (default 0)")
+    p.add_argument("--keep", default=None, metavar="DIR",
+                   help="save every calibrated mechanism in DIR as FAMILY_eps-tight-T.npz "
+                        "(ready for mdp privatize; listed in curves.csv's column file)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("-o", "--output", default=DEFAULT_OUT_DIR,
                    help=f"output directory (default {DEFAULT_OUT_DIR}; another one's parent must "

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,9 +32,11 @@ from ..registry import get
 from ..registry import mechanisms as registered
 from ..runtime.estimate import (
     DEFAULT_COSTS,
+    HEARTBEAT_SECONDS,
     LONG_WORK_SECONDS,
     CostModel,
-    curves_seconds,
+    Estimate,
+    curves_estimate,
     describe_seconds,
 )
 from ..runtime.resources import check_memory
@@ -146,12 +149,18 @@ def baseline_curves(space: MetricSpace, targets, *, q: float, delta: float) -> p
 
 def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets=None, *,
                 delta: float = 1e-3, q: float = 0.95, seed: int = 0, progress: bool = True,
-                threads=None) -> pd.DataFrame:
+                threads=None, heartbeat: float | None = None,
+                keep: str | Path | None = None) -> pd.DataFrame:
     """Tidy table of L_q versus eps_tight (one row per family and target).
 
     Columns: ``mechanism, target_eps_tight, eps_tight, epsilon, loss_q, loss_max, builds,
     seconds, guarantee`` plus rows ``uniform`` and ``lower_bound``. ``threads`` (None, "auto" or
-    an int >= 1) is every build's (:func:`mdp.build`, :mod:`mdp.runtime.threads`).
+    an int >= 1) is every build's (:func:`mdp.build`, :mod:`mdp.runtime.threads`). Without a
+    progress bar, ``heartbeat`` seconds (None: never) pass between the lines on stderr that
+    say how many points are done and which build is running, so a slow run is not mistaken for
+    a stuck one. ``keep``: a folder (created if its parent exists) where every calibrated
+    mechanism is saved as ``FAMILY_eps-tight-TARGET.npz`` (column ``file``), so the one a user
+    picks need not be built again.
     """
     delta = check_probability(delta, "delta", inclusive_high=False)
     q = check_probability(q, "q")
@@ -166,10 +175,14 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
                              f"{closest:.4g}) would be told apart with odds exp("
                              f"{targets.max() * closest:.3g}); targets up to about "
                              f"{MAX_TARGET_EXPONENT / closest:.3g} are meaningful")
+    keep = None if keep is None else output_directory(keep)
     tasks = [(name, float(t)) for name in names for t in targets]
     bar = tqdm(tasks, desc="calibrating", disable=not progress, unit="point")
-    with _heartbeat(bar, HEARTBEAT_SECONDS if progress else None):
-        rows = _calibrated_rows(space, bar, delta=delta, q=q, seed=seed, threads=threads)
+    status = _Status(total=len(tasks))
+    with _heartbeat(bar, status, REFRESH_SECONDS if progress else None,
+                    None if progress else heartbeat):
+        rows = _calibrated_rows(space, bar, status, delta=delta, q=q, seed=seed, threads=threads,
+                                keep=keep)
     base = baseline_curves(space, targets, q=q, delta=delta)
     for r in base.itertuples(index=False):
         bound = r.mechanism == "lower_bound"
@@ -183,23 +196,40 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
 
 #: Seconds between refreshes of the progress bar while one point is being calibrated (its
 #: elapsed time and the build it is on keep moving even when one point takes minutes).
-HEARTBEAT_SECONDS = 2.0
+REFRESH_SECONDS = 2.0
+
+
+@dataclass
+class _Status:
+    """Where a curve run is: points done of ``total``, and the build running ``now``."""
+
+    total: int
+    done: int = 0
+    now: str = ""
 
 
 @contextlib.contextmanager
-def _heartbeat(bar, seconds: float | None):
-    """Refresh ``bar`` every ``seconds`` from a background thread (None: not at all)."""
-    if seconds is None or bar.disable:
+def _heartbeat(bar, status: _Status, refresh: float | None, lines: float | None):
+    """Refresh ``bar`` every ``refresh`` seconds, or without a bar print a line every ``lines``
+    seconds, from a background thread (None: neither)."""
+    seconds = refresh if not bar.disable else lines
+    if seconds is None:
         try:
             yield
         finally:
             bar.close()
         return
     stop = threading.Event()
+    t0 = time.perf_counter()
 
     def beat():
         while not stop.wait(seconds):
-            bar.refresh()
+            if not bar.disable:
+                bar.refresh()
+                continue
+            print(f"mdp curves: {status.done} of {status.total} points done after "
+                  f"{describe_seconds(time.perf_counter() - t0).removeprefix('about ')}"
+                  + (f"; now {status.now}" if status.now else ""), file=sys.stderr, flush=True)
 
     thread = threading.Thread(target=beat, daemon=True)
     thread.start()
@@ -211,14 +241,17 @@ def _heartbeat(bar, seconds: float | None):
         bar.close()
 
 
-def _calibrated_rows(space: MetricSpace, bar, *, delta: float, q: float, seed: int,
-                     threads=None) -> list[dict]:
-    """One row per (family, target) of ``bar``'s tasks; the bar says which build is running."""
+def _calibrated_rows(space: MetricSpace, bar, status: _Status, *, delta: float, q: float,
+                     seed: int, threads=None, keep: Path | None = None) -> list[dict]:
+    """One row per (family, target) of ``bar``'s tasks; the bar (and ``status``) say which
+    build is running."""
     rows = []
     for name, t in bar:
+        status.now = f"{name} at eps_tight {t:g}"
         bar.set_postfix_str(f"{name} at {t:g}", refresh=False)
 
         def on_build(builds: int, eps: float, level: float, name=name, t=t) -> None:
+            status.now = f"{name} at eps_tight {t:g}, build {builds} (eps_tight {level:.4g})"
             bar.set_postfix_str(f"{name} at {t:g}: build {builds}, eps_tight {level:.4g}")
 
         t0 = time.perf_counter()
@@ -229,17 +262,35 @@ def _calibrated_rows(space: MetricSpace, bar, *, delta: float, q: float, seed: i
             # One failed point (an LP the solver could not finish, a refused matrix) must not
             # discard the rest of the curve: it is recorded with its reason and reported.
             warnings.warn(f"{name} at eps_tight {t:g} failed: {exc}", stacklevel=3)
+            status.done += 1
             rows.append({"mechanism": name, "target_eps_tight": t, "eps_tight": np.nan,
                          "epsilon": np.nan, "loss_q": np.nan, "loss_max": np.nan, "builds": 0,
                          "seconds": time.perf_counter() - t0, "guarantee": "failed",
                          "error": str(exc)})
             continue
+        status.done += 1
         cal = mech.stats["calibration"]
+        file = ""
+        if keep is not None:
+            file = str(mech.save(keep / f"{name}_eps-tight-{t:g}.npz"))
         rows.append({"mechanism": name, "target_eps_tight": t, "eps_tight": cal["eps_tight"],
                      "epsilon": mech.epsilon, "loss_q": mech.loss(q), "loss_max": mech.loss(),
                      "builds": cal["builds"], "seconds": time.perf_counter() - t0,
-                     "guarantee": mech.stats["privacy"].get("guarantee", "matrix"), "error": ""})
+                     "guarantee": mech.stats["privacy"].get("guarantee", "matrix"), "error": "",
+                     "file": file})
     return rows
+
+
+def _below_the_bound(df: pd.DataFrame) -> list[tuple]:
+    """``(family, target, L_q, L, bound)`` wherever a family's ``L_q`` lies below the lower bound
+    (which bounds the worst-case loss ``L``)."""
+    bounds = df[df["mechanism"] == "lower_bound"].set_index("target_eps_tight")["loss_q"]
+    out = []
+    for r in df[~df["mechanism"].isin(["lower_bound", "uniform"])].itertuples():
+        b = bounds.get(r.target_eps_tight)
+        if b is not None and np.isfinite(r.loss_q) and r.loss_q < b:
+            out.append((r.mechanism, r.target_eps_tight, r.loss_q, r.loss_max, b))
+    return out
 
 
 def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float = 0.95,
@@ -279,7 +330,8 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
                metric: str | None = None, delta: float = 1e-3, q: float = 0.95,
                out_dir: str | Path = DEFAULT_OUT_DIR,
                seed: int = 0, progress: bool = True, threads=None,
-               costs: CostModel = DEFAULT_COSTS, max_memory: int | None = None) -> pd.DataFrame:
+               costs: CostModel = DEFAULT_COSTS, max_memory: int | None = None,
+               keep: str | Path | None = None) -> pd.DataFrame:
     """``mdp curves``: compute, write ``curves.csv`` / ``curves.md`` / ``curves.png``, print a table.
 
     ``threads``: every build's thread knob (:func:`loss_curves`). A run that ``costs``
@@ -315,14 +367,17 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
             check_memory(entry.peak_bytes(space.n, entry.validate_params({})),
                          f"{entry.display_name} on n = {space.n:,} points", max_memory)
     n_targets = len(default_targets(space)) if eps_tight is None else len(eps_tight)
-    estimate = curves_seconds(ran, space.n, n_targets, costs)
-    if sum(estimate.values()) > LONG_WORK_SECONDS:
-        parts = ", ".join(f"{name} {describe_seconds(s)}" for name, s in estimate.items())
-        print(f"mdp curves: estimated {describe_seconds(sum(estimate.values()))} for n = "
-              f"{space.n} points and {n_targets} target(s) ({parts}); progress follows",
+    estimate = curves_estimate(ran, space.n, n_targets, costs=costs)
+    total = sum(estimate.values(), start=Estimate(0.0, 0.0))
+    if total.high > LONG_WORK_SECONDS:
+        parts = ", ".join(f"{name} {e.describe().split(' (x')[0]}" for name, e in estimate.items())
+        print(f"mdp curves: estimated {total.describe()} for n = {space.n} points and "
+              f"{n_targets} target(s) ({parts}); "
+              + ("a progress bar follows" if progress else
+                 f"a line every {HEARTBEAT_SECONDS:.0f} s says where it is"),
               file=sys.stderr, flush=True)
     df = loss_curves(space, ran, eps_tight, delta=delta, q=q, seed=seed, progress=progress,
-                     threads=threads)
+                     threads=threads, heartbeat=HEARTBEAT_SECONDS, keep=keep)
     atomic_write_text(out / "curves.csv", df.to_csv(index=False))
     names = {name: get(name).display_name for name in ran}
     table = df.pivot_table(index="target_eps_tight", columns="mechanism", values="loss_q")
@@ -336,6 +391,13 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
         summary += ["", f"Failed points ({len(failed)}):"] + [
             f"- {names.get(r.mechanism, r.mechanism)} at eps_tight {r.target_eps_tight:g}: {r.error}"
             for r in failed.itertuples()]
+    below = _below_the_bound(df)
+    if below:
+        summary += ["", f"Note: the lower bound is on the worst-case loss L, not on L_{q:g}; "
+                        f"an L_{q:g} below it is no contradiction: " + "; ".join(
+                            f"{names.get(m, m)} at {t:g}: L_{q:g} {lq:.4g}, L {lm:.4g} >= bound "
+                            f"{b:.4g}" for m, t, lq, lm, b in below[:6])
+                    + (f" (and {len(below) - 6} more)" if len(below) > 6 else "") + "."]
     summary_text = "\n".join(summary)
     atomic_write_text(out / "curves.md", summary_text + "\n\n" + f"L_{q:g} by eps_tight target "
                       f"(delta = {delta:g}):\n\n" + table.to_markdown(floatfmt=".4g") + "\n")

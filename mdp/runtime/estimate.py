@@ -1,79 +1,190 @@
-"""Rough run-time estimates of builds and loss curves, said before long work starts.
+r"""Run-time estimates of builds and loss curves, said as a range before long work starts.
 
-A build of an ``n``-point mechanism costs about ``c n^3`` seconds: the privacy certification and
-``eps_tight`` visit all ``n^3`` triples (:mod:`mdp.privacy.accounting`), and the LP families solve LPs
-whose size grows as ``n^3`` constraints (Imola et al. 2022, section 4). The exponential
-mechanisms on Euclidean points cost ``c n^2`` (:mod:`mdp.privacy.exponential_form` certifies them in
-``O(n^2 d)``; on other metrics they take the ``n^3`` pass, which the estimate does not see). A calibrated point of a
-curve costs a few builds (:func:`mdp.calibrate` bisects on epsilon). The constants are data
-(:class:`CostModel`), measured with ``benchmarks/curves_scaling.py`` on two cores; the estimate
-is meant to tell seconds from minutes from hours, not to be exact.
+An estimate is a range of seconds from measured builds, not a formula: for each family the cost
+model holds the fastest and slowest build measured at a few sizes on two quiet cores (the LP
+suite's cells, :mod:`benchmarks.lp_suite`, and larger builds on the [LP results
+page](../results/lp.md)), over spaces of different kinds and epsilons from 0.3 to 10 per median
+distance. Between measured sizes the range is interpolated in log-log; beyond them it is carried
+on with the slope of the last two sizes (LP builds grow faster than ``n^3`` on some spaces, so the
+slope is measured, not assumed). Vocabulary-mode builds (no matrix) cost seconds per word.
+
+The range is then scaled by the CPU time the process can get now: with ``b`` CPUs busy in other
+processes out of ``c``, a build that wants one core gets about ``c / (b + 1)`` of one, so the
+range is multiplied by ``max(1, (b + 1) / c)`` (the factor is said with the range). A user who
+saw "about 64 s" and waited 331 s (222 s of CPU beside another job) now reads "1-4 min (x1.5 for
+the load now)".
+
+A calibrated point of a curve costs several builds (:func:`mdp.calibrate` bisects on epsilon,
+about five; OPTMech, whose ``eps_tight`` is its epsilon, one).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
-__all__ = ["CostModel", "DEFAULT_COSTS", "build_seconds", "curves_seconds", "describe_seconds",
-           "LONG_WORK_SECONDS"]
+__all__ = ["CostModel", "DEFAULT_COSTS", "Estimate", "build_estimate", "curves_estimate",
+           "load_factor", "describe_seconds", "LONG_WORK_SECONDS", "HEARTBEAT_SECONDS"]
 
-#: Work estimated above this many seconds is announced before it starts.
+#: Work estimated above this many seconds (upper end of the range) is announced before it starts.
 LONG_WORK_SECONDS = 30.0
+#: Seconds between the heartbeat lines of long work when no progress bar is shown.
+HEARTBEAT_SECONDS = 60.0
+
+
+def _measured() -> dict:
+    # (n, fastest s, slowest s): quiet 2-core machine, default settings, the LP suite's spaces
+    # (city box, clusters, grid, two scales, road graph, 50-d points) at eps x median 0.3-10
+    return {
+        "optimal": ((50, 1.4, 3.9), (100, 7.5, 50.0), (150, 35.0, 222.0), (200, 130.0, 330.0)),
+        "spanner": ((50, 0.28, 0.62), (100, 1.5, 6.0), (200, 12.0, 70.0), (500, 84.0, 521.0)),
+        "constopt": ((50, 0.37, 0.8), (100, 0.86, 2.5), (500, 8.8, 20.0), (1000, 12.3, 60.0)),
+        # matrix builds with the exact certification (the exponential form on Euclidean
+        # points is faster: the low end; the n^3 pass on other metrics: the high end)
+        "exponential": ((100, 0.02, 0.1), (1000, 0.3, 3.0), (2000, 0.6, 21.0), (5000, 3.8, 330.0)),
+        "weighted_exponential": ((100, 0.02, 0.12), (1000, 0.35, 3.5), (2000, 0.7, 24.0),
+                                 (5000, 4.5, 380.0)),
+        "madlib": ((100, 0.3, 1.0), (1000, 6.9, 12.0), (2000, 50.0, 80.0)),
+        "planar_laplace": ((50, 0.2, 1.0), (200, 2.0, 10.0), (1000, 40.0, 200.0)),
+    }
 
 
 @dataclass(frozen=True)
 class CostModel:
-    """Seconds of one build at ``n = 1000`` points per family (scaled as ``n^3``, or as
-    ``n^exponent``) and the number of builds a calibrated point of a curve takes.
+    """Measured build times (module docstring); tuning data, passed in.
 
     Attributes
     ----------
-    build_s_at_1000 : dict
-        Family name -> seconds of one build with its certification and one ``eps_tight`` at
-        ``n = 1000``. Families not listed use ``default_build_s_at_1000``.
-    default_build_s_at_1000 : float
-    exponent : dict
-        Family name -> power of ``n`` its builds scale with (others: 3).
+    measured : dict
+        Family -> ``((n, fastest_s, slowest_s), ...)`` in increasing ``n``: one build with its
+        certification on two quiet cores.
+    default_measured : tuple
+        The same for a family not listed (a plugin's).
+    vocabulary_s_per_point : dict
+        Family -> ``(fastest, slowest)`` seconds per point of a vocabulary-mode build (no
+        matrix): Madlib over the 400,000 GloVe words in 8.6 s; the exponential mechanism over
+        50,000 words in 6.9 s.
     builds_per_point : dict
-        Family name -> builds per calibrated point (OPTMech hits its target in one build: its
-        eps_tight is its epsilon). Others use ``default_builds_per_point``.
+        Family -> builds per calibrated point of a curve; others use
+        ``default_builds_per_point``.
     default_builds_per_point : float
     """
 
-    build_s_at_1000: dict = field(default_factory=lambda: {
-        # exponential, glove:N (benchmarks/curves_scaling.py, 2 shared cores, load 4): build +
-        # certify + eps_tight 0.8 s at n = 2000 and 4.4 s at n = 5000 (0.2 s scaled as n^2 to
-        # 1000); a curve point (3-4 builds) 16-28 s at n = 5000
-        "exponential": 0.3, "weighted_exponential": 0.3, "madlib": 3.0,
-        # LP families: OPTMech 200 Beijing cells in ~150 s (README), i.e. ~1.9e4 s at 1000
-        "optimal": 1.9e4, "constopt": 4.0e3, "spanner": 4.0e3})
-    default_build_s_at_1000: float = 2.0
-    exponent: dict = field(default_factory=lambda: {"exponential": 2.0,
-                                                    "weighted_exponential": 2.0})
+    measured: dict = field(default_factory=_measured)
+    default_measured: tuple = ((100, 0.1, 2.0), (1000, 5.0, 120.0))
+    vocabulary_s_per_point: dict = field(default_factory=lambda: {
+        "madlib": (1.5e-5, 5e-5), "exponential": (1e-4, 3e-4),
+        "weighted_exponential": (1e-4, 3e-3)})
     builds_per_point: dict = field(default_factory=lambda: {"optimal": 1.0})
     default_builds_per_point: float = 5.0
+
+    def __post_init__(self) -> None:
+        for name, rows in [*self.measured.items(), ("default_measured", self.default_measured)]:
+            ns = [r[0] for r in rows]
+            if not rows or ns != sorted(set(ns)) or any(not 0 < lo <= hi for _, lo, hi in rows):
+                raise ValueError(f"measured times of {name!r} must be (n, fastest, slowest) rows "
+                                 "in increasing n with 0 < fastest <= slowest")
 
 
 DEFAULT_COSTS = CostModel()
 
 
-def build_seconds(name: str, n: int, costs: CostModel = DEFAULT_COSTS) -> float:
-    """Estimated seconds of one build of family ``name`` on ``n`` points."""
-    per = costs.build_s_at_1000.get(name, costs.default_build_s_at_1000)
-    return per * (n / 1000.0) ** costs.exponent.get(name, 3.0)
+@dataclass(frozen=True)
+class Estimate:
+    """A range of seconds and what it rests on.
+
+    Attributes
+    ----------
+    low, high : float
+        Seconds, load included.
+    load : float
+        The factor the load of the machine added (1: none).
+    """
+
+    low: float
+    high: float
+    load: float = 1.0
+
+    def describe(self) -> str:
+        """``"2-6 min"``, ``"about 40 s"``, with the load factor when it is above 1."""
+        text = _range(self.low, self.high)
+        return text + (f" (x{self.load:.2g} for the load on this machine now)"
+                       if self.load > 1.05 else "")
+
+    def __add__(self, other: Estimate) -> Estimate:
+        return Estimate(self.low + other.low, self.high + other.high, max(self.load, other.load))
 
 
-def curves_seconds(names: list[str], n: int, n_targets: int,
-                   costs: CostModel = DEFAULT_COSTS) -> dict[str, float]:
-    """Estimated seconds of the calibrated points of each family of a loss-curve run."""
-    return {name: n_targets * costs.builds_per_point.get(name, costs.default_builds_per_point)
-            * build_seconds(name, n, costs) for name in names}
+def _unit(seconds: float) -> tuple[float, str]:
+    if seconds < 90:
+        return 1.0, "s"
+    if seconds < 5400:
+        return 60.0, "min"
+    return 3600.0, "h"
+
+
+def _range(low: float, high: float) -> str:
+    scale, unit = _unit(high)
+    lo, hi = low / scale, high / scale
+    fmt = (lambda x: f"{x:.0f}") if unit != "h" else (lambda x: f"{x:.1f}")
+    if fmt(lo) == fmt(hi):
+        return f"about {fmt(hi)} {unit}"
+    return f"{fmt(lo) if lo >= 1 or unit == 'h' else '<1'}-{fmt(hi)} {unit}"
 
 
 def describe_seconds(seconds: float) -> str:
     """``"about 40 s"``, ``"about 12 min"``, ``"about 3.5 h"``."""
-    if seconds < 90:
-        return f"about {seconds:.0f} s"
-    if seconds < 5400:
-        return f"about {seconds / 60:.0f} min"
-    return f"about {seconds / 3600:.1f} h"
+    return _range(seconds, seconds)
+
+
+def _interpolate(rows: tuple, n: float, column: int) -> float:
+    """Log-log interpolation of ``rows[:, column]`` at ``n``, carried on with the nearest
+    segment's slope outside the measured sizes."""
+    if len(rows) == 1:
+        n0, value = rows[0][0], rows[0][column]
+        return value * (n / n0) ** 3
+    k = 0
+    while k < len(rows) - 2 and n > rows[k + 1][0]:
+        k += 1
+    (n0, *a), (n1, *b) = rows[k], rows[k + 1]
+    y0, y1 = a[column - 1], b[column - 1]
+    slope = math.log(y1 / y0) / math.log(n1 / n0)
+    return y0 * (n / n0) ** slope
+
+
+def load_factor() -> float:
+    """``max(1, (b + 1) / c)``: ``b`` CPUs busy in other processes out of ``c`` usable ones."""
+    from .threads import available_cpus, busy_cpus
+
+    c = max(1, available_cpus())
+    return max(1.0, (busy_cpus() + 1.0) / c)
+
+
+def build_estimate(name: str, n: int, *, mode: str = "matrix", costs: CostModel = DEFAULT_COSTS,
+                   load: float | None = None) -> Estimate:
+    """The range of seconds of one build of family ``name`` on ``n`` points (module docstring).
+
+    ``mode`` is the build's (``"vocabulary"``: no matrix, seconds per point); ``load`` the
+    factor of :func:`load_factor` (measured now when None).
+    """
+    factor = load_factor() if load is None else float(load)
+    if mode == "vocabulary":
+        lo, hi = costs.vocabulary_s_per_point.get(name, (1e-4, 1e-3))
+        if name == "weighted_exponential":              # its weights are an n x n pass
+            lo, hi = lo * n / 1000, hi * n / 1000
+        return Estimate(lo * n * factor, hi * n * factor, factor)
+    rows = costs.measured.get(name, costs.default_measured)
+    return Estimate(_interpolate(rows, n, 1) * factor, _interpolate(rows, n, 2) * factor, factor)
+
+
+def curves_estimate(names: list[str], n: int, n_targets: int, *,
+                    costs: CostModel = DEFAULT_COSTS, load: float | None = None
+                    ) -> dict[str, Estimate]:
+    """The range of seconds of each family's calibrated points in a loss-curve run."""
+    factor = load_factor() if load is None else float(load)
+    out = {}
+    for name in names:
+        one = build_estimate(name, n, costs=costs, load=factor)
+        k = n_targets * costs.builds_per_point.get(name, costs.default_builds_per_point)
+        out[name] = Estimate(one.low * k, one.high * k, factor)
+    return out

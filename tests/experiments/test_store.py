@@ -201,11 +201,17 @@ def test_expired_lease_is_taken_over_and_a_heartbeat_keeps_it(tmp_path):
         time.sleep(0.5)                      # not renewed: expired although a's process lives
         assert b.claim(cfg) == CLAIMED
         b.release()
-    with ResultStore(tmp_path / "r.sqlite", lease_seconds=2.0) as a, \
+    with ResultStore(tmp_path / "r.sqlite", lease_seconds=5.0) as a, \
             ResultStore(tmp_path / "r.sqlite") as b:
         with a.leasing():
             assert a.claim(cfg) == CLAIMED
-            time.sleep(3.0)                  # longer than the lease: renewed by the heartbeat
+            first = a.leases()[0]["expires"]
+            # wait for the heartbeat to renew the lease (however slow a loaded machine is), then
+            # the lease is fresh: another store finds the task busy
+            deadline = time.monotonic() + 120
+            while a.leases()[0]["expires"] <= first + 0.5 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert a.leases()[0]["expires"] > first + 0.5        # renewed by the heartbeat
             assert b.claim(cfg) == BUSY
         assert a.leases() == []              # released when the block ends
         assert b.claim(cfg) == CLAIMED

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import mdp
-from geo import explain_command
 from geo.explain import explain, radius_holding
 from mdp.cli.main import main
 from mdp.plugins import COMMANDS
@@ -16,17 +15,6 @@ from mdp.spaces.metric_space import haversine_km
 
 VIENNA = [(48.2082, 16.3738), (48.2106, 16.3645), (48.2035, 16.3690), (48.2185, 16.3725),
           (48.1986, 16.3695), (48.2150, 16.3850), (48.2000, 16.3900), (48.2250, 16.3600)]
-
-
-@pytest.fixture
-def explain_cli():
-    """``mdp explain`` registered as its entry point would register it."""
-    registered = "explain" not in COMMANDS.names()
-    if registered:
-        COMMANDS.register("explain", explain_command.COMMAND)
-    yield
-    if registered:
-        COMMANDS.unregister("explain")
 
 
 @pytest.fixture
@@ -109,7 +97,7 @@ def test_cell_diagonal_on_a_grid_space():
     assert ex.raw_slack_km == pytest.approx(corner, rel=1e-6)        # widest cell: the southern row
 
 
-def test_mdp_explain_command(places, tmp_path, capsys, explain_cli):
+def test_mdp_explain_command(places, tmp_path, capsys):
     out = tmp_path / "m.npz"
     assert main(["build", "--space", str(places), "--metric", "haversine", "--mechanism",
                  "exponential", "--radius", "200m", "--level", "1.4", "-o", str(out)]) == 0
@@ -131,7 +119,7 @@ def test_help_of_the_location_commands(capsys):
     from geo import map_command, users_command
 
     added = []
-    for name, command in (("explain", explain_command.COMMAND), ("map", map_command.COMMAND),
+    for name, command in (("map", map_command.COMMAND),
                           ("privatize-users", users_command.COMMAND)):
         if name not in COMMANDS.names():
             COMMANDS.register(name, command)

@@ -293,3 +293,56 @@ def test_users_file_names_times_and_seed_as_written(mech, tmp_path, capsys, user
     assert main(["privatize", str(mech_path), "--users", str(src)]) == 2
     err = capsys.readouterr().err
     assert "line 3: 1 of 2 rows have a time" in err and "later" not in err
+
+
+def test_rows_outside_the_area_are_left_out_and_counted(mech):
+    far = (39.9042, 116.4074)                                  # Beijing, far from Vienna
+    rows = [("ann", *VIENNA[0]), ("ann", *far), ("bob", *VIENNA[1]), ("bob", *far),
+            ("bob", *VIENNA[2])]
+    released, summary = privatize_users(table(rows), mech, budget=4.0, seed=1)
+    assert list(released.index) == [0, 2, 4]
+    assert summary.rows_dropped == 2 and summary.dropped_rows == (1, 3)
+    assert summary.rows_refused == 0 and summary.largest_spent == pytest.approx(4.0)
+    assert "row 1, row 3" in summary.text() and "--strict" in summary.text()
+    assert "39.9" not in summary.text() and "116" not in summary.text()
+    with pytest.raises(ParameterError, match=r"inputs 2 and 4 \(2 of 5\): farther than"):
+        privatize_users(table(rows), mech, seed=1, strict=True)
+
+
+def test_a_ledger_keeps_the_budget_across_runs(mech, tmp_path):
+    ledger = tmp_path / "ledger.sqlite"
+    df = table([("ann", *VIENNA[0]), ("bob", *VIENNA[1])])
+    for run in range(2):                                       # 2 + 2 = 4 <= 5
+        released, summary = privatize_users(df, mech, budget=5.0, seed=run, ledger=ledger)
+        assert len(released) == 2 and summary.largest_total == pytest.approx(2.0 * (run + 1))
+    released, summary = privatize_users(df, mech, budget=5.0, seed=3, ledger=ledger)
+    assert len(released) == 0 and summary.refused == {"ann": 1, "bob": 1}
+    # without the ledger every run would start from zero
+    assert len(privatize_users(df, mech, budget=5.0, seed=3)[0]) == 2
+    from mdp.privacy.ledger import PrivacyLedger
+
+    assert {e.user: e.spent for e in PrivacyLedger(ledger).entries()} == {"ann": 4.0, "bob": 4.0}
+
+
+def test_ledger_on_the_command_line_survives_two_runs_and_refuses_the_third(mech, tmp_path,
+                                                                            capsys, users_cli):
+    mech_path = tmp_path / "m.npz"
+    mech.save(mech_path)
+    src = tmp_path / "c.csv"
+    src.write_text(f"user,lat,lon\nann,{VIENNA[0][0]},{VIENNA[0][1]}\n"
+                   f"ann,39.9042,116.4074\n")
+    ledger = tmp_path / "l.sqlite"
+    for k in range(3):
+        assert main(["privatize", str(mech_path), "--users", str(src), "--budget", "5",
+                     "--ledger", str(ledger), "-o", str(tmp_path / f"r{k}.csv")]) == 0
+        out = capsys.readouterr().out
+        assert "1 rows outside the area left out" in out and "line 3" in out
+    assert len(pd.read_csv(tmp_path / "r1.csv")) == 1
+    assert len(pd.read_csv(tmp_path / "r2.csv")) == 0 and "ann (1)" in out
+    assert main(["ledger", "show", str(ledger)]) == 0
+    shown = capsys.readouterr().out
+    assert "2 releases, 1 users" in shown and "ann: 4 spent in 2 releases" in shown
+    assert main(["privatize", str(mech_path), "--users", str(src), "--strict"]) == 2
+    assert "farther than --max-snap-km" in capsys.readouterr().err
+    assert main(["privatize", str(mech_path), "48.2,16.37", "--ledger", str(ledger)]) == 2
+    assert "go with --users" in capsys.readouterr().err

@@ -324,3 +324,45 @@ def test_refusals_name_the_position_not_the_input(tmp_path, capsys):
     path = mech.save(tmp_path / "m.npz")
     code, out, err = run(["privatize", str(path), "a", "my-secret-word"], capsys)
     assert code == 2 and "input 2" in err and "my-secret-word" not in err
+
+
+NUMERICAL = ("numpy", "scipy", "pandas", "sklearn", "numba", "matplotlib", "folium", "highspy")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["build", "--help"], ["build", "--epsilon", "abc"],
+                                  ["buld"], ["heatmap", "--help"], ["explain", "--help"]])
+def test_help_and_argument_errors_import_no_numerical_module(argv):
+    # what made `mdp --help` take 4 s: importing NumPy, SciPy, numba and every family first
+    code = ("import sys\nfrom mdp.cli.main import main\n"
+            f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {NUMERICAL!r}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stderr[-500:]
+
+
+def test_a_bad_argument_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_code:
+        main(["build", "--space", "x.csv", "--mechanism", "exponential", "--epsilon", "abc",
+              "-o", "m.npz"])
+    err = capsys.readouterr().err
+    assert exit_code.value.code == 2 and err.count("\n") == 1
+    assert err.startswith("mdp build: error: argument --epsilon: invalid float value: 'abc'")
+    assert "mdp build --help lists the options" in err and "usage:" not in err
+
+
+@pytest.mark.parametrize("level, value", [("1.39", 1.39), ("ln 4", np.log(4)),
+                                          ("ln(6)", np.log(6)), ("e^1.4", np.exp(1.4)),
+                                          ("exp(0.5)", np.exp(0.5))])
+def test_level_in_location_guards_words(tmp_path, capsys, level, value):
+    pts = tmp_path / "p.csv"
+    pts.write_text("lat,lon\n48.2082,16.3738\n48.2106,16.3645\n48.2035,16.3690\n")
+    out = tmp_path / "m.npz"
+    code, o, e = run(["build", "--space", str(pts), "--mechanism", "exponential", "--radius",
+                      "500m", "--level", level, "-o", str(out)], capsys)
+    assert code == 0, e
+    assert mdp.load(out).epsilon == pytest.approx(value / 0.5, rel=1e-12)
+    with pytest.raises(SystemExit):
+        main(["build", "--space", str(pts), "--mechanism", "exponential", "--radius", "500m",
+              "--level", "ln -4", "-o", str(out)])
+    assert "expected a positive level such as 1.39, 'ln 4'" in capsys.readouterr().err

@@ -65,3 +65,28 @@ def test_failed_points_are_reported_not_silent(points_csv, tmp_path, capsys):
     assert len(failed) == 1 and failed["target_eps_tight"].iloc[0] == 5
     assert "too high" in failed["error"].iloc[0]
     assert "Failed points (1)" in (out / "curves.md").read_text()
+
+
+def test_keep_saves_every_calibrated_mechanism(points_csv, tmp_path, capsys):
+    import mdp
+
+    out, keep = tmp_path / "c", tmp_path / "kept"
+    assert main(["curves", "--space", str(points_csv), "--mechanisms", "exponential", "optimal",
+                 "--eps-tight", "1,2", "--keep", str(keep), "--no-progress", "-o", str(out)]) == 0
+    df = pd.read_csv(out / "curves.csv")
+    built = df[df["mechanism"].isin(["exponential", "optimal"])]
+    assert sorted(p.name for p in keep.iterdir()) == [
+        "exponential_eps-tight-1.npz", "exponential_eps-tight-2.npz",
+        "optimal_eps-tight-1.npz", "optimal_eps-tight-2.npz"]
+    for row in built.itertuples():
+        mech = mdp.load(row.file)                       # the very mechanism of the row
+        assert mech.name == row.mechanism and mech.epsilon == pytest.approx(row.epsilon)
+        assert mech.eps_tight(1e-3) <= row.target_eps_tight * (1 + 1e-9)
+
+
+def test_a_quantile_loss_below_the_bound_is_explained(tmp_path, capsys):
+    assert main(["curves", "--mechanisms", "exponential", "--eps-tight", "1.79", "--no-progress",
+                 "-o", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "Note: the lower bound is on the worst-case loss L, not on L_0.95" in out
+    assert "Note:" in (tmp_path / "c" / "curves.md").read_text()

@@ -72,7 +72,7 @@ def test_clarabel_errors():
         solve_clarabel(c, A, row_lower=lo, row_upper=up, col_lower=xl, time_limit=1e-6)
 
 
-def test_clarabel_ctrl_c_and_progress(monkeypatch):
+def test_clarabel_ctrl_c_and_progress(monkeypatch, ctrl_c):
     c, A, lo, up, xl = _mixed_lp(8, m=300, n=200)
     events = []
     with progress(events.append, every=0.0):

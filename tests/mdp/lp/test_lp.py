@@ -527,7 +527,7 @@ def test_thread_counts_between_solves():
 
 
 @pytest.mark.parametrize("solver", ["ipx", "hipo", "simplex"])
-def test_ctrl_c_stops_a_highs_solve_at_its_next_iteration(monkeypatch, solver):
+def test_ctrl_c_stops_a_highs_solve_at_its_next_iteration(monkeypatch, solver, ctrl_c):
     # HiGHS runs in C++, so Python's SIGINT handler alone would raise only when the whole solve
     # returns (minutes on large LPs). The solve must stop within an iteration or two instead.
     import os
