@@ -32,9 +32,9 @@ _EXPORTS = {
     "pyramidal_transform": ".heatmap",
     "reconstruct": ".heatmap",
     "user_distributions": ".heatmap",
-    "privatize_latlon_lines": ".locations",
-    "privatize_location": ".locations",
-    "privatize_locations": ".locations",
+    "privatize_latlon_lines": ".release",
+    "privatize_location": ".release",
+    "privatize_locations": ".release",
     "PlanarLaplaceSettings": ".planar_laplace",
     "planar_laplace": ".planar_laplace",
     "cell_popularity": ".popular",
@@ -43,6 +43,9 @@ _EXPORTS = {
     "trace_cell_counts": ".popular",
     "LocalProjection": ".projection",
     "privatize_users": ".users",
+    "visit_counts": ".locations",
+    "RawPlanarLaplace": ".raw_locations",
+    "off_grid_violation_rate": ".raw_locations",
 }
 lazy_package(__name__, _EXPORTS)
 
@@ -60,6 +63,9 @@ __all__ = [
     "privatize_location",
     "privatize_locations",
     "privatize_latlon_lines",
+    "visit_counts",
+    "RawPlanarLaplace",
+    "off_grid_violation_rate",
     "dp_sparse_emd_aggregate",
     "laplace_baseline",
     "gaussian_heatmap",

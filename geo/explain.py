@@ -15,7 +15,8 @@ certified matrix:
 * **raw locations**: the guarantee holds between the space's points; a raw location is first
   located to a point (:func:`geo.locations.locate`), so for raw ``x, y`` located to ``u, v`` the
   bound is ``exp(epsilon (d(x, y) + s))`` with ``s`` one cell diagonal on a grid of cells
-  (``x`` and ``y`` lie in their cells) or twice the snapping threshold otherwise.
+  (``x`` and ``y`` lie in their cells) or twice the snapping threshold otherwise; ``s = 0`` for
+  ``planar_laplace``, whose noise is drawn from the raw location (:mod:`geo.raw_locations`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from mdp.plugins import Explainer
 from mdp.spaces.metric_space import haversine_km
 
 from .locations import grid_of_space, snap_threshold_km
+from .raw_locations import raw_mechanism
 
 __all__ = ["Explanation", "explain", "radius_holding", "LOCATION_GUARD_RADII_KM", "EXPLAINER"]
 
@@ -76,7 +78,8 @@ class Explanation:
     raw_slack_km : float
         Added to raw locations' distance (cell diagonal, or twice the snapping threshold).
     raw_slack_kind : str
-        ``"cell diagonal"`` or ``"twice the snapping threshold"``.
+        ``"cell diagonal"``, ``"twice the snapping threshold"``, or ``"none"`` where the family
+        draws from the raw location (``planar_laplace``, :mod:`geo.raw_locations`).
     n : int
     family : str
     """
@@ -111,9 +114,14 @@ class Explanation:
             lines.append(f"{q}% of outputs within: {_km(rad['median input'])} of the input "
                          f"(median input), {_km(rad['worst input'])} (worst input), "
                          f"{_km(rad['over inputs'])} over all inputs")
-        lines.append(f"raw locations (not points of the space): for locations x, y the bound is "
-                     f"exp({self.epsilon:.4g} x (d(x, y) + {self.raw_slack_km:.3g} km)): "
-                     f"{self.raw_slack_kind} added to their distance")
+        if self.raw_slack_kind == "none":
+            lines.append(f"raw locations: the noise is drawn from the raw location itself, so for "
+                         f"any locations x, y in the area the bound is exp({self.epsilon:.4g} x "
+                         f"d(x, y)), with no additive term")
+        else:
+            lines.append(f"raw locations (not points of the space): for locations x, y the bound "
+                         f"is exp({self.epsilon:.4g} x (d(x, y) + {self.raw_slack_km:.3g} km)): "
+                         f"{self.raw_slack_kind} added to their distance")
         return "\n".join(lines)
 
     def record(self) -> dict:
@@ -145,7 +153,10 @@ def explain(mech: Mechanism) -> Explanation:
         radii[q] = {"median input": float(np.median(per)), "worst input": float(per.max()),
                     "over inputs": _pooled_radius(M, D, q)}
     grid = grid_of_space(space)
-    if grid is not None:
+    raw = raw_mechanism(mech)
+    if raw is not None:
+        slack, kind = 0.0, "none"
+    elif grid is not None:
         c = grid.cell_deg
         lo = space.points[:, 0] - c / 2             # each point's cell: both diagonals, largest
         a = np.c_[lo, np.zeros_like(lo)]

@@ -1,4 +1,4 @@
-"""Privatize latitude/longitude locations with a mechanism on a popular-cell space.
+"""Locate latitude/longitude locations on a mechanism's space (the release is :mod:`geo.release`).
 
 The geolocation release of the paper (imola2022, section 5.1) privatizes a user's location
 discretised to a grid cell. Given a mechanism on a space built by
@@ -29,7 +29,6 @@ cells of one grid are located by nearest centre only.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -37,14 +36,13 @@ from scipy.spatial import cKDTree
 
 from mdp.errors import ParameterError, ParameterTypeError
 from mdp.mechanism import Mechanism
-from mdp.plugins import InputFormat
 from mdp.spaces.metric_space import EARTH_RADIUS_KM, MetricSpace, haversine_km
-from mdp.validation import check_positive, check_rng
+from mdp.validation import check_positive
 
 from .grid import Grid, parse_cell_label
 
-__all__ = ["grid_of_space", "locate", "privatize_locations", "privatize_location",
-           "privatize_latlon_lines", "parse_latlon_lines", "snap_threshold_km", "LATLON_INPUT"]
+__all__ = ["grid_of_space", "locate", "parse_latlon_lines", "snap_threshold_km", "visit_counts",
+           "check_geo_space", "check_latlon", "check_location_mechanism", "describe_positions"]
 
 # Centres recomputed from the recovered grid must match the stored ones to this (degrees).
 _GRID_ATOL = 1e-9
@@ -67,13 +65,15 @@ def _haversine_rows(a: np.ndarray, B: np.ndarray) -> np.ndarray:
     return 2 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.clip(h, 0.0, 1.0)))
 
 
-def _check_mechanism(mech) -> None:
+def check_location_mechanism(mech) -> None:
+    """Raise :class:`~mdp.errors.ParameterTypeError` unless ``mech`` is a mechanism."""
     if not isinstance(mech, Mechanism):
         raise ParameterTypeError(f"mech must be an mdp.Mechanism on a haversine (lat, lon) space, "
                                  f"got {type(mech).__name__}")
 
 
-def _check_geo_space(space: MetricSpace) -> np.ndarray:
+def check_geo_space(space: MetricSpace) -> np.ndarray:
+    """The (lat, lon) points of a haversine space; any other space raises."""
     if space.metric != "haversine" or space.points is None or space.points.shape[1] != 2:
         raise ParameterError("locations can only be privatized on a haversine space with (lat, lon) "
                          f"points (e.g. from geo.popular_cells), got metric={space.metric!r}")
@@ -93,7 +93,7 @@ def grid_of_space(space: MetricSpace) -> Grid | None:
     Grid, or None when the labels are not cells or the centres do not fit one grid
     (to :data:`_GRID_ATOL` degrees).
     """
-    pts = _check_geo_space(space)
+    pts = check_geo_space(space)
     if space.labels is None:
         return None
     try:
@@ -119,7 +119,9 @@ def grid_of_space(space: MetricSpace) -> Grid | None:
         return None
 
 
-def _check_latlon(latlon: ArrayLike) -> np.ndarray:
+def check_latlon(latlon: ArrayLike) -> np.ndarray:
+    """Locations as an (m, 2) array of (lat, lon) degrees; malformed or out-of-range ones raise
+    (naming their position, never their coordinates)."""
     try:
         P = np.asarray(latlon, dtype=float)
     except (ValueError, TypeError, OverflowError):
@@ -133,7 +135,7 @@ def _check_latlon(latlon: ArrayLike) -> np.ndarray:
     bad = ~np.isfinite(P).all(axis=1) | (np.abs(P[:, 0]) > 90) | (np.abs(P[:, 1]) > 180)
     if bad.any():
         raise ParameterError(f"locations must be (lat, lon) degrees with |lat| <= 90, |lon| <= 180; "
-                         f"not so: {_positions(None, np.flatnonzero(bad), len(P))}")
+                         f"not so: {describe_positions(None, np.flatnonzero(bad), len(P))}")
     return P
 
 
@@ -144,7 +146,7 @@ def snap_threshold_km(space: MetricSpace) -> float:
     space's own points lie from their neighbours), and at least one cell diagonal when the space
     is a grid of cells (:func:`grid_of_space`).
     """
-    _check_geo_space(space)
+    check_geo_space(space)
     D = np.asarray(space.distances, dtype=float).copy()
     np.fill_diagonal(D, np.inf)
     radius = float(D.min(axis=1).max())
@@ -193,8 +195,8 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
     """
     if far not in ("refuse", "mark"):
         raise ParameterError(f"far must be 'refuse' or 'mark', got {far!r}")
-    pts = _check_geo_space(space)
-    P = _check_latlon(latlon)
+    pts = check_geo_space(space)
+    P = check_latlon(latlon)
     idx = np.full(len(P), -1, dtype=np.int64)
     grid = grid_of_space(space)
     if grid is not None:
@@ -204,7 +206,7 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
         idx[inside] = [lookup.get(lab, -1) for lab in grid.labels(cells)] if inside.any() else []
     missing = np.flatnonzero(idx < 0)
     if missing.size and strict:
-        raise ParameterError(f"{_positions(names, missing, len(P))}: in no cell of the space "
+        raise ParameterError(f"{describe_positions(names, missing, len(P))}: in no cell of the space "
                              "(strict=True)")
     if missing.size and not snap:
         limit = snap_threshold_km(space) if max_snap_km is None else check_positive(
@@ -229,7 +231,7 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
         idx[far_rows] = -1
     elif far_rows.size:
         # positions and count only: the locations (and their distances) are private
-        head = f"{_positions(names, far_rows, len(P))}: farther than "
+        head = f"{describe_positions(names, far_rows, len(P))}: farther than "
         body = (f" = {limit:.3f} km from every point of the mechanism's space (outside the area "
                 "it covers). Build a mechanism on a space that covers them, raise ")
         raise ParameterError(
@@ -240,7 +242,7 @@ def locate(space: MetricSpace, latlon: ArrayLike, *, strict: bool = False, snap:
     return idx
 
 
-def _positions(names: list[str] | None, ks: np.ndarray, total: int) -> str:
+def describe_positions(names: list[str] | None, ks: np.ndarray, total: int) -> str:
     """``"input 3 (of 10)"``, ``"inputs 3 and 7 (2 of 10)"`` (1-based), or with ``names``
     ``"line 4 (1 of 10 locations)"``: where the refused locations are, never what they are."""
     if names is None:
@@ -254,40 +256,6 @@ def _positions(names: list[str] | None, ks: np.ndarray, total: int) -> str:
     listed = (", ".join(shown[:-1]) + f" and {shown[-1]}" if len(ks) <= 20
               else ", ".join(shown) + f" and {len(ks) - 20} more")
     return f"{noun}{listed} ({len(ks)} of {total})"
-
-
-def privatize_locations(mech: Mechanism, latlon: ArrayLike, *, rng=None, strict: bool = False,
-                        snap: bool = False, max_snap_km: float | None = None) -> np.ndarray:
-    """Privatize locations: locate, sample ``mech``, release the output cell centres.
-
-    Parameters
-    ----------
-    mech : Mechanism
-        A mechanism on a popular-cell space (:func:`geo.popular.popular_cells`).
-    latlon : array-like of shape (m, 2) or (2,)
-        Locations (lat, lon) in degrees.
-    rng : None, int or numpy.random.Generator
-    strict, snap, max_snap_km
-        See :func:`locate` (by default a location far outside the space is refused).
-
-    Returns
-    -------
-    ndarray of shape (m, 2): the released cell centres (lat, lon).
-    """
-    rng = check_rng(rng)
-    _check_mechanism(mech)
-    idx = locate(mech.space, latlon, strict=strict, snap=snap, max_snap_km=max_snap_km)
-    out = mech.sample_indices(idx, rng)
-    return np.asarray(mech.space.points)[out]
-
-
-def privatize_location(mech: Mechanism, lat: float, lon: float, *, rng=None,
-                       strict: bool = False, snap: bool = False,
-                       max_snap_km: float | None = None) -> tuple[float, float]:
-    """One location: ``(lat, lon) -> (lat, lon)`` of the released cell centre."""
-    out = privatize_locations(mech, [[lat, lon]], rng=rng, strict=strict, snap=snap,
-                              max_snap_km=max_snap_km)[0]
-    return float(out[0]), float(out[1])
 
 
 def parse_latlon_lines(lines: list[str]) -> np.ndarray:
@@ -314,30 +282,13 @@ def parse_latlon_lines(lines: list[str]) -> np.ndarray:
     return out
 
 
-def privatize_latlon_lines(mech: Mechanism, lines: list[str], *, rng=None, snap: bool = False,
-                           max_snap_km: float | None = None,
-                           line_numbers: list[int] | None = None) -> list[str]:
-    """``mdp privatize`` on a geographic space: one ``"lat,lon"`` output line per input line.
+def visit_counts(space: MetricSpace, latlon: ArrayLike) -> np.ndarray:
+    """Locations per point of ``space`` (located as :func:`locate` does; locations farther than
+    the snapping threshold from every point are not counted): the counts of a prior
+    (:meth:`mdp.prior.Prior.from_counts`, ``--prior counts:FILE``).
 
-    Each output is the centre of the sampled cell, printed with 6 decimals (0.1 m).
-    ``line_numbers`` (1-based, one per line) name the lines in messages (default: 1, 2, ...).
+    A prior made from the same check-ins that are later privatized is not protected by the
+    mechanism: it tells whoever reads it how often each place was visited.
     """
-    P = parse_latlon_lines(lines)
-    rng = check_rng(rng)
-    numbers = line_numbers if line_numbers is not None else range(1, len(lines) + 1)
-    idx = locate(mech.space, P, snap=snap, max_snap_km=max_snap_km,
-                 names=[f"line {k}" for k in numbers])
-    out = np.asarray(mech.space.points)[mech.sample_indices(idx, rng)]
-    return [f"{lat:.6f},{lon:.6f}" for lat, lon in out]
-
-
-def _accepts_latlon(mech: Mechanism, lines: list[str]) -> bool:
-    return mech.space.metric == "haversine" and all(_LATLON_LINE.match(s) for s in lines)
-
-
-_LATLON_LINE = re.compile(r"^\s*[-+]?\d+(\.\d*)?\s*,\s*[-+]?\d+(\.\d*)?\s*$")
-
-#: ``mdp privatize`` input format: ``lat,lon`` lines on a geographic (haversine) space.
-LATLON_INPUT = InputFormat(accepts=_accepts_latlon,
-                           privatize=privatize_latlon_lines,
-                           options=("snap", "max_snap_km", "line_numbers"))
+    idx = locate(space, latlon, far="mark")
+    return np.bincount(idx[idx >= 0], minlength=space.n).astype(np.int64)

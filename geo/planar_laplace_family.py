@@ -115,19 +115,25 @@ def voronoi_masses(xy: np.ndarray, epsilon: float) -> np.ndarray:
         return np.exp(voronoi_log_masses(xy, epsilon))
 
 
-def voronoi_log_masses(xy: np.ndarray, epsilon: float) -> np.ndarray:
+def voronoi_log_masses(xy: np.ndarray, epsilon: float, centres: np.ndarray | None = None
+                       ) -> np.ndarray:
     """Natural logs of :func:`voronoi_masses`, finite however far the cells.
 
     Formula in the module docstring, each cell's integrals scaled by ``e^(epsilon rho_min)``
     (``rho_min`` the distance from the input to the cell), so that a cell ``epsilon d = 5000``
     away has log-mass about ``-5000`` instead of an underflowed 0; rows normalised (the mass
-    beyond the clipping box, below ``1e-16``, is dropped).
+    beyond the clipping box, below ``1e-16``, is dropped). ``centres`` (m, 2): the noise's
+    centres, one row each (None: the points ``xy`` themselves; other centres are raw locations,
+    :mod:`geo.raw_locations`).
     """
     xy = np.asarray(xy, dtype=float)
     n = len(xy)
+    C = xy if centres is None else np.asarray(centres, dtype=float)
+    own = (np.arange(n) if centres is None
+           else np.argmin(((C[:, None, :] - xy[None, :, :]) ** 2).sum(axis=2), axis=1))
     margin = 40.0 / epsilon
-    box = (xy[:, 0].min() - margin, xy[:, 0].max() + margin,
-           xy[:, 1].min() - margin, xy[:, 1].max() + margin)
+    box = (min(xy[:, 0].min(), C[:, 0].min()) - margin, max(xy[:, 0].max(), C[:, 0].max()) + margin,
+           min(xy[:, 1].min(), C[:, 1].min()) - margin, max(xy[:, 1].max(), C[:, 1].max()) + margin)
     cells = voronoi_cells(xy, box)
     A = np.vstack(cells)
     B = np.vstack([np.roll(c, -1, axis=0) for c in cells])
@@ -137,9 +143,9 @@ def voronoi_log_masses(xy: np.ndarray, epsilon: float) -> np.ndarray:
     keep = length > 0
     A, B, d, length, cell_of_edge = A[keep], B[keep], d[keep], length[keep], cell_of_edge[keep]
     unit = d / length[:, None]
-    L = np.zeros((n, n))
-    for u in range(n):
-        pa, pb = A - xy[u], B - xy[u]
+    L = np.zeros((len(C), n))
+    for u in range(len(C)):
+        pa, pb = A - C[u], B - C[u]
         cross = pa[:, 0] * pb[:, 1] - pa[:, 1] * pb[:, 0]
         h = np.abs(cross) / length
         sa = np.einsum("ij,ij->i", pa, unit)
@@ -148,7 +154,7 @@ def voronoi_log_masses(xy: np.ndarray, epsilon: float) -> np.ndarray:
         near = np.where((sa < 0) & (sb > 0), h, np.hypot(h, np.minimum(np.abs(sa), np.abs(sb))))
         ref = np.full(n, np.inf)
         np.minimum.at(ref, cell_of_edge, near)
-        ref[u] = 0.0
+        ref[own[u]] = 0.0
         ok = h > 1e-12 * (1.0 + np.abs(sa) + length)
         sign = np.sign(cross)[ok]
         h, sa, sb, owner = h[ok], sa[ok], sb[ok], cell_of_edge[ok]
@@ -163,7 +169,7 @@ def voronoi_log_masses(xy: np.ndarray, epsilon: float) -> np.ndarray:
         per_edge = total[:h.size]
         per_edge[both] += total[h.size:]
         scaled = -np.bincount(owner, weights=sign * per_edge, minlength=n) / (2 * np.pi)
-        scaled[u] += 1.0
+        scaled[own[u]] += 1.0
         with np.errstate(divide="ignore", invalid="ignore"):
             L[u] = np.where(scaled > 0, np.log(scaled), -np.inf) - epsilon * ref
     return L - logsumexp(L, axis=1, keepdims=True)

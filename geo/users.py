@@ -61,6 +61,7 @@ from mdp.privacy.ledger import PrivacyLedger
 from mdp.validation import check_positive
 
 from .locations import locate
+from .raw_locations import raw_mechanism
 from .user_names import normalize_user_names
 
 __all__ = ["UserReleaseSummary", "user_generator", "privatize_users_frame", "privatize_users",
@@ -184,8 +185,18 @@ def privatize_users_frame(frame: pd.DataFrame, mech: Mechanism, *,
                         "spent": 0.0}, index=frame.index)
     if len(frame) == 0:
         return out.astype(_WORK_COLUMNS)
-    cells = locate(mech.space, frame[["lat", "lon"]].to_numpy(dtype=float), snap=snap,
-                   max_snap_km=max_snap_km, far="refuse" if strict else "mark")
+    latlon = frame[["lat", "lon"]].to_numpy(dtype=float)
+    raw = None if snap else raw_mechanism(mech)
+    if raw is not None:
+        # planar Laplace from the raw location (geo.raw_locations): no snapping; rows outside
+        # the area of its guarantee are left out as far rows are
+        inside = raw.inside(latlon)
+        if strict and not inside.all():
+            raw.privatize_indices(latlon[~inside][:1])      # raises, naming no coordinates
+        cells = np.where(inside, 0, -1)
+    else:
+        cells = locate(mech.space, latlon, snap=snap, max_snap_km=max_snap_km,
+                       far="refuse" if strict else "mark")
     pos = np.arange(len(frame))
     work = pd.DataFrame({"user": out["user"].to_numpy(), "cell": cells, "pos": pos})
     if "time" in frame.columns:
@@ -218,11 +229,14 @@ def privatize_users_frame(frame: pd.DataFrame, mech: Mechanism, *,
     starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
     ends = np.r_[starts[1:], len(users)]
     fresh_cells = fresh["cell"].to_numpy()
+    fresh_pos = fresh["pos"].to_numpy()
     for s, e in zip(starts, ends, strict=True):
         k = int(allowed[s:e].sum())          # allowed draws are each user's first k
         if k:
             rng = user_generator(seed_entropy, users[s])
-            released_cell[s:s + k] = mech.sample_indices(fresh_cells[s:s + k], rng)
+            released_cell[s:s + k] = (
+                mech.sample_indices(fresh_cells[s:s + k], rng) if raw is None
+                else raw.privatize_indices(latlon[fresh_pos[s:s + k]], rng=rng))
     fresh = fresh.assign(out=released_cell, allowed=allowed)
     spent = fresh.groupby("user", sort=False)["allowed"].sum() * eps
     merged = work.merge(fresh[["user", "key", "out"]], on=["user", "key"], how="left")
@@ -370,7 +384,9 @@ def privatize_users(data, mech: Mechanism, *, budget: float | None = None, windo
         partition (checked after the names are normalized).
     mech : Mechanism
         A mechanism on a haversine (lat, lon) space; locations are located as by
-        :func:`geo.locations.locate` (far ones refused unless ``snap``).
+        :func:`geo.locations.locate` (far ones refused unless ``snap``). A ``planar_laplace``
+        mechanism draws from the raw locations instead (:mod:`geo.raw_locations`; ``snap``
+        asks for the located path), leaving out rows outside the area of its guarantee.
     budget : float or None
         Largest total epsilon (per km) per user; ``None``: no limit.
     window : None, float, str or pandas.Timedelta

@@ -19,6 +19,7 @@ from .errors import (
 )
 from .io import npz_json, read_npz
 from .mechanism import READABLE_VERSIONS, Mechanism
+from .prior.remap import REMAP_SUFFIX
 from .privacy.provenance import check_points_source
 from .privacy.weak_epsilon import weak_privacy_message
 from .registry import get, vocabulary_class
@@ -133,7 +134,8 @@ def load(path: str | os.PathLike, *, max_memory: int | None = None) -> Mechanism
         raise FileFormatError(path, f"corrupt metadata ({exc})") from None
     if meta.get("format_version") not in READABLE_VERSIONS:
         raise FileFormatError(path, f"unsupported format version {meta.get('format_version')!r}")
-    if name == "custom":
+    if name == "custom" or name.endswith(REMAP_SUFFIX):
+        # a hand-made matrix, or a remap of a family's matrix: certified as any matrix
         cls = Mechanism
     else:
         try:

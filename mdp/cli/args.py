@@ -17,7 +17,8 @@ from pathlib import Path
 from ..errors import MDPError
 from ..runtime.resources import parse_bytes
 
-__all__ = ["ArgumentParser", "MetricChoice", "choose_metric", "memory_size", "MEMORY_HELP"]
+__all__ = ["ArgumentParser", "MetricChoice", "choose_metric", "memory_size", "MEMORY_HELP",
+           "PRIOR_HELP"]
 
 #: Help of every command's ``--max-memory`` option.
 MEMORY_HELP = ("largest memory the command may plan to use, e.g. 8GB or 512MiB (B, KB, MB, GB, "
@@ -139,3 +140,9 @@ def _first_line(path: Path) -> str | None:
     except (MDPError, OSError):
         return None       # the space loader reports the problem with the file itself
     return None
+
+
+#: The ``--prior`` option (:func:`mdp.prior.load_prior` reads it).
+PRIOR_HELP = ("where users are, as public knowledge: 'uniform' (default), 'counts:FILE' (visits "
+              "per point, smoothed by +1) or FILE (probabilities); FILE is CSV 'label,value' "
+              "or one value per line in the space's order")

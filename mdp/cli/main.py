@@ -22,7 +22,7 @@ from ..curves import DEFAULT_OUT_DIR
 from ..errors import MDPError, ParameterError, WeakPrivacyWarning
 from ..plugins import COMMANDS
 from ..runtime.resources import memory_limit
-from .args import MEMORY_HELP, ArgumentParser, choose_metric, memory_size
+from .args import MEMORY_HELP, PRIOR_HELP, ArgumentParser, choose_metric, memory_size
 
 # The commands import the numerical modules when they run, not here: building the parser (and
 # so `mdp --help` and every argument error) imports neither NumPy nor the mechanism families.
@@ -163,6 +163,12 @@ def cmd_build(args) -> int:
                                                          "s says it is still running"),
               file=sys.stderr, flush=True)
     params = dict(args.param or [])
+    if args.prior is not None:
+        # the prior of objective=expected (the family refuses it with the worst-case objective)
+        from ..prior import load_prior
+
+        params["prior"] = load_prior(args.prior, space.n, labels=None if space.labels is None
+                                     else [str(x) for x in space.labels])
     with _lp_progress(bar), _still_running(None if bar or estimate.high <= LONG_WORK_SECONDS
                                            else HEARTBEAT_SECONDS, args.mechanism, space.n):
         mech = build(args.mechanism, space, epsilon, rng=args.seed,
@@ -299,8 +305,39 @@ def cmd_explain(args) -> int:
                                  "space) and word mechanisms (a space of words); this one's "
                                  f"space is neither (metric {mech.space.metric!r}, no labels)")
         ex = explain_words(mech, draws=args.draws, rng=0)
-    print(json.dumps(ex.record()) if args.json else ex.text())
+    record, text = ex.record(), ex.text()
+    if args.prior is not None:
+        line, figures = _attacker_line(mech, args.prior)
+        record["under_prior"] = figures
+        text += "\n" + line
+    print(json.dumps(record) if args.json else text)
     return 0
+
+
+def _attacker_line(mech, spec: str) -> tuple[str, dict]:
+    """``mdp explain --prior``: what the Bayes-optimal attacker who knows the prior achieves."""
+    from ..prior import load_prior, measure
+
+    if getattr(mech, "kind", "matrix") != "matrix":
+        raise ParameterError("--prior needs a mechanism with a matrix (the attack is computed on "
+                             "it); this one is in vocabulary mode")
+    labels = mech.space.labels
+    prior = load_prior(spec, mech.space.n,
+                       labels=None if labels is None else [str(x) for x in labels])
+    rep = measure(mech, prior)
+    km = mech.space.metric == "haversine"
+
+    def length(x: float) -> str:
+        if not km:
+            return f"{x:.4g} (units of distance)"
+        return f"{x * 1000:.0f} m" if x < 1 else f"{x:.3g} km"
+
+    line = (f"under the prior ({prior.source}): an attacker who knows where your users usually "
+            f"are guesses within {length(rep.adversary_error)} on average (the Bayes-optimal "
+            f"guess; Shokri et al. 2011) and is right outright {100 * rep.bayes_vulnerability:.3g}% "
+            f"of the time ({100 * rep.prior_vulnerability:.3g}% without seeing the output); the "
+            f"expected displacement under the same prior is {length(rep.expected_loss)}")
+    return line, rep.as_dict()
 
 
 def cmd_ledger(args) -> int:
@@ -361,7 +398,8 @@ def cmd_curves(args) -> int:
 
     run_curves(space_spec=args.space, metric=_metric(args), mechanisms=args.mechanisms, eps_tight=args.eps_tight,
                delta=args.delta, q=args.q, out_dir=args.output, seed=args.seed,
-               progress=not args.no_progress, max_memory=args.max_memory, keep=args.keep)
+               progress=not args.no_progress, max_memory=args.max_memory, keep=args.keep,
+               prior=args.prior, privacy=args.privacy)
     return 0
 
 
@@ -395,6 +433,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(= 1.39, Location Guard's medium level) or 'e^1.4'")
     p.add_argument("--param", action="append", type=_parse_param, metavar="KEY=VALUE",
                    help="family parameter, repeatable; VALUE is JSON or a string (see mdp list)")
+    p.add_argument("--prior", default=None, metavar="SPEC",
+                   help="the prior of --param objective=expected (optimal, spanner): " + PRIOR_HELP)
     p.add_argument("--seed", type=int, default=None, help=seed_help)
     p.add_argument("--mode", choices=("auto", "matrix", "vocabulary"), default="auto",
                    help="matrix (certified n x n matrix) or vocabulary (madlib, exponential, "
@@ -447,6 +487,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the figures as one JSON record")
     p.add_argument("--draws", type=int, default=1000,
                    help="words: the uses k over which N_w and S_w count (default 1000)")
+    p.add_argument("--prior", default=None, metavar="SPEC",
+                   help="add what an optimal attacker who knows the prior infers: " + PRIOR_HELP)
     p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE", help=MEMORY_HELP)
     p.set_defaults(func=cmd_explain)
 
@@ -493,6 +535,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", default=None, metavar="DIR",
                    help="save every calibrated mechanism in DIR as FAMILY_eps-tight-T.npz "
                         "(ready for mdp privatize; listed in curves.csv's column file)")
+    p.add_argument("--prior", default=None, metavar="SPEC",
+                   help="measure every mechanism under a prior too: " + PRIOR_HELP)
+    p.add_argument("--privacy", choices=("eps-tight", "adversary-error"), default="eps-tight",
+                   help="x axis of the plot: the certified eps_tight (default), or the optimal "
+                        "attacker's expected error under --prior (Shokri et al. 2012)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("-o", "--output", default=DEFAULT_OUT_DIR,
                    help=f"output directory (default {DEFAULT_OUT_DIR}; another one's parent must "

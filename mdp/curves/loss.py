@@ -25,8 +25,10 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from ..errors import ParameterError
+from ..families.optimal.formulation import HIGHS_MAX_N
 from ..io import atomic_write_text, output_directory
 from ..lower_bound import lower_bounds
+from ..prior import Prior, adversary_error, expected_loss, load_prior
 from ..privacy.accounting import loss
 from ..registry import get
 from ..registry import mechanisms as registered
@@ -46,6 +48,14 @@ from ..spaces.specs import DEFAULT_SPACE, load_space
 from ..spaces.vector_space import VectorSpace
 from ..validation import check_positive, check_probability
 from . import DEFAULT_OUT_DIR
+from .adversary import (
+    EXPECTED_VARIANT,
+    PRIVACY_AXES,
+    display_name,
+    plot_tradeoff,
+    prior_columns,
+    variant_of,
+)
 from .calibration import calibrate
 from .plotting import finish_and_save
 from .scale import run_scale_curves
@@ -150,7 +160,7 @@ def baseline_curves(space: MetricSpace, targets, *, q: float, delta: float) -> p
 def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets=None, *,
                 delta: float = 1e-3, q: float = 0.95, seed: int = 0, progress: bool = True,
                 threads=None, heartbeat: float | None = None,
-                keep: str | Path | None = None) -> pd.DataFrame:
+                keep: str | Path | None = None, prior: Prior | None = None) -> pd.DataFrame:
     """Tidy table of L_q versus eps_tight (one row per family and target).
 
     Columns: ``mechanism, target_eps_tight, eps_tight, epsilon, loss_q, loss_max, builds,
@@ -160,12 +170,19 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
     say how many points are done and which build is running, so a slow run is not mistaken for
     a stuck one. ``keep``: a folder (created if its parent exists) where every calibrated
     mechanism is saved as ``FAMILY_eps-tight-TARGET.npz`` (column ``file``), so the one a user
-    picks need not be built again.
+    picks need not be built again. ``prior`` (:class:`mdp.prior.Prior`): every mechanism is also
+    measured under it and remapped (columns of :mod:`mdp.curves.adversary`), and OPTMech, where
+    it runs and the space has at most ``HIGHS_MAX_N`` points, is added with
+    ``objective="expected"`` as ``optimal[expected]``.
     """
     delta = check_probability(delta, "delta", inclusive_high=False)
     q = check_probability(q, "q")
     check_threads(threads)                # before the builds, whose failures are recorded per point
     names, _ = plan_families(space, mechanisms)
+    if prior is not None:
+        prior.check_space(space.n)
+        if "optimal" in names and space.n <= HIGHS_MAX_N:
+            names = [*names, "optimal" + EXPECTED_VARIANT]
     targets = default_targets(space) if targets is None else np.array(
         [check_positive(t, "eps_tight target") for t in targets])
     closest = float(space.distances[space.distances > 0].min())
@@ -182,16 +199,29 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
     with _heartbeat(bar, status, REFRESH_SECONDS if progress else None,
                     None if progress else heartbeat):
         rows = _calibrated_rows(space, bar, status, delta=delta, q=q, seed=seed, threads=threads,
-                                keep=keep)
+                                keep=keep, prior=prior)
     base = baseline_curves(space, targets, q=q, delta=delta)
+    uniform_extra = {} if prior is None else _uniform_columns(space, prior)
     for r in base.itertuples(index=False):
         bound = r.mechanism == "lower_bound"
         rows.append({"mechanism": r.mechanism, "target_eps_tight": r.target_eps_tight,
                      "eps_tight": r.target_eps_tight if bound else 0.0,
                      "epsilon": r.target_eps_tight if bound else 0.0, "loss_q": r.loss_q,
                      "loss_max": r.loss_max, "builds": 0, "seconds": 0.0,
-                     "guarantee": "theorem3" if bound else "matrix"})
+                     "guarantee": "theorem3" if bound else "matrix",
+                     **({} if bound else uniform_extra)})
     return pd.DataFrame(rows)
+
+
+def _uniform_columns(space: MetricSpace, prior: Prior) -> dict:
+    """The uniform-random baseline under the prior: the attacker guesses the prior's 1-median."""
+    n = space.n
+    U = np.full((n, n), 1.0 / n)
+    out = {"expected_loss": expected_loss(U, prior, space.distances),
+           "adversary_error": adversary_error(U, prior, space.distances), "leakage_bits": 0.0}
+    out.update(remap_expected_loss=out["adversary_error"],
+               remap_adversary_error=out["adversary_error"])
+    return out
 
 
 #: Seconds between refreshes of the progress bar while one point is being calibrated (its
@@ -242,7 +272,8 @@ def _heartbeat(bar, status: _Status, refresh: float | None, lines: float | None)
 
 
 def _calibrated_rows(space: MetricSpace, bar, status: _Status, *, delta: float, q: float,
-                     seed: int, threads=None, keep: Path | None = None) -> list[dict]:
+                     seed: int, threads=None, keep: Path | None = None,
+                     prior: Prior | None = None) -> list[dict]:
     """One row per (family, target) of ``bar``'s tasks; the bar (and ``status``) say which
     build is running."""
     rows = []
@@ -255,9 +286,13 @@ def _calibrated_rows(space: MetricSpace, bar, status: _Status, *, delta: float, 
             bar.set_postfix_str(f"{name} at {t:g}: build {builds}, eps_tight {level:.4g}")
 
         t0 = time.perf_counter()
+        family, params = variant_of(name)
+        if params:
+            params = {**params, "prior": prior}
         try:
-            mech = calibrate(name, space, t, delta=delta, rng=seed, on_build=on_build,
-                             threads=threads)
+            mech = calibrate(family, space, t, delta=delta, rng=seed, on_build=on_build,
+                             threads=threads, **params)
+            extra = {} if prior is None else prior_columns(mech, prior)
         except (RuntimeError, ValueError) as exc:
             # One failed point (an LP the solver could not finish, a refused matrix) must not
             # discard the rest of the curve: it is recorded with its reason and reported.
@@ -277,7 +312,7 @@ def _calibrated_rows(space: MetricSpace, bar, status: _Status, *, delta: float, 
                      "epsilon": mech.epsilon, "loss_q": mech.loss(q), "loss_max": mech.loss(),
                      "builds": cal["builds"], "seconds": time.perf_counter() - t0,
                      "guarantee": mech.stats["privacy"].get("guarantee", "matrix"), "error": "",
-                     "file": file})
+                     "file": file, **extra})
     return rows
 
 
@@ -331,7 +366,8 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
                out_dir: str | Path = DEFAULT_OUT_DIR,
                seed: int = 0, progress: bool = True, threads=None,
                costs: CostModel = DEFAULT_COSTS, max_memory: int | None = None,
-               keep: str | Path | None = None) -> pd.DataFrame:
+               keep: str | Path | None = None, prior=None,
+               privacy: str = "eps-tight") -> pd.DataFrame:
     """``mdp curves``: compute, write ``curves.csv`` / ``curves.md`` / ``curves.png``, print a table.
 
     ``threads``: every build's thread knob (:func:`loss_curves`). A run that ``costs``
@@ -348,15 +384,30 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
     A space without a distance matrix (``glove:full``) goes to
     :func:`mdp.curves.scale.run_scale_curves`: vocabulary mode, ``L_q`` estimated with a
     confidence interval against the analytic epsilon (``eps_tight`` targets are then epsilons).
+
+    ``prior`` (``"uniform"``, ``"counts:FILE"``, ``FILE`` or a :class:`~mdp.prior.Prior`;
+    :func:`mdp.prior.load_prior`) adds the measures under it (:func:`loss_curves`);
+    ``privacy="adversary-error"`` (uniform prior when none is given) plots the expected loss
+    against the optimal attacker's error instead of ``L_q`` against ``eps_tight``.
     """
     spec = space_spec or DEFAULT_SPACE
     t0 = time.perf_counter()
+    if privacy not in PRIVACY_AXES:
+        raise ParameterError(f"privacy must be one of {PRIVACY_AXES}, got {privacy!r}")
     if eps_tight is not None:           # a bad target is the first thing said, before any folder
         eps_tight = [check_positive(t, "eps_tight target") for t in eps_tight]
     # the default folder (results/curves) is created with its parents, a folder the user named
-    # only if its parent exists; either before any work
-    out = output_directory(out_dir, parents=Path(out_dir) == Path(DEFAULT_OUT_DIR))
+    # only if its parent exists; either after the inputs are read, before any build
     space = load_space(spec, metric=metric, max_memory=max_memory)
+    if isinstance(space, VectorSpace):
+        if prior is not None or privacy != "eps-tight":
+            raise ParameterError("--prior and --privacy adversary-error need a space with a "
+                                 "distance matrix (the attack is computed on the matrices)")
+    elif prior is not None or privacy == "adversary-error":
+        # a bad prior file is refused before the output folder is made
+        prior = load_prior(prior, space.n, labels=None if space.labels is None
+                           else [str(x) for x in space.labels])
+    out = output_directory(out_dir, parents=Path(out_dir) == Path(DEFAULT_OUT_DIR))
     if isinstance(space, VectorSpace):
         return run_scale_curves(space, spec, mechanisms, eps_tight, q=q, out_dir=out,
                                 seed=seed)
@@ -377,14 +428,19 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
                  f"a line every {HEARTBEAT_SECONDS:.0f} s says where it is"),
               file=sys.stderr, flush=True)
     df = loss_curves(space, ran, eps_tight, delta=delta, q=q, seed=seed, progress=progress,
-                     threads=threads, heartbeat=HEARTBEAT_SECONDS, keep=keep)
+                     threads=threads, heartbeat=HEARTBEAT_SECONDS, keep=keep, prior=prior)
     atomic_write_text(out / "curves.csv", df.to_csv(index=False))
-    names = {name: get(name).display_name for name in ran}
+    names = {key: display_name(key) for key in df["mechanism"].unique()
+             if key not in ("uniform", "lower_bound")}
     table = df.pivot_table(index="target_eps_tight", columns="mechanism", values="loss_q")
     table = table.rename(columns=names)
     failed = df[df["guarantee"] == "failed"] if "guarantee" in df else df.iloc[:0]
     summary = [f"Space {spec}: n = {space.n}, metric {space.metric}.", "",
-               "Families built: " + (", ".join(f"{names[n]} ({n})" for n in ran) or "none") + "."]
+               "Families built: " + (", ".join(f"{names[n]} ({n})" for n in names) or "none") + "."]
+    if prior is not None:
+        summary += ["", f"Prior: {prior.source} (entropy {prior.entropy_bits():.3g} bits); each "
+                        "mechanism is also measured under it: expected loss, the optimal "
+                        "attacker's expected error, and the same for its Bayes-optimal remap."]
     if left_out:
         summary += ["", "Left out:"] + [f"- {n}: {why}" for n, why in left_out.items()]
     if len(failed):
@@ -401,8 +457,23 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
     summary_text = "\n".join(summary)
     atomic_write_text(out / "curves.md", summary_text + "\n\n" + f"L_{q:g} by eps_tight target "
                       f"(delta = {delta:g}):\n\n" + table.to_markdown(floatfmt=".4g") + "\n")
-    plot_curves(df, out / "curves.png", title=f"{spec} (n={space.n})", q=q, delta=delta,
-                unit="km" if space.metric == "haversine" else None)
+    unit = "km" if space.metric == "haversine" else None
+    if privacy == "adversary-error":
+        plot_tradeoff(df, out / "curves.png", unit=unit,
+                      title=f"{Path(spec).name} (n = {space.n}), prior: {prior.source}")
+        table = df[df["mechanism"] != "lower_bound"].pivot_table(
+            index="target_eps_tight", columns="mechanism",
+            values=["expected_loss", "adversary_error"]).rename(columns=names)
+    else:
+        plot_curves(df, out / "curves.png", title=f"{spec} (n={space.n})", q=q, delta=delta,
+                    unit=unit)
+    if prior is not None:
+        atomic_write_text(out / "curves.md", (out / "curves.md").read_text() + "\nUnder the prior "
+                          f"({prior.source}): expected loss / optimal attacker's error by "
+                          "target:\n\n" + df[df["mechanism"] != "lower_bound"].pivot_table(
+                              index="target_eps_tight", columns="mechanism",
+                              values=["expected_loss", "adversary_error"]).rename(
+                              columns=names).to_markdown(floatfmt=".4g") + "\n")
     print(summary_text)
     print()
     print(table.round(4).to_string())

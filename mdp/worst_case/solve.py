@@ -44,7 +44,7 @@ from .column_blocks import (
 )
 
 __all__ = ["primal_rows", "privacy_rows", "lagrangian_lower_bound", "max_privacy_violation",
-           "pair_violation", "initial_triples", "separate", "lazy_policy", "gap_ipm_tolerance",
+           "pair_violation", "initial_triples", "separate", "privacy_row_generators", "lazy_policy", "gap_ipm_tolerance",
            "solve_worst_case_lp", "solve_worst_case_lp_lazy", "MAX_COEFFICIENTS",
            "LAZY_SOLVERS", "CLARABEL", "BLOCKS", "check_lazy_solver", "LazyRoundsTuning"]
 
@@ -322,6 +322,26 @@ def separate(M: np.ndarray, distances: np.ndarray, eps: float, allowed: np.ndarr
     return u, v, w, worst
 
 
+def privacy_row_generators(D: np.ndarray, eps: float, allowed: np.ndarray):
+    """The separation and row callbacks of :class:`~mdp.lp.RowGeneration` over the privacy rows
+    ``(u, v, w)`` (keys ``(u n + v) n + w``) of the allowed pairs, columns as :func:`primal_rows`
+    (``M`` row-major first): :func:`separate` on the solution's ``M``, and :func:`privacy_rows`
+    with their bounds ``[0, inf)``."""
+    n = D.shape[0]
+    N = n * n
+
+    def cuts(sol, tol_now: float) -> Cuts:
+        M = np.maximum(sol.x[:N].reshape(n, n), 0.0)
+        su, sv, sw, worst = separate(M, D, eps, allowed, tol_now)
+        return Cuts(keys=(su * n + sv) * n + sw, worst=worst)
+
+    def rows(keys):
+        su, sv, sw = keys // N, (keys // n) % n, keys % n
+        return privacy_rows(D, eps, su, sv, sw), np.zeros(len(keys)), np.full(len(keys), np.inf)
+
+    return cuts, rows
+
+
 def lazy_policy(solver: str = "simplex", *, tol: float | None = None,
                 max_rounds: int | None = None, gap: float | None = None,
                 tuning: LazyRoundsTuning = LazyRoundsTuning()) -> RowGenerationPolicy:
@@ -462,15 +482,7 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
                   col_lower=np.r_[np.zeros(N), -np.inf], col_upper=np.r_[np.ones(N), np.inf],
                   solver=solver, time_limit=time_limit, primal_tolerance=1e-10, dual_tolerance=1e-10)
 
-    def cuts(sol, tol_now: float) -> Cuts:
-        M = np.maximum(sol.x[:N].reshape(n, n), 0.0)
-        su, sv, sw, worst = separate(M, D, eps, allowed, tol_now)
-        return Cuts(keys=(su * n + sv) * n + sw, worst=worst)
-
-    def rows(keys):
-        su, sv, sw = keys // N, (keys // n) % n, keys % n
-        return privacy_rows(D, eps, su, sv, sw), np.zeros(len(keys)), np.full(len(keys), np.inf)
-
+    cuts, rows = privacy_row_generators(D, eps, allowed)
     loop = RowGeneration(lp, A, cuts, rows, key_space=n ** 3, initial_keys=(iu * n + iv) * n + iw,
                          bound=lambda A_all, sol: lagrangian_lower_bound(A_all, sol.row_dual, n),
                          policy=lazy_policy(solver, tol=tol, max_rounds=max_rounds, gap=gap,

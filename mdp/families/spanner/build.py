@@ -21,16 +21,19 @@ import warnings
 import numpy as np
 
 from ...candidate import Candidate
-from ...errors import AccuracyWarning
+from ...errors import AccuracyWarning, ParameterError
 from ...lp import SOLVERS, LPError, LPTimeout, explain_failures, get_threads, stochastic_rows
 from ...lp.build_report import BuildReport
 from ...lp.output import LOG_DOMAIN_C, candidate_loss, private_candidate
 from ...lp.plan import AUTO, BLOCKS, CLARABEL, Attempt, tuning_param
 from ...params import Param
+from ...prior.prior import Prior, objective_params, resolve_objective
 from ...registry import register
 from ...spaces.metric_space import MetricSpace
-from ...worst_case.solve import solve_worst_case_lp, solve_worst_case_lp_lazy
+from ...worst_case.expected_loss import default_expected_solver, expected_loss_candidate
+from ...worst_case.solve import LAZY_SOLVERS, solve_worst_case_lp, solve_worst_case_lp_lazy
 from ..exponential import exponential_floor
+from ..optimal.formulation import HIGHS_MAX_N
 from .formulation import greedy_spanner, spanner_distances
 from .plan import peak_bytes, plan
 from .tuning import SpannerTuning
@@ -56,6 +59,7 @@ PARAMS = {
                        "its spanner-path distance ('paths', the same LP); 'auto': paths when the "
                        "two-hop slack at eps/stretch is at most path_slack (with simplex rounds)"),
     "tuning": tuning_param(SpannerTuning),
+    **objective_params(),
 }
 
 
@@ -64,7 +68,8 @@ PARAMS = {
           peak_bytes=peak_bytes)
 def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: float = 1.5,
                   time_limit: float | None = None, method: str = AUTO, solver: str | None = AUTO,
-                  knn: int = 0, rows: str = AUTO, tuning: SpannerTuning | None = None) -> Candidate:
+                  knn: int = 0, rows: str = AUTO, tuning: SpannerTuning | None = None,
+                  objective: str = "worst", prior: Prior | None = None) -> Candidate:
     """SpannerMech: worst-case-loss LP with privacy rows on spanner edges at ``eps / stretch``.
 
     Parameters
@@ -118,6 +123,13 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         ``stats["lazy_rows"]`` records the one used.
     tuning : SpannerTuning or None
         Thresholds of the plan and tolerances of the solves (None: the defaults).
+    objective : {"worst", "expected"}, default "worst"
+        ``"expected"``: least prior-weighted loss under the same spanner rows, Bordenabe et
+        al. 2014's own objective (:mod:`mdp.worst_case.expected_loss`): lazy rows at their
+        spanner-path distances on HiGHS (``method`` and ``rows`` do not apply), up to
+        :data:`~mdp.families.optimal.formulation.HIGHS_MAX_N` points.
+    prior : mdp.prior.Prior or None
+        The prior of ``objective="expected"`` (None: uniform).
 
     Returns
     -------
@@ -129,7 +141,11 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
     """
     t_start = time.perf_counter()
     tuning = SpannerTuning() if tuning is None else tuning
+    weights = resolve_objective(objective, prior, space.n)
     E = greedy_spanner(space.distances, stretch)
+    if weights is not None:
+        return _build_expected(space, epsilon, weights, E, stretch=stretch,
+                               time_limit=time_limit, solver=solver, knn=knn, tuning=tuning)
     path = plan(space, epsilon, stretch=stretch, edges=len(E), method=method, solver=solver,
                 rows=rows, tuning=tuning)
     method, chosen = path.method.value, path.solver.value
@@ -244,6 +260,34 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
     stats["loss"] = float(np.max(np.einsum("uw,uw->u", M, D)))
     stats["relative_gap"] = _relative_gap(stats)
     return report(Candidate(matrix=M, stats=stats))
+
+
+def _build_expected(space: MetricSpace, epsilon: float, prior: Prior, E: np.ndarray, *,
+                    stretch: float, time_limit, solver, knn: int,
+                    tuning: SpannerTuning) -> Candidate:
+    """``objective="expected"``: every pair at its spanner-path distance, lazy rows on HiGHS."""
+    n = space.n
+    if n > HIGHS_MAX_N:
+        raise ParameterError(f"objective='expected' is solved on HiGHS, up to n = {HIGHS_MAX_N} "
+                             f"points (this space has {n})")
+    if solver not in (None, AUTO, *LAZY_SOLVERS):
+        raise ParameterError(f"objective='expected' takes solver 'auto', 'simplex' or 'ipm', got "
+                             f"{solver!r}")
+    how = default_expected_solver(n) if solver in (None, AUTO) else solver
+    with explain_failures("SpannerMech (expected objective)", n, epsilon,
+                          on_timeout="a larger time_limit or a larger stretch",
+                          on_failure="solver='ipm' or 'simplex'"):
+        cand = expected_loss_candidate(space.distances, ~np.eye(n, dtype=bool), epsilon / stretch,
+                                       epsilon, prior.probabilities, prior_source=prior.source,
+                                       family="SpannerMech",
+                                       privacy_distances=spanner_distances(space.distances, E),
+                                       time_limit=time_limit, solver=how, knn=knn,
+                                       max_coefficients=tuning.max_coefficients,
+                                       tuning=tuning.lazy)
+    cand.stats.update(method="lazy", solver=how, lazy_rows="paths", spanner_edges=len(E),
+                      stretch=float(stretch),
+                      plan=f"expected objective: lazy path rows on HiGHS ({how})")
+    return cand
 
 
 def _relative_gap(stats: dict) -> float:
