@@ -36,8 +36,8 @@ from mdp.errors import UnverifiedPointsWarning
 from mdp.io import atomic_write_text, shared_data_dir
 from mdp.prior import Prior, adversary_error, expected_loss
 
-FAMILIES = ["optimal", "spanner", "constopt", "exponential", "weighted_exponential",
-            "planar_laplace"]
+FAMILIES = ["optimal", "optimal[expected]", "spanner", "constopt", "exponential",
+            "weighted_exponential", "planar_laplace"]
 
 
 def raw_bayes_rows(space, prior, targets, draws: int, rng) -> list[dict]:

@@ -399,7 +399,7 @@ def cmd_curves(args) -> int:
     run_curves(space_spec=args.space, metric=_metric(args), mechanisms=args.mechanisms, eps_tight=args.eps_tight,
                delta=args.delta, q=args.q, out_dir=args.output, seed=args.seed,
                progress=not args.no_progress, max_memory=args.max_memory, keep=args.keep,
-               prior=args.prior, privacy=args.privacy)
+               prior=args.prior, privacy=args.privacy, scheduler=args.scheduler)
     return 0
 
 
@@ -540,6 +540,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--privacy", choices=("eps-tight", "adversary-error"), default="eps-tight",
                    help="x axis of the plot: the certified eps_tight (default), or the optimal "
                         "attacker's expected error under --prior (Shokri et al. 2012)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run every (family, target) point on a Dask cluster, tcp://HOST:PORT "
+                        "(the extra 'dask'); --keep must then be a folder the workers can write")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("-o", "--output", default=DEFAULT_OUT_DIR,
                    help=f"output directory (default {DEFAULT_OUT_DIR}; another one's parent must "

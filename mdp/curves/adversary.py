@@ -3,8 +3,8 @@
 
 With ``mdp curves --prior``, every calibrated mechanism is also measured under the prior
 (:func:`mdp.prior.measure`: expected loss, the Bayes-optimal attacker's expected error, the
-leakage) and remapped (:func:`mdp.prior.remap`), and the LP family OPTMech is added with the
-prior-weighted objective (``optimal[expected]``). ``--privacy adversary-error`` plots the
+leakage) and remapped (:func:`mdp.prior.remap`); ``optimal[expected]`` names OPTMech with the
+prior-weighted objective (added by itself on small spaces, by name on larger ones). ``--privacy adversary-error`` plots the
 expected loss against the attacker's error, one line per family, its remap dashed.
 """
 

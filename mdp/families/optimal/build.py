@@ -162,7 +162,7 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
             M = least_loss()
             why = (f"stopped after {budget:.0f} s (finish_min_seconds or finish_time_factor x "
                    f"the rounds' time)"
-                   if timed_out else f"failed: {exc}")
+                   if timed_out else f"ended without an optimum ({exc})")
             stats.update(finish_error=f"HiGHS's lazy finish ({solver}) {why}",
                          finish_outcome="stopped" if timed_out else "failed",
                          seconds=time.perf_counter() - t0)
@@ -657,8 +657,9 @@ def _missed_target_message(n: int, epsilon: float, gap: float | None, stats: dic
     asked = (f"exact (gap <= {stats['gap_target']:g})" if gap is None
              else f"gap={stats['gap_target']:g}")
     why = stats.get("finish_error") or stats.get("rounds_ended") or "the solver's accuracy"
-    return (f"OPTMech (n = {n}, epsilon = {epsilon:g}): certified relative gap "
-            f"{stats['relative_gap']:.3g} is above the target asked for, {asked} ({why}). The "
-            f"matrix is private as certified; its worst-case loss {stats['loss']:.10g} is within "
-            f"{stats['optimality_gap']:.3g} of the optimum (stats['relative_gap'], "
-            f"stats['lower_bound']).")
+    return (f"OPTMech (n = {n}, epsilon = {epsilon:g}): certified within "
+            f"{100 * stats['relative_gap']:.2g}% of the optimum, a relative gap of "
+            f"{stats['relative_gap']:.3g} where {asked} was asked for. The matrix is private as "
+            f"certified; its worst-case loss {stats['loss']:.10g} is at most "
+            f"{stats['optimality_gap']:.3g} above the optimum (stats['relative_gap'], "
+            f"stats['lower_bound']). Where the solvers stopped: {why}.")

@@ -99,3 +99,38 @@ def test_cli_build_with_the_expected_objective_and_a_prior(tmp_path, capsys, cit
     code, o, e = _run(["build", "--space", str(pts), "--mechanism", "optimal", "--epsilon", "2",
                        "--prior", f"counts:{counts}", "-o", str(tmp_path / "w.npz")], capsys)
     assert code == 2 and "objective='expected' only" in e
+
+
+def test_curves_on_a_local_dask_cluster_equal_a_local_run(city, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    prior = Prior.from_counts(np.arange(city.n))
+    names = ["exponential", "optimal", "planar_laplace"]       # 14 points: OPTMech[expected] too
+    local = loss_curves(city, names, [1.0, 3.0], progress=False, prior=prior)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        remote = loss_curves(city, names, [1.0, 3.0], progress=False, prior=prior,
+                             scheduler=client, keep=tmp_path / "kept")
+    cols = [c for c in local.columns if c not in ("seconds", "file")]
+    pd.testing.assert_frame_equal(local[cols], remote[cols])
+    assert len(list((tmp_path / "kept").glob("*.npz"))) == 8      # 3 families + expected, 2 targets
+
+
+def test_an_unreachable_scheduler_is_a_clear_error(city):
+    pytest.importorskip("distributed")
+    with pytest.raises(mdp.ParameterError, match="scheduler"):
+        loss_curves(city, ["exponential"], [1.0], progress=False,
+                    scheduler="tcp://127.0.0.1:1")
+
+
+def test_the_expected_variant_is_added_on_small_spaces_and_by_name_on_larger_ones():
+    rng = np.random.default_rng(3)
+    big = mdp.MetricSpace.from_points(np.c_[48.2 + rng.random(31) * 0.05,
+                                            16.35 + rng.random(31) * 0.05], metric="haversine")
+    prior = Prior.uniform(31)
+    auto = loss_curves(big, ["optimal"], [4.0], progress=False, prior=prior)
+    assert set(auto.mechanism) == {"optimal", "uniform", "lower_bound"}
+    named = loss_curves(big, ["optimal[expected]"], [4.0], progress=False, prior=prior)
+    assert "optimal[expected]" in set(named.mechanism)
+    with pytest.raises(mdp.ParameterError, match="give one"):
+        loss_curves(big, ["optimal[expected]"], [4.0], progress=False)

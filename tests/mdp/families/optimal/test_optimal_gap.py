@@ -181,7 +181,9 @@ def test_a_build_certified_above_its_target_warns_and_says_so(gap, monkeypatch):
     monkeypatch.setattr(optimal_build, "_solve_over_coefficient_limits", weaker_bound)
     space = _space(6, 12)
     opt, _ = optimal_loss_linprog(space.distances, 1.0)
-    with pytest.warns(mdp.AccuracyWarning, match=r"n = 12, epsilon = 1\).*relative gap 0\.01") as rec:
+    with pytest.warns(mdp.AccuracyWarning,
+                      match=r"n = 12, epsilon = 1\): certified within 1% of the optimum, a relative "
+                            r"gap of 0\.01") as rec:
         mech = mdp.build("optimal", space, 1.0, gap=gap)
     target = "exact" if gap is None else "gap=0.001"
     assert target in str(rec[0].message)
