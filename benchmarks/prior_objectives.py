@@ -108,7 +108,7 @@ def curves_figure(frame, args) -> None:
         res = subprocess.run(cmd, capture_output=True, text=True)
         tc = time.perf_counter() - t0
         print(f"mdp curves --prior counts --privacy adversary-error, n = {args.curves_n}, five "
-              f"families + OPTMech (expected), one target: {tc:.1f} s (rc {res.returncode})")
+              f"families, one target: {tc:.1f} s (rc {res.returncode})")
         if res.returncode:
             print(res.stderr[-2000:], file=sys.stderr)
 

@@ -14,9 +14,10 @@ certified matrix:
   inputs, the same for all outputs pooled with every point of the space equally likely;
 * **raw locations**: the guarantee holds between the space's points; a raw location is first
   located to a point (:func:`geo.locations.locate`), so for raw ``x, y`` located to ``u, v`` the
-  bound is ``exp(epsilon (d(x, y) + s))`` with ``s`` one cell diagonal on a grid of cells
-  (``x`` and ``y`` lie in their cells) or twice the snapping threshold otherwise; ``s = 0`` for
-  ``planar_laplace``, whose noise is drawn from the raw location (:mod:`geo.raw_locations`).
+  bound is ``exp(epsilon (d(x, y) + s))`` with ``s`` twice the snapping threshold (a location
+  outside the space's cells is snapped from up to that far; one cell diagonal where both lie
+  inside cells of a grid space); ``s = 0`` for ``planar_laplace``, whose noise is drawn from the
+  raw location (:mod:`geo.raw_locations`).
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ import numpy as np
 from mdp.errors import ParameterError
 from mdp.mechanism import Mechanism
 from mdp.plugins import Explainer
-from mdp.spaces.metric_space import haversine_km
 
-from .locations import grid_of_space, snap_threshold_km
+from .locations import cell_diagonal_km, snap_threshold_km
 from .raw_locations import raw_mechanism
 
 __all__ = ["Explanation", "explain", "radius_holding", "LOCATION_GUARD_RADII_KM", "EXPLAINER"]
@@ -76,12 +76,17 @@ class Explanation:
     radius_90_km, radius_95_km : dict[str, float]
         ``{"median input": .., "worst input": .., "over inputs": ..}``.
     raw_slack_km : float
-        Added to raw locations' distance (cell diagonal, or twice the snapping threshold).
+        Added to raw locations' distance: twice the snapping threshold (a location outside the
+        space's cells may be snapped from that far), 0 where the family draws from the raw
+        location.
     raw_slack_kind : str
         ``"cell diagonal"``, ``"twice the snapping threshold"``, or ``"none"`` where the family
         draws from the raw location (``planar_laplace``, :mod:`geo.raw_locations`).
     n : int
     family : str
+    cell_slack_km : float or None
+        On a grid space, the smaller term between two locations inside the space's cells (one
+        cell diagonal).
     """
 
     epsilon: float
@@ -94,6 +99,7 @@ class Explanation:
     raw_slack_kind: str
     n: int
     family: str
+    cell_slack_km: float | None = None
 
     def sentence(self) -> str:
         """The guarantee in one sentence with units."""
@@ -121,7 +127,10 @@ class Explanation:
         else:
             lines.append(f"raw locations (not points of the space): for locations x, y the bound "
                          f"is exp({self.epsilon:.4g} x (d(x, y) + {self.raw_slack_km:.3g} km)): "
-                         f"{self.raw_slack_kind} added to their distance")
+                         f"{self.raw_slack_kind} added to their distance"
+                         + ("" if self.cell_slack_km is None else
+                            f" ({self.cell_slack_km:.3g} km, one cell diagonal, for two "
+                            f"locations inside the space's cells)"))
         return "\n".join(lines)
 
     def record(self) -> dict:
@@ -152,25 +161,21 @@ def explain(mech: Mechanism) -> Explanation:
         per = radius_holding(M, D, q)
         radii[q] = {"median input": float(np.median(per)), "worst input": float(per.max()),
                     "over inputs": _pooled_radius(M, D, q)}
-    grid = grid_of_space(space)
-    raw = raw_mechanism(mech)
-    if raw is not None:
+    cell = cell_diagonal_km(space)
+    if raw_mechanism(mech) is not None:
         slack, kind = 0.0, "none"
-    elif grid is not None:
-        c = grid.cell_deg
-        lo = space.points[:, 0] - c / 2             # each point's cell: both diagonals, largest
-        a = np.c_[lo, np.zeros_like(lo)]
-        slack = float(max(haversine_km(a, a + [c, c]).diagonal().max(),
-                          haversine_km(a + [c, 0.0], a + [0.0, c]).diagonal().max()))
-        kind = "cell diagonal"
     else:
+        # a location outside the space's cells is snapped from up to the threshold away, so
+        # over every location the command accepts the term is twice the threshold (on a grid
+        # the threshold is at least one cell diagonal, the term between locations in cells)
         slack, kind = 2 * snap_threshold_km(space), "twice the snapping threshold"
     eps = float(mech.epsilon)
     return Explanation(epsilon=eps, levels={r: eps * r for r in LOCATION_GUARD_RADII_KM},
                        mean_displacement_km=float(losses.mean()),
                        worst_displacement_km=float(losses.max()),
                        radius_90_km=radii[0.9], radius_95_km=radii[0.95], raw_slack_km=slack,
-                       raw_slack_kind=kind, n=space.n, family=mech.name)
+                       raw_slack_kind=kind, n=space.n, family=mech.name,
+                       cell_slack_km=None if cell is None or kind == "none" else cell)
 
 
 def _is_location(mech) -> bool:

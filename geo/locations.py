@@ -42,7 +42,8 @@ from mdp.validation import check_positive
 from .grid import Grid, parse_cell_label
 
 __all__ = ["grid_of_space", "locate", "parse_latlon_lines", "snap_threshold_km", "visit_counts",
-           "check_geo_space", "check_latlon", "check_location_mechanism", "describe_positions"]
+           "check_geo_space", "check_latlon", "check_location_mechanism", "describe_positions",
+           "cell_diagonal_km"]
 
 # Centres recomputed from the recovered grid must match the stored ones to this (degrees).
 _GRID_ATOL = 1e-9
@@ -292,3 +293,16 @@ def visit_counts(space: MetricSpace, latlon: ArrayLike) -> np.ndarray:
     """
     idx = locate(space, latlon, far="mark")
     return np.bincount(idx[idx >= 0], minlength=space.n).astype(np.int64)
+
+
+def cell_diagonal_km(space) -> float | None:
+    """The widest cell diagonal (km) of a grid space (:func:`geo.locations.grid_of_space`), or
+    None: the term added to the distance of two raw locations inside the space's cells."""
+    grid = grid_of_space(space)
+    if grid is None:
+        return None
+    c = grid.cell_deg
+    lo = space.points[:, 0] - c / 2             # each point's cell: both diagonals, largest
+    a = np.c_[lo, np.zeros_like(lo)]
+    return float(max(haversine_km(a, a + [c, c]).diagonal().max(),
+                     haversine_km(a + [c, 0.0], a + [0.0, c]).diagonal().max()))

@@ -41,7 +41,14 @@ from mdp.prior import Prior
 from mdp.spaces.metric_space import MetricSpace, haversine_km
 from mdp.validation import check_epsilon, check_rng
 
-from .locations import check_geo_space, check_latlon, describe_positions, locate, snap_threshold_km
+from .locations import (
+    cell_diagonal_km,
+    check_geo_space,
+    check_latlon,
+    describe_positions,
+    locate,
+    snap_threshold_km,
+)
 from .planar_laplace import sample_planar_noise
 from .planar_laplace_family import NOISE_MARGIN, voronoi_log_masses
 from .projection import LocalProjection
@@ -172,7 +179,9 @@ def raw_mechanism(mech: Mechanism) -> RawPlanarLaplace | None:
 
 def _paired_haversine_km(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """Great-circle distances between ``X[i]`` and ``Y[i]`` (km)."""
-    return np.array([haversine_km(X[s:s + 1], Y[s:s + 1])[0, 0] for s in range(len(X))])
+    step = 512
+    return np.concatenate([np.diagonal(haversine_km(X[s:s + step], Y[s:s + step]))
+                           for s in range(0, len(X), step)]) if len(X) else np.zeros(0)
 
 
 def off_grid_violation_rate(mech: Mechanism, *, pairs: int = 20000, near_km: float | None = None,
@@ -181,8 +190,9 @@ def off_grid_violation_rate(mech: Mechanism, *, pairs: int = 20000, near_km: flo
 
     Draws ``pairs`` raw locations ``x`` uniformly in the points' bounding box among those the
     mechanism accepts (within the snapping threshold of a point), and ``y`` uniformly within
-    ``near_km`` of ``x`` (None: twice the snapping threshold, where snapping matters;
-    ``inf``: ``y`` drawn as ``x``, the random pairs of AIPO 2026), locates both (:func:`geo.locations.locate`) and counts the pairs whose exact
+    ``near_km`` of ``x`` (None: one cell diagonal on a grid space, else twice the snapping
+    threshold: where snapping matters; ``inf``: ``y`` drawn as ``x``, the random pairs of AIPO
+    2026), locates both (:func:`geo.locations.locate`) and counts the pairs whose exact
     worst output ratio ``max_w K[u, w] / K[v, w]`` exceeds ``exp(eps d(x, y))``.
 
     Returns
@@ -194,7 +204,8 @@ def off_grid_violation_rate(mech: Mechanism, *, pairs: int = 20000, near_km: flo
     space = mech.space
     pts = check_geo_space(space)
     limit = snap_threshold_km(space)
-    near = 2 * limit if near_km is None else float(near_km)
+    cell = cell_diagonal_km(space)
+    near = (2 * limit if cell is None else cell) if near_km is None else float(near_km)
     with np.errstate(divide="ignore"):
         L = np.log(np.asarray(mech.matrix, dtype=float))
     lo, hi = pts.min(axis=0), pts.max(axis=0)

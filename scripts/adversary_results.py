@@ -78,7 +78,7 @@ def main() -> None:
     frame = read_checkins(shared_data_dir() / "gowalla_nyc_checkins.txt.gz")
     space = popular_cells(frame, n=args.n)
     counts = visit_counts(space, frame[["lat", "lon"]].to_numpy())
-    prior = Prior.from_counts(counts, source="Gowalla New York visits")
+    prior = Prior.from_counts(counts, source="visits")
     keep = Path(tempfile.mkdtemp(prefix="adversary-"))
     df = loss_curves(space, FAMILIES, args.targets, delta=0.0, progress=True, prior=prior,
                      keep=keep)
@@ -94,11 +94,12 @@ def main() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UnverifiedPointsWarning)   # our own files
             mech = mdp.load(r.file)
-        for pairing, near in (("near pairs (within twice the snapping threshold)", None),
+        for pairing, near in (("near pairs (within one cell diagonal)", None),
                               ("random pairs", np.inf)):
             rep = off_grid_violation_rate(mech, pairs=args.pairs, near_km=near, rng=rng)
             off.append({"mechanism": display_name(key), "target eps_tight": t,
-                        "pairs": pairing, "violation rate %": 100 * rep["rate"],
+                        "pairs": pairing, "pair distance km": rep["near_km"],
+                        "violation rate %": 100 * rep["rate"],
                         "standard error %": 100 * rep["standard_error"],
                         "worst excess (log ratio - eps d)": rep["worst_excess"],
                         "bound slack km": rep["bound_slack_km"]})
@@ -113,7 +114,7 @@ def main() -> None:
     cols = ["mechanism", "target_eps_tight", "eps_tight", "expected_loss", "adversary_error",
             "leakage_bits", "remap_expected_loss", "remap_adversary_error"]
     summary = [f"Gowalla New York: {len(frame):,} check-ins; space: the {args.n} most popular "
-               f"cells; prior: {prior.source} (+1 smoothing), entropy "
+               f"cells; prior: their {prior.source}, entropy "
                f"{prior.entropy_bits():.2f} bits, largest {prior.probabilities.max():.3f}.", "",
                "## Both sides under the prior (km)", "",
                fam[cols].sort_values(["target_eps_tight", "expected_loss"]).to_markdown(

@@ -9,6 +9,7 @@ import pytest
 
 import mdp
 from geo.explain import explain, radius_holding
+from geo.locations import snap_threshold_km
 from mdp.cli.main import main
 from mdp.plugins import COMMANDS
 from mdp.spaces.metric_space import haversine_km
@@ -93,8 +94,13 @@ def test_cell_diagonal_on_a_grid_space():
     space = mdp.MetricSpace.from_points(np.c_[lat, lon], metric="haversine", labels=labels)
     ex = explain(mdp.build("exponential", space, 1.0))
     corner = haversine_km(np.array([[39.6, 0.0]]), np.array([[39.6 + c, c]]))[0, 0]
-    assert ex.raw_slack_kind == "cell diagonal"
-    assert ex.raw_slack_km == pytest.approx(corner, rel=1e-6)        # widest cell: the southern row
+    # between locations inside cells: one cell diagonal (the widest: the southern row); over
+    # every location the command accepts, twice the snapping threshold, at least that
+    assert ex.cell_slack_km == pytest.approx(corner, rel=1e-6)
+    assert ex.raw_slack_kind == "twice the snapping threshold"
+    assert ex.raw_slack_km == pytest.approx(2 * snap_threshold_km(space))
+    assert ex.raw_slack_km >= corner         # each location within half a diagonal of its centre
+    assert "one cell diagonal, for two locations inside the space's cells" in ex.text()
 
 
 def test_mdp_explain_command(places, tmp_path, capsys):

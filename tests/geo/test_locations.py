@@ -8,8 +8,8 @@ from sklearn.metrics.pairwise import haversine_distances
 import mdp
 from geo.grid import GEOLIFE_BEIJING_BOX, Grid
 from geo.locations import grid_of_space, locate, parse_latlon_lines
-from geo.release import privatize_latlon_lines, privatize_location, privatize_locations
 from geo.popular import popular_cells
+from geo.release import privatize_latlon_lines, privatize_location, privatize_locations
 from mdp.loading import load
 from mdp.privatize import privatize_inputs
 from mdp.spaces.metric_space import EARTH_RADIUS_KM, MetricSpace

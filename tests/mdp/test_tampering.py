@@ -307,3 +307,27 @@ def test_random_edits_never_load_above_the_claim(tmp_path_factory, edits):
     level = mdp.eps_tight(mech.matrix, D)
     claim = 2 * mech.epsilon if mech.name == "madlib" else mech.epsilon
     assert level <= claim * (1 + 1e-6), (edits, level, mech.epsilon)
+
+
+def test_a_remapped_file_is_certified_again_and_a_forged_one_refused(space, tmp_path):
+    from mdp.prior import Prior, remap
+
+    prior = Prior.from_counts(np.arange(space.n))
+    r = remap(mdp.build("exponential", space, 1.0), prior)
+    path = r.save(tmp_path / "r.npz")
+    with np.load(path) as z:
+        key = "matrix" if "matrix" in z.files else "log_matrix"
+
+    def forge(M):
+        M = np.exp(M) if key == "log_matrix" else M.copy()
+        M[0] = 0.0
+        M[0, 0] = 1.0          # input 0 released unchanged: no longer a remap of anything private
+        return np.log(M) if key == "log_matrix" else M
+
+    def claim_remap(meta):
+        meta["stats"]["remap"] = {"guarantee": "post-processing of the certified matrix"}
+
+    with np.errstate(divide="ignore"):
+        _rewrite(path, **{key: forge}, meta=claim_remap)
+    with pytest.raises(PrivacyError, match="fails its privacy check"):
+        mdp.load(path)
