@@ -3,7 +3,8 @@
 For random spaces (2 to 40 points: Euclidean points in 1 to 3 dimensions, and lat/lon points
 for the families of a haversine space) and epsilons log-uniform over [1e-3, 1e3] per median
 distance, each registered matrix family is built (a refusal with a toolkit error is allowed and
-counted). The sampler draws row ``u`` exactly from the integer weights ``mant x 2^expo`` it holds
+counted), and so are OPTMech and SpannerMech under a random prior (``objective="expected"``) and
+the Bayes-optimal remap of a random family (:func:`mdp.prior.remap`). The sampler draws row ``u`` exactly from the integer weights ``mant x 2^expo`` it holds
 (``mdp.privacy.sampling.ExactSampler``), so those weights, normalised per row, are the released
 distribution. Every triple is checked in mpmath at 60 significant digits, independently of the
 toolkit's own exact arithmetic (``mdp.privacy.exact``):
@@ -30,10 +31,23 @@ from tqdm import tqdm
 
 import mdp
 from mdp.errors import MDPError
+from mdp.prior import Prior, remap
 
 #: Relative margin of the check (the certification keeps its level below epsilon by more).
 TOLERANCE = 1e-9
 HAVERSINE_FAMILIES = ("planar_laplace",)
+
+
+#: The families whose remaps the ``remap`` rows check (Euclidean spaces).
+FAMILY_CYCLE = ("exponential", "weighted_exponential", "optimal", "spanner", "constopt")
+
+
+def _prior(rng: np.random.Generator, n: int) -> Prior:
+    """A random prior: smoothed counts, or a skew of up to 1e6 between points."""
+    if rng.random() < 0.5:
+        return Prior.from_counts(rng.integers(0, 50, n))
+    p = 10.0 ** rng.uniform(-6, 0, n)
+    return Prior.given(p / p.sum())
 
 
 def _space(rng: np.random.Generator, n: int, metric: str) -> mdp.MetricSpace:
@@ -90,6 +104,8 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(args.seed)
     families = [name for name in mdp.mechanisms()
                 if issubclass(mdp.get(name).mechanism_class, mdp.Mechanism)]
+    # the LP families under a random prior, and every family's Bayes-optimal remap
+    families += ["optimal[expected]", "spanner[expected]", "remap"]
     t0 = time.perf_counter()
     violations = 0
     rows = []
@@ -103,8 +119,16 @@ def main(argv=None) -> int:
             space = _space(rng, n, metric)
             median = float(np.median(space.distances[space.distances > 0]))
             eps = 10.0 ** rng.uniform(-3, 3) / median
+            prior = _prior(rng, n)
             try:
-                mech = mdp.build(name, space, eps, rng=int(rng.integers(2**31)))
+                if name == "remap":
+                    base = FAMILY_CYCLE[int(rng.integers(len(FAMILY_CYCLE)))]
+                    mech = remap(mdp.build(base, space, eps, rng=int(rng.integers(2**31))), prior)
+                elif name.endswith("[expected]"):
+                    mech = mdp.build(name.removesuffix("[expected]"), space, eps,
+                                     objective="expected", prior=prior)
+                else:
+                    mech = mdp.build(name, space, eps, rng=int(rng.integers(2**31)))
             except MDPError:
                 refused += 1
                 continue
