@@ -103,11 +103,14 @@ class LocalProjection:
         """Great-circle distance (km) of each point from the centre."""
         return haversine_km(np.array([[self.lat, self.lon]]), _as_latlon(latlon, "points"))[0]
 
+    def contains(self, latlon: ArrayLike) -> np.ndarray:
+        """Whether each point lies in the cap (bool, (m,))."""
+        return self.distance_from_centre_km(latlon) <= self.radius_km * (1 + 1e-12)
+
     def check_inside(self, latlon: ArrayLike, name: str = "location") -> np.ndarray:
         """The points as an (m, 2) array; a point outside the cap raises naming it."""
         P = _as_latlon(latlon, name)
-        d = self.distance_from_centre_km(P)
-        out = np.flatnonzero(d > self.radius_km * (1 + 1e-12))
+        out = np.flatnonzero(~self.contains(P))
         if out.size:
             k = int(out[0])
             # the row's position only: its coordinates and distance are private

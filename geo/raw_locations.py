@@ -136,23 +136,28 @@ class RawPlanarLaplace:
 
     def inside(self, latlon: ArrayLike) -> np.ndarray:
         """Whether each raw location lies in the area of the guarantee (bool, (m,))."""
-        P = check_latlon(latlon)
-        return self.area.distance_from_centre_km(P) <= self.area.radius_km * (1 + 1e-12)
+        return self.area.contains(check_latlon(latlon))
 
-    def privatize_indices(self, latlon: ArrayLike, *, rng=None,
-                          names: list[str] | None = None) -> np.ndarray:
-        """Indices of the released points for raw locations (m, 2); a location outside the area
-        raises (naming its position, never its coordinates). ``names``: how messages name each
-        location (default ``"input K"``)."""
-        rng = check_rng(rng)
+    def check_inside(self, latlon: ArrayLike, names: list[str] | None = None) -> np.ndarray:
+        """Raw locations as an (m, 2) array; one outside the area of the guarantee raises,
+        naming its position (``names``: how messages name each location, default
+        ``"input K"``), never its coordinates."""
         P = check_latlon(latlon)
-        out = np.flatnonzero(~self.inside(P))
+        out = np.flatnonzero(~self.area.contains(P))
         if out.size:
             raise ParameterError(
                 f"{describe_positions(names, out, len(P))}: outside the area of the mechanism's raw-"
                 f"location guarantee (within {self.area.radius_km:.3f} km of its centre: the "
                 "points and the snapping threshold around them). Build a mechanism on a space "
                 "that covers them")
+        return P
+
+    def privatize_indices(self, latlon: ArrayLike, *, rng=None,
+                          names: list[str] | None = None) -> np.ndarray:
+        """Indices of the released points for raw locations (m, 2); locations outside the area
+        raise (:meth:`check_inside`)."""
+        rng = check_rng(rng)
+        P = self.check_inside(latlon, names)
         Z = self.area.forward(P) + sample_planar_noise(len(P), self.noise_epsilon, rng=rng)
         return self.remap_points(Z)
 
@@ -165,7 +170,7 @@ class RawPlanarLaplace:
         masses of the points' plane Voronoi cells around each raw location)."""
         if self.remap != "nearest":
             raise ParameterError("exact output probabilities are computed for remap='nearest'")
-        P = self.area.check_inside(latlon)
+        P = self.check_inside(latlon)
         return voronoi_log_masses(self._xy, self.noise_epsilon, centres=self.area.forward(P))
 
 
@@ -210,24 +215,25 @@ def off_grid_violation_rate(mech: Mechanism, *, pairs: int = 20000, near_km: flo
         L = np.log(np.asarray(mech.matrix, dtype=float))
     lo, hi = pts.min(axis=0), pts.max(axis=0)
 
-    def accepted(m: int) -> np.ndarray:
-        X = np.empty((0, 2))
+    def accepted(m: int) -> tuple[np.ndarray, np.ndarray]:
+        """``m`` uniform locations of the box that the mechanism accepts, and their points."""
+        X, idx = np.empty((0, 2)), np.empty(0, dtype=np.int64)
         while len(X) < m:
             cand = lo + rng.random((2 * m, 2)) * (hi - lo)
-            X = np.r_[X, cand[locate(space, cand, far="mark") >= 0]]
-        return X[:m]
+            at = locate(space, cand, far="mark")
+            X, idx = np.r_[X, cand[at >= 0]], np.r_[idx, at[at >= 0]]
+        return X[:m], idx[:m]
 
-    X = accepted(pairs)
+    X, u = accepted(pairs)
     if np.isinf(near):
-        Y = accepted(pairs)                       # both ends uniform over the accepted area
+        Y, v = accepted(pairs)                    # both ends uniform over the accepted area
     else:
         # y: a uniform point of the disc of radius `near` around x (small: local flat metric)
         r = near * np.sqrt(rng.random(pairs))
         t = rng.random(pairs) * 2 * np.pi
         Y = np.c_[X[:, 0] + r * np.cos(t) / 111.195,
                   X[:, 1] + r * np.sin(t) / (111.195 * np.cos(np.radians(X[:, 0])))]
-    u = locate(space, X, far="mark")
-    v = locate(space, Y, far="mark")
+        v = locate(space, Y, far="mark")
     keep = (u >= 0) & (v >= 0)
     X, Y, u, v = X[keep], Y[keep], u[keep], v[keep]
     d = _paired_haversine_km(X, Y)

@@ -190,10 +190,9 @@ def privatize_users_frame(frame: pd.DataFrame, mech: Mechanism, *,
     if raw is not None:
         # planar Laplace from the raw location (geo.raw_locations): no snapping; rows outside
         # the area of its guarantee are left out as far rows are
-        inside = raw.inside(latlon)
-        if strict and not inside.all():
-            raw.privatize_indices(latlon[~inside][:1])      # raises, naming no coordinates
-        cells = np.where(inside, 0, -1)
+        if strict:
+            raw.check_inside(latlon)          # raises, naming the rows, never their coordinates
+        cells = np.where(raw.inside(latlon), 0, -1)
     else:
         cells = locate(mech.space, latlon, snap=snap, max_snap_km=max_snap_km,
                        far="refuse" if strict else "mark")

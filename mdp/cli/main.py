@@ -167,8 +167,7 @@ def cmd_build(args) -> int:
         # the prior of objective=expected (the family refuses it with the worst-case objective)
         from ..prior import load_prior
 
-        params["prior"] = load_prior(args.prior, space.n, labels=None if space.labels is None
-                                     else [str(x) for x in space.labels])
+        params["prior"] = load_prior(args.prior, space.n, labels=space.labels)
     with _lp_progress(bar), _still_running(None if bar or estimate.high <= LONG_WORK_SECONDS
                                            else HEARTBEAT_SECONDS, args.mechanism, space.n):
         mech = build(args.mechanism, space, epsilon, rng=args.seed,
@@ -321,9 +320,7 @@ def _attacker_line(mech, spec: str) -> tuple[str, dict]:
     if getattr(mech, "kind", "matrix") != "matrix":
         raise ParameterError("--prior needs a mechanism with a matrix (the attack is computed on "
                              "it); this one is in vocabulary mode")
-    labels = mech.space.labels
-    prior = load_prior(spec, mech.space.n,
-                       labels=None if labels is None else [str(x) for x in labels])
+    prior = load_prior(spec, mech.space.n, labels=mech.space.labels)
     rep = measure(mech, prior)
     km = mech.space.metric == "haversine"
 

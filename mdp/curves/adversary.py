@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..io import atomic_write
 from ..mechanism import Mechanism
 from ..prior import Prior, measure, remap
 from ..registry import get
+from .plotting import finish_and_save
 
 __all__ = ["PRIVACY_AXES", "EXPECTED_VARIANT", "prior_columns", "plot_tradeoff", "variant_of",
            "display_name"]
@@ -93,11 +93,7 @@ def plot_tradeoff(df: pd.DataFrame, path: str | Path, *, title: str = "",
             ax.set_yscale("log")
     ax.set_xlabel(f"optimal attacker's expected error ({u}; larger is more private)")
     ax.set_ylabel(f"expected loss under the prior ({u})")
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    fig.tight_layout()
-    path = Path(path)
-    atomic_write(path, lambda fh: fig.savefig(fh, format="png"))
-    plt.close(fig)
-    return path
+    # the legend beside the axes: a family and its remap per pair of lines
+    return finish_and_save(fig, ax, title, path,
+                           legend={"fontsize": 7.5, "loc": "upper left",
+                                   "bbox_to_anchor": (1.01, 1.0), "frameon": False})

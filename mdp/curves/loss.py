@@ -475,8 +475,7 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
                                  "distance matrix (the attack is computed on the matrices)")
     elif prior is not None or privacy == "adversary-error":
         # a bad prior file is refused before the output folder is made
-        prior = load_prior(prior, space.n, labels=None if space.labels is None
-                           else [str(x) for x in space.labels])
+        prior = load_prior(prior, space.n, labels=space.labels)
     out = output_directory(out_dir, parents=Path(out_dir) == Path(DEFAULT_OUT_DIR))
     if isinstance(space, VectorSpace):
         return run_scale_curves(space, spec, mechanisms, eps_tight, q=q, out_dir=out,

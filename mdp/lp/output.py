@@ -31,7 +31,7 @@ from ..privacy.accounting import loss as mech_loss
 from ..privacy.verification import column_envelope, repair_to_private
 
 __all__ = ["stochastic_rows", "explain_failures", "private_candidate", "candidate_loss",
-           "balanced_envelope",
+           "balanced_envelope", "near_private_candidate",
            "LOG_DOMAIN_C"]
 
 #: Largest ``eps * D`` handled in probabilities: beyond it ``e^{-eps D}`` (about 1e-260 here) gets
@@ -166,6 +166,19 @@ def balanced_envelope(M: np.ndarray, distances: np.ndarray, epsilon: float, *,
         if moved <= rtol:
             break
     return P
+
+
+def near_private_candidate(M: np.ndarray, distances: np.ndarray, epsilon: float
+                           ) -> tuple[np.ndarray, bool, float]:
+    """A restricted LP optimum made private: :func:`stochastic_rows`, then
+    :func:`balanced_envelope` unless ``eps * D`` leaves float64's range, then
+    :func:`private_candidate` (the envelope and least uniform mix). Returns what
+    :func:`private_candidate` returns."""
+    D = np.asarray(distances, dtype=float)
+    M = stochastic_rows(M)
+    if epsilon * D.max() <= LOG_DOMAIN_C:
+        M = balanced_envelope(M, D, epsilon)
+    return private_candidate(M, D, epsilon)
 
 
 def candidate_loss(values: np.ndarray, distances: np.ndarray, log: bool) -> float:

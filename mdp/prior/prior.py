@@ -130,7 +130,7 @@ class Prior:
         return float(-(p * np.log2(p)).sum())
 
 
-def _read_values(path: str | os.PathLike, labels: list[str] | None, what: str) -> np.ndarray:
+def _read_values(path: str | os.PathLike, labels, what: str) -> np.ndarray:
     """A CSV file of ``label,value`` rows (labels of the space; a header line allowed) or one
     value per line in the space's order. Errors name the file and line, never the value."""
     rows: list[tuple[int, list[str]]] = []
@@ -162,7 +162,7 @@ def _read_values(path: str | os.PathLike, labels: list[str] | None, what: str) -
         except ValueError:
             rows = rows[1:]          # a header
         return np.array([number(k, r[0]) for k, r in rows])
-    index = None if labels is None else {lab: i for i, lab in enumerate(labels)}
+    index = None if labels is None else {str(lab): i for i, lab in enumerate(labels)}
     if index is None:
         raise FileFormatError(path, "'label,value' lines need a space with labels")
     try:
@@ -180,7 +180,7 @@ def _read_values(path: str | os.PathLike, labels: list[str] | None, what: str) -
     return out
 
 
-def load_prior(spec: str | Prior | None, n: int, *, labels: list[str] | None = None,
+def load_prior(spec: str | Prior | None, n: int, *, labels=None,
                smoothing: float = 1.0) -> Prior:
     """The prior named by the command line's ``--prior``.
 
@@ -192,8 +192,8 @@ def load_prior(spec: str | Prior | None, n: int, *, labels: list[str] | None = N
         (probabilities, every point > 0, summing to 1); or a :class:`Prior`.
     n : int
         Points of the space.
-    labels : list of str or None
-        The space's labels (for ``label,value`` files).
+    labels : sequence or None
+        The space's labels (for ``label,value`` files; compared as text, e.g. ``space.labels``).
 
     Raises
     ------

@@ -24,16 +24,20 @@ the rows and is not used here: the expected objective is solved on HiGHS up to
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..candidate import Candidate
+from ..errors import ParameterError
 from ..lp.highs import LPError, LPTimeout, SparseLP
-from ..lp.output import LOG_DOMAIN_C, balanced_envelope, private_candidate
+from ..lp.output import near_private_candidate
+from ..lp.plan import AUTO
 from ..lp.rowgen import RowGeneration
 from .solve import (
+    LAZY_SOLVERS,
     MAX_COEFFICIENTS,
     LazyRoundsTuning,
     initial_triples,
@@ -43,7 +47,7 @@ from .solve import (
 )
 
 __all__ = ["solve_expected_loss_lp_lazy", "expected_lower_bound", "expected_loss_candidate",
-           "default_expected_solver", "IPM_FROM_N"]
+           "expected_solver", "IPM_FROM_N"]
 
 #: From this many points the expected-loss rounds start interior (HiGHS's IPM without crossover):
 #: on the Gowalla cells 10 s against 81 s for warm simplex rounds at n = 60; below it the simplex
@@ -51,9 +55,26 @@ __all__ = ["solve_expected_loss_lp_lazy", "expected_lower_bound", "expected_loss
 IPM_FROM_N = 40
 
 
-def default_expected_solver(n: int) -> str:
-    """HiGHS method of the expected-loss rounds on ``n`` points (see :data:`IPM_FROM_N`)."""
-    return "ipm" if n >= IPM_FROM_N else "simplex"
+def expected_solver(n: int, solver: str | None, *, max_n: int) -> str:
+    """The HiGHS method of the expected-loss rounds on ``n`` points: ``solver`` when it names
+    one (``"simplex"`` or ``"ipm"``), else interior rounds from :data:`IPM_FROM_N` points.
+
+    Raises
+    ------
+    mdp.errors.ParameterError
+        ``n`` above ``max_n`` (these LPs are solved on HiGHS only: the column-block method that
+        builds larger worst-case mechanisms needs the worst-case objective), or another solver.
+    """
+    if n > max_n:
+        raise ParameterError(f"objective='expected' is solved on HiGHS, up to n = {max_n} "
+                             f"points (this space has {n}); the column-block method that builds "
+                             "larger worst-case mechanisms needs the worst-case objective")
+    if solver in (None, AUTO):
+        return "ipm" if n >= IPM_FROM_N else "simplex"
+    if solver not in LAZY_SOLVERS:
+        raise ParameterError(f"objective='expected' takes solver 'auto', 'simplex' or 'ipm', got "
+                             f"{solver!r}")
+    return solver
 
 
 def expected_lower_bound(A: sp.csr_matrix, y: np.ndarray, cost: np.ndarray, n: int) -> float:
@@ -159,36 +180,28 @@ def expected_loss_candidate(distances: np.ndarray, allowed: np.ndarray, level: f
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
     lines = []
-    for max_coefficient in max_coefficients:
+    # per coefficient limit, the asked method, then the dual simplex rounds: HiGHS's interior
+    # rounds can end without an optimum (status "Unknown") on small, degenerate row sets
+    for max_coefficient, how in itertools.product(max_coefficients,
+                                                  dict.fromkeys([solver, "simplex"])):
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if left is not None and left <= 0:
             raise LPTimeout(f"time limit of {time_limit:g} s reached")
-        M = None
-        # HiGHS's interior rounds can end without an optimum (status "Unknown") on small,
-        # degenerate row sets: the dual simplex rounds are the dependable fallback
-        for how in dict.fromkeys([solver, "simplex"]):
-            try:
-                M, stats = solve_expected_loss_lp_lazy(
-                    D, allowed, level, weights, privacy_distances=privacy_distances,
-                    time_limit=left, solver=how, knn=knn, max_coefficient=max_coefficient,
-                    tuning=tuning)
-            except LPError as exc:
-                if isinstance(exc, LPTimeout):
-                    raise
-                lines.append(f"rows up to {max_coefficient:g} ({how}): {exc}")
-                continue
-            break
-        if M is not None:
-            break
+        try:
+            M, stats = solve_expected_loss_lp_lazy(
+                D, allowed, level, weights, privacy_distances=privacy_distances,
+                time_limit=left, solver=how, knn=knn, max_coefficient=max_coefficient,
+                tuning=tuning)
+        except LPError as exc:
+            if isinstance(exc, LPTimeout):
+                raise
+            lines.append(f"rows up to {max_coefficient:g} ({how}): {exc}")
+            continue
+        break
     else:
         raise LPError(f"{family} with the expected objective: HiGHS found no optimum with any "
                       "coefficient limit: " + "; ".join(lines))
-    M = M / M.sum(axis=1, keepdims=True)
-    if epsilon * D.max() <= LOG_DOMAIN_C:
-        # the rows' solver tolerances leave ~1e-9 violations; balancing envelope and row sums
-        # first lets the final envelope need far less of the uniform mix (mdp.lp.output)
-        M = balanced_envelope(M, D, epsilon)
-    values, log, mix = private_candidate(M, D, epsilon)
+    values, log, mix = near_private_candidate(M, D, epsilon)
     P = np.exp(values) if log else values
     loss = float(np.asarray(weights) @ (P * D).sum(axis=1))
     bound = float(stats["lower_bound"])

@@ -151,3 +151,16 @@ def test_per_user_releases_of_planar_laplace_draw_from_the_raw_locations(city):
     assert list(released["user"]) == ["ann", "ann"]            # bob is outside the area
     expect = city.points[raw.privatize_indices(x[:2], rng=user_generator(_entropy(7), "ann"))]
     assert np.allclose(released[["lat", "lon"]].to_numpy(), expect)
+
+
+def test_strict_per_user_releases_name_the_rows_outside_the_area(city):
+    import pandas as pd
+
+    from geo.users import privatize_users
+
+    mech = mdp.build("planar_laplace", city, 3.0)
+    x = np.r_[[_between(city, 0, 1, 0.3)], [[48.2, 16.37]], [_between(city, 4, 7, 0.6)]]
+    frame = pd.DataFrame({"user": ["ann", "bob", "ann"], "lat": x[:, 0], "lon": x[:, 1]})
+    with pytest.raises(mdp.ParameterError, match=r"input 2 \(of 3\): outside the area") as e:
+        privatize_users(frame, mech, seed=7, strict=True)
+    assert "48.2" not in str(e.value) and "16.37" not in str(e.value)

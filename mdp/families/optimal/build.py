@@ -42,7 +42,12 @@ from ...candidate import Candidate
 from ...errors import AccuracyWarning, ParameterError
 from ...lp import SOLVERS, LPError, LPTimeout, explain_failures, get_threads, stochastic_rows
 from ...lp.build_report import BuildReport
-from ...lp.output import LOG_DOMAIN_C, balanced_envelope, candidate_loss, private_candidate
+from ...lp.output import (
+    LOG_DOMAIN_C,
+    candidate_loss,
+    near_private_candidate,
+    private_candidate,
+)
 from ...lp.plan import AUTO, BLOCKS, Attempt, tuning_param
 from ...params import Param
 from ...prior.prior import Prior, objective_params, resolve_objective
@@ -50,9 +55,8 @@ from ...registry import register
 from ...spaces.metric_space import MetricSpace
 from ...worst_case.block_rounds import gap_round_tol, solve_worst_case_lp_block_rounds
 from ...worst_case.column_mix import least_loss_column_mix, lower_envelope
-from ...worst_case.expected_loss import default_expected_solver, expected_loss_candidate
+from ...worst_case.expected_loss import expected_loss_candidate, expected_solver
 from ...worst_case.solve import (
-    LAZY_SOLVERS,
     max_privacy_violation,
     solve_worst_case_lp,
     solve_worst_case_lp_lazy,
@@ -105,7 +109,7 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
 
     def stop(M, bound):
         if repair is None:
-            candidate = _near_optimal_candidate(M, D, epsilon)
+            candidate = near_private_candidate(M, D, epsilon)
             loss = candidate_loss(candidate[0], D, candidate[1])
         else:
             candidate, loss = repair(M, bound)
@@ -176,7 +180,7 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
                           seconds=time.perf_counter() - t0)
             stats = finish
     candidate = (repaired["candidate"] if repaired.get("M") is M
-                 else _near_optimal_candidate(M, D, epsilon))
+                 else near_private_candidate(M, D, epsilon))
     violation = max_privacy_violation(stochastic_rows(M), D, epsilon)
     if repair is not None:
         stats.update(repair.counts())
@@ -206,19 +210,10 @@ class _Solved:
     retry_seconds: float | None = None
 
 
-def _near_optimal_candidate(M: np.ndarray, D: np.ndarray, epsilon: float):
-    """``gap=`` mode: a restricted optimum made private (:func:`~mdp.lp.output.balanced_envelope`
-    first, unless ``eps * D`` leaves float64's range, then the envelope and least uniform mix)."""
-    M = stochastic_rows(M)
-    if epsilon * D.max() <= LOG_DOMAIN_C:
-        M = balanced_envelope(M, D, epsilon)
-    return private_candidate(M, D, epsilon)
-
-
 class _GapRepair:
     """``gap=`` mode's repair of restricted optima, with the earlier repairs it keeps as atoms.
 
-    Each call repairs ``M`` by :func:`_near_optimal_candidate`; when that is certified within
+    Each call repairs ``M`` by :func:`~mdp.lp.output.near_private_candidate`; when that is certified within
     ``tuning.mix_try_factor`` times the target of the bound but not within the target, the least-loss
     per-column mix (:func:`mdp.worst_case.column_mix.least_loss_column_mix`) of that repair, the lower
     envelope of ``M``, the exponential kernel ``e^{-eps D}`` and the last ``tuning.mix_previous``
@@ -242,7 +237,7 @@ class _GapRepair:
 
     def __call__(self, M: np.ndarray, bound: float):
         D, eps = self.D, self.epsilon
-        candidate = _near_optimal_candidate(M, D, eps)
+        candidate = near_private_candidate(M, D, eps)
         loss = candidate_loss(candidate[0], D, candidate[1])
         t = self.tuning
         if (self.mixable
@@ -322,7 +317,7 @@ def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, 
     elif "M" in tested and np.array_equal(tested["M"], M):
         M, log, mix = tested["candidate"]
     else:
-        M, log, mix = _near_optimal_candidate(M, D, epsilon)
+        M, log, mix = near_private_candidate(M, D, epsilon)
     loss = candidate_loss(M, D, log)
     return _Solved(M, log, stats, loss, violation, mix, max_coefficient)
 
@@ -330,14 +325,14 @@ def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, 
 def _least_loss_repair(M: np.ndarray, D: np.ndarray, epsilon: float):
     """An exact solution made private by the cheaper of two repairs: the envelope and least
     uniform mix alone (:func:`~mdp.lp.output.private_candidate`), or after
-    :func:`~mdp.lp.output.balanced_envelope` (:func:`_near_optimal_candidate`).
+    :func:`~mdp.lp.output.balanced_envelope` (:func:`~mdp.lp.output.near_private_candidate`).
 
     A violation of ``7e-10`` left by HiGHS costs the uniform mix ``3.3e-7``, i.e. that times the
     largest distances in loss: on points in two clusters 1000 units apart (n = 12, eps 0.013) a
     relative gap of 5.5e-4, against 1.6e-6 when the violated entries are lifted first.
     """
     plain = private_candidate(M, D, epsilon)
-    lifted = _near_optimal_candidate(M, D, epsilon)
+    lifted = near_private_candidate(M, D, epsilon)
     return min(plain, lifted, key=lambda c: candidate_loss(c[0], D, c[1]))
 
 
@@ -611,17 +606,10 @@ def _build_expected(space: MetricSpace, epsilon: float, prior: Prior, *, time_li
                     method, solver, knn, gap, tuning: OptimalTuning) -> Candidate:
     """``objective="expected"``: lazy rows on HiGHS over the non-redundant pairs."""
     n = space.n
-    if n > HIGHS_MAX_N:
-        raise ParameterError(f"objective='expected' is solved on HiGHS, up to n = {HIGHS_MAX_N} "
-                             f"points (this space has {n}); the column-block method that builds "
-                             "larger worst-case mechanisms needs the worst-case objective")
+    how = expected_solver(n, solver, max_n=HIGHS_MAX_N)
     if method not in (None, AUTO, "lazy") or gap is not None:
         raise ParameterError("objective='expected' takes method='auto' or 'lazy' and gap=None "
                              "(its rounds always end exact)")
-    if solver not in (None, AUTO, *LAZY_SOLVERS):
-        raise ParameterError(f"objective='expected' takes solver 'auto', 'simplex' or 'ipm', got "
-                             f"{solver!r}")
-    how = default_expected_solver(n) if solver in (None, AUTO) else solver
     knn = (2 if is_map_space(space) else 0) if knn is None else knn
     pu, pv = nonredundant_pairs(space.distances, redundancy_rtol)
     allowed = np.zeros((n, n), dtype=bool)

@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 
 from ...candidate import Candidate
-from ...errors import AccuracyWarning, ParameterError
+from ...errors import AccuracyWarning
 from ...lp import SOLVERS, LPError, LPTimeout, explain_failures, get_threads, stochastic_rows
 from ...lp.build_report import BuildReport
 from ...lp.output import LOG_DOMAIN_C, candidate_loss, private_candidate
@@ -30,8 +30,8 @@ from ...params import Param
 from ...prior.prior import Prior, objective_params, resolve_objective
 from ...registry import register
 from ...spaces.metric_space import MetricSpace
-from ...worst_case.expected_loss import default_expected_solver, expected_loss_candidate
-from ...worst_case.solve import LAZY_SOLVERS, solve_worst_case_lp, solve_worst_case_lp_lazy
+from ...worst_case.expected_loss import expected_loss_candidate, expected_solver
+from ...worst_case.solve import solve_worst_case_lp, solve_worst_case_lp_lazy
 from ..exponential import exponential_floor
 from ..optimal.formulation import HIGHS_MAX_N
 from .formulation import greedy_spanner, spanner_distances
@@ -142,10 +142,10 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
     t_start = time.perf_counter()
     tuning = SpannerTuning() if tuning is None else tuning
     weights = resolve_objective(objective, prior, space.n)
-    E = greedy_spanner(space.distances, stretch)
     if weights is not None:
-        return _build_expected(space, epsilon, weights, E, stretch=stretch,
+        return _build_expected(space, epsilon, weights, stretch=stretch,
                                time_limit=time_limit, solver=solver, knn=knn, tuning=tuning)
+    E = greedy_spanner(space.distances, stretch)
     path = plan(space, epsilon, stretch=stretch, edges=len(E), method=method, solver=solver,
                 rows=rows, tuning=tuning)
     method, chosen = path.method.value, path.solver.value
@@ -262,18 +262,12 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
     return report(Candidate(matrix=M, stats=stats))
 
 
-def _build_expected(space: MetricSpace, epsilon: float, prior: Prior, E: np.ndarray, *,
-                    stretch: float, time_limit, solver, knn: int,
-                    tuning: SpannerTuning) -> Candidate:
+def _build_expected(space: MetricSpace, epsilon: float, prior: Prior, *, stretch: float,
+                    time_limit, solver, knn: int, tuning: SpannerTuning) -> Candidate:
     """``objective="expected"``: every pair at its spanner-path distance, lazy rows on HiGHS."""
     n = space.n
-    if n > HIGHS_MAX_N:
-        raise ParameterError(f"objective='expected' is solved on HiGHS, up to n = {HIGHS_MAX_N} "
-                             f"points (this space has {n})")
-    if solver not in (None, AUTO, *LAZY_SOLVERS):
-        raise ParameterError(f"objective='expected' takes solver 'auto', 'simplex' or 'ipm', got "
-                             f"{solver!r}")
-    how = default_expected_solver(n) if solver in (None, AUTO) else solver
+    how = expected_solver(n, solver, max_n=HIGHS_MAX_N)       # before the spanner's work
+    E = greedy_spanner(space.distances, stretch)
     with explain_failures("SpannerMech (expected objective)", n, epsilon,
                           on_timeout="a larger time_limit or a larger stretch",
                           on_failure="solver='ipm' or 'simplex'"):

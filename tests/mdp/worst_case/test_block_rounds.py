@@ -15,6 +15,7 @@ from mdp.families import optimal as opt
 from mdp.families.optimal import OptimalTuning
 from mdp.families.optimal import build as opt_build
 from mdp.lp import LPError, progress
+from mdp.lp.output import near_private_candidate
 from mdp.privacy.verification import certify
 from mdp.spaces.metric_space import MetricSpace
 from mdp.worst_case import block_rounds as br
@@ -196,7 +197,7 @@ def test_gap_rounds_stop_at_the_first_iterate_that_certifies(name, space, eps, g
     kept = {}
 
     def stop(M, bound):
-        R, log, _ = opt_build._near_optimal_candidate(M, D, eps)
+        R, log, _ = near_private_candidate(M, D, eps)
         loss = opt_build.candidate_loss(R, D, log)
         kept.update(M=M, R=R, loss=loss)
         return loss - bound <= gap * loss, loss

@@ -12,7 +12,12 @@ from scipy.optimize import linprog
 import mdp
 from mdp.families.optimal import OptimalTuning
 from mdp.families.optimal import build as optimal
-from mdp.lp.output import balanced_envelope, private_candidate, stochastic_rows
+from mdp.lp.output import (
+    balanced_envelope,
+    near_private_candidate,
+    private_candidate,
+    stochastic_rows,
+)
 from mdp.privacy.accounting import loss as worst_loss
 from mdp.privacy.verification import certify_matrix
 from mdp.spaces.metric_space import MetricSpace
@@ -134,7 +139,7 @@ def test_gap_repair_mixes_only_near_the_target_and_keeps_the_cheaper_candidate()
     D = _points(5, 12)
     eps = 1.0
     M, bound = _restricted_optimum(D, eps, 1)
-    base = optimal._near_optimal_candidate(M.copy(), D, eps)
+    base = near_private_candidate(M.copy(), D, eps)
     base_loss = worst_loss(base[0], D)
     rel = (base_loss - bound) / base_loss
     assert rel > 1e-3                      # a repair that costs something: the case to improve
@@ -172,7 +177,7 @@ def test_gap_repair_gives_the_mixing_lp_only_the_time_left(monkeypatch):
     D = _points(5, 12)
     eps = 1.0
     M, bound = _restricted_optimum(D, eps, 1)
-    base_loss = worst_loss(optimal._near_optimal_candidate(M.copy(), D, eps)[0], D)
+    base_loss = worst_loss(near_private_candidate(M.copy(), D, eps)[0], D)
     rel = (base_loss - bound) / base_loss
     calls = _spy_on_mix_time_limits(monkeypatch)
 
