@@ -3,8 +3,11 @@
 Cases (each in its own process, so that its peak resident memory is its own):
 
 * ``madlib``: Madlib over all 400,000 words of GloVe 6B 50d (extra ``glove``), epsilon 10;
-* ``exponential``: the exponential mechanism over the 50,000 most frequent GloVe words,
-  epsilon 10.
+* ``mahalanobis``, ``vickrey``: the noise-and-snap word mechanisms of Xu et al. (2020, 2021)
+  over the same 400,000 words;
+* ``exponential``, ``tem``, ``santext``: the exponential mechanism and the two word mechanisms
+  built on it (Carvalho et al. 2023; Yue et al. 2021) over the 50,000 most frequent GloVe
+  words, epsilon 10 (each distinct input word costs a row of n log-weights).
 
 Each prints the seconds to load the embedding, to build, to privatize a text of 10^4 words
 (tokens drawn from the 10,000 most frequent alphabetic words with Zipf frequencies, seeded) in
@@ -30,7 +33,9 @@ import time
 
 import numpy as np
 
-CASES = {"madlib": ("madlib", None), "exponential": ("exponential", 50_000)}
+CASES = {"madlib": ("madlib", None), "mahalanobis": ("mahalanobis", None),
+         "vickrey": ("vickrey", None), "exponential": ("exponential", 50_000),
+         "tem": ("tem", 50_000), "santext": ("santext", 50_000)}
 
 
 def _text(words: np.ndarray, n_tokens: int, seed: int) -> str:
@@ -44,7 +49,6 @@ def _text(words: np.ndarray, n_tokens: int, seed: int) -> str:
 def run_case(case: str, n_tokens: int, epsilon: float, seed: int, index: str) -> None:
     import mdp
     import text
-    from mdp.families.analytic_rows import MadlibRows
     from text.privatize import privatize_lines
 
     family, n_words = CASES[case]
@@ -55,6 +59,8 @@ def run_case(case: str, n_tokens: int, epsilon: float, seed: int, index: str) ->
     t0 = time.perf_counter()
     mech = mdp.build(family, space, epsilon, rng=seed)
     if family == "madlib" and index != mech.nearest_index.plan.algorithm:
+        from mdp.families.analytic_rows import MadlibRows
+
         # the same vocabulary-mode Madlib on another exact index (a parameter of the class)
         mech = MadlibRows(space, epsilon, "madlib", {"index": index}, {"mode": mech.stats["mode"]})
     t_build = time.perf_counter() - t0
@@ -74,7 +80,7 @@ def run_case(case: str, n_tokens: int, epsilon: float, seed: int, index: str) ->
           f"{t_priv:5.1f} s (CPU {c_priv:5.1f} s; {changed:.0%} replaced), as {len(lines)} lines "
           f"(mdp privatize) {t_lines:5.1f} s, peak {peak_gib:.2f} GiB, load average "
           f"{load1:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
-    if family == "madlib":
+    if family in ("madlib", "mahalanobis"):
         st = mech.nearest_index.last_stats
         extra = ""
         if st:

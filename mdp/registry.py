@@ -50,9 +50,11 @@ class MechanismEntry:
         One line shown by ``mdp list``.
     applies : callable
         ``applies(space) -> str | None``: ``None`` when the family applies, else the reason.
-    guarantee : {"matrix", "analytic"}
+    guarantee : {"matrix", "analytic", "scoped"}
         ``"matrix"``: pure eps-mDP checked on the final matrix. ``"analytic"``: the guarantee is a
         theorem about the sampling procedure and the matrix is an estimate (Madlib).
+        ``"scoped"``: certified on the matrix among groups of inputs only (CusText, SanText+;
+        :mod:`mdp.families.scoped`).
     quick_max_n : int
         ``mdp curves`` includes the family by default on spaces up to this size (cost control).
     display_name : str
@@ -109,6 +111,11 @@ class MechanismEntry:
         return checked
 
 
+#: Kinds of guarantee a family declares: "matrix" (pure eps-mDP certified on the final matrix),
+#: "analytic" (a theorem about the sampler; the matrix is an estimate), "scoped" (certified on
+#: the matrix among groups of inputs only, :mod:`mdp.families.scoped`).
+GUARANTEES = ("matrix", "analytic", "scoped")
+
 #: The registered mechanism families (filled by :func:`register`; built-in families live in
 #: :mod:`mdp.families`, other packages declare modules in the ``mdp.families`` entry-point group).
 FAMILIES: Registry[MechanismEntry] = Registry("mechanism", None)
@@ -149,7 +156,7 @@ def register(name: str, *, description: str, applies: Callable | None = None,
         One line for ``mdp list``.
     applies : callable or None
         ``applies(space) -> reason or None``.
-    guarantee : {"matrix", "analytic"}
+    guarantee : {"matrix", "analytic", "scoped"}
         See :class:`MechanismEntry`.
     quick_max_n : int
         Largest space included by default in ``mdp curves``.
@@ -169,8 +176,8 @@ def register(name: str, *, description: str, applies: Callable | None = None,
     ... def build_uniform(space, epsilon, *, rng=None):
     ...     return Candidate(matrix=np.full((space.n, space.n), 1 / space.n))
     """
-    if guarantee not in ("matrix", "analytic"):
-        raise ValueError(f"guarantee must be 'matrix' or 'analytic', got {guarantee!r}")
+    if guarantee not in GUARANTEES:
+        raise ValueError(f"guarantee must be one of {GUARANTEES}, got {guarantee!r}")
     rules = dict(params or {})
 
     def deco(builder):

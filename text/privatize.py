@@ -134,7 +134,7 @@ def _unknown_positions(actions: list[tuple]) -> tuple[list[int], int]:
 def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=None,
               tokenizer: Callable[[str], list[str]] | None = None, oov: str = "error",
               punctuation: str = "drop", lowercase: bool = True, preserve_case: bool = False,
-              mask_token: str = "<unk>") -> str | list[str]:
+              mask_token: str = "<unk>", keep_words=None) -> str | list[str]:
     """Replace every in-vocabulary token by the mechanism's output (one fresh draw per token).
 
     Parameters
@@ -168,6 +168,11 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
         ``"NASA"`` -> ``"ESA"``-style upper case). The case pattern is released *unprotected*
         (a capitalised input gives a capitalised output on every draw): warns.
     mask_token : str, default "<unk>"
+    keep_words : None, "stop_words" or iterable of str, default None
+        Words released unchanged, *unprotected* (warns): CusText+ (Chen et al. 2023) keeps
+        stop words, which carry little about the writer and much about the sentence.
+        ``"stop_words"`` is scikit-learn's English list (``ENGLISH_STOP_WORDS``, 318 words);
+        matched lower-cased. ``None`` (default): every word is privatized.
 
     Returns
     -------
@@ -197,8 +202,10 @@ def privatize(text_or_tokens: str | Sequence[str], mechanism: Mechanism, *, rng=
     >>> text.privatize("The cat sat.", mech, rng=1, oov="mask")          # doctest: +SKIP
     """
     plan = _plan(mechanism, oov, punctuation, lowercase, mask_token)
+    keep = _keep_set(keep_words)
     rng = check_rng(rng)
     tokens, actions = _tokens_and_actions(text_or_tokens, plan, tokenizer)
+    actions = _keep_words(tokens, actions, keep)
     if oov == "error" and any(a[0] == "oov" for a in actions):
         positions, n_words = _unknown_positions(actions)
         raise _unknown_words_error([(None, positions)], n_words, len(plan.vocab))
@@ -256,6 +263,36 @@ def _tokens_and_actions(text_or_tokens, plan: _Plan, tokenizer) -> tuple[list[st
     return tokens, [plan(tok) for tok in tokens]
 
 
+def _keep_set(keep_words) -> frozenset:
+    """The words ``keep_words`` names, lower-cased (see :func:`privatize`)."""
+    if keep_words is None:
+        return frozenset()
+    if isinstance(keep_words, str):
+        if keep_words != "stop_words":
+            raise ParameterError("keep_words must be None, 'stop_words' or a list of words; a "
+                                 "single string other than 'stop_words' is refused (pass a list)")
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+        return frozenset(ENGLISH_STOP_WORDS)
+    try:
+        words = list(keep_words)
+    except TypeError:
+        raise ParameterTypeError(f"keep_words must be None, 'stop_words' or an iterable of "
+                                 f"words, got {type(keep_words).__name__}") from None
+    for k, w in enumerate(words):
+        if not isinstance(w, str):
+            raise ParameterTypeError(f"keep_words[{k}] must be a string, got {type(w).__name__}")
+    return frozenset(w.lower() for w in words)
+
+
+def _keep_words(tokens: list[str], actions: list[tuple], keep: frozenset) -> list[tuple]:
+    """Words of ``keep`` marked to be released unchanged (``("kept_word",)``)."""
+    if not keep:
+        return actions
+    return [("kept_word",) if a[0] == "word" and tok.lower() in keep else a
+            for tok, a in zip(tokens, actions, strict=True)]
+
+
 def _warn_unprotected(texts: list[tuple[list[str], list[tuple]]], oov: str,
                       preserve_case: bool) -> None:
     """One warning per kind of token released without protection, over all the texts."""
@@ -268,6 +305,10 @@ def _warn_unprotected(texts: list[tuple[list[str], list[tuple]]], oov: str,
         warnings.warn(f"punctuation='keep': {kept} non-word token(s) (punctuation, symbols, "
                       "invisible characters) were released unchanged, without privacy "
                       "protection", UserWarning, stacklevel=3)
+    words_kept = sum(a[0] == "kept_word" for _, actions in texts for a in actions)
+    if words_kept:
+        warnings.warn(f"keep_words: {words_kept} word(s) of the list were released unchanged, "
+                      "without privacy protection", UserWarning, stacklevel=3)
     if preserve_case and any(a[0] == "word" and tok != tok.lower()
                              for tokens, actions in texts
                              for tok, a in zip(tokens, actions, strict=True)):
@@ -288,7 +329,7 @@ def _release(texts: list[tuple[list[str], list[tuple]]], mechanism, rng, oov: st
             if a[0] == "word":
                 w = str(next(drawn))
                 out.append(_restore_case(tok, w) if preserve_case else w)
-            elif a[0] == "keep":
+            elif a[0] in ("keep", "kept_word"):
                 out.append(tok)
             elif a[0] == "mask" or (a[0] == "oov" and oov == "mask"):
                 out.append(mask_token)
@@ -313,7 +354,8 @@ def _accepts_text(mech: Mechanism, lines: list[str]) -> bool:
 
 def privatize_lines(mech, lines: list[str], *, rng=None, tokenizer=None, oov: str = "error",
                     punctuation: str = "drop", lowercase: bool = True,
-                    preserve_case: bool = False, mask_token: str = "<unk>") -> list[str]:
+                    preserve_case: bool = False, mask_token: str = "<unk>",
+                    keep_words=None) -> list[str]:
     """One privatized line per line, as :func:`privatize` gives each, with one draw for all.
 
     Every line is tokenized and checked first: with ``oov="error"`` (the default) a text with
@@ -322,6 +364,7 @@ def privatize_lines(mech, lines: list[str], *, rng=None, tokenizer=None, oov: st
     file of many short lines costs one pass of the mechanism, not one per line.
     """
     plan = _plan(mech, oov, punctuation, lowercase, mask_token)
+    keep = _keep_set(keep_words)
     rng = check_rng(rng)
     texts = [_tokens_and_actions(s, plan, tokenizer) for s in lines]
     if oov == "error" and any(a[0] == "oov" for _, actions in texts for a in actions):
@@ -331,6 +374,7 @@ def privatize_lines(mech, lines: list[str], *, rng=None, tokenizer=None, oov: st
             unknown.append((line, positions))
             n_words += n
         raise _unknown_words_error(unknown, n_words, len(plan.vocab))
+    texts = [(tokens, _keep_words(tokens, actions, keep)) for tokens, actions in texts]
     _warn_unprotected(texts, oov, preserve_case)
     return [" ".join(out) for out in _release(texts, mech, rng, oov, preserve_case, mask_token)]
 

@@ -111,11 +111,16 @@ def _build_epsilon(args, space) -> float:
 
 
 def cmd_list(args) -> int:
-    from ..registry import get, mechanisms
+    from ..registry import get, mechanisms, vocabulary_class
 
     for name, desc in mechanisms().items():
         entry = get(name)
-        print(f"{name:22s} {entry.display_name}: {desc}\n{'':22s}   module: {entry.builder.__module__}")
+        vocabulary = vocabulary_class(name) is not None
+        if args.vocabulary and not vocabulary:
+            continue
+        print(f"{name:22s} {entry.display_name}: {desc}\n{'':22s}   module: {entry.builder.__module__}"
+              f"\n{'':22s}   guarantee: {entry.guarantee}; vocabulary mode: "
+              f"{'yes' if vocabulary else 'no'}")
         for key, default in entry.params.items():
             rule = entry.rules.get(key)
             info = f"{rule.describe()}; {rule.help}" if rule is not None else ""
@@ -408,6 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("list", help="list registered mechanisms with their parameters")
+    p.add_argument("--vocabulary", action="store_true",
+                   help="only the families with a vocabulary mode (no n x n matrix)")
     p.set_defaults(func=cmd_list)
 
     space_help = ("metric space: FILE.csv (one point per line; optional header and label column),"

@@ -206,7 +206,7 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
     keep = None if keep is None else output_directory(keep)
     tasks = [(name, float(t)) for name in names for t in targets]
     settings = _PointSettings(delta=delta, q=q, seed=seed, threads=threads, keep=keep,
-                              prior=prior)
+                              prior=prior, words=_is_word_space(space))
     status = _Status(total=len(tasks))
     if scheduler is None:
         bar = tqdm(tasks, desc="calibrating", disable=not progress, unit="point")
@@ -299,6 +299,65 @@ class _PointSettings:
     threads: object = None
     keep: Path | None = None
     prior: Prior | None = None
+    words: bool = False
+
+
+#: Uses of one word over which the plausible-deniability columns count (Feyisetan et al. 2020).
+DENIABILITY_DRAWS = 1000
+
+
+def _is_word_space(space) -> bool:
+    """A space of words: string labels on embedded points (``glove:N``, ``fasttext:N``)."""
+    labels = getattr(space, "labels", None)
+    return (labels is not None and getattr(space, "points", None) is not None
+            and len(labels) > 0 and isinstance(labels[0], str))
+
+
+def _deniability_columns(mech, settings: _PointSettings) -> dict:
+    """Median N_w and S_w over the words (:func:`mdp.privacy.deniability.explain_words`) for a
+    word space, beside the loss; nothing otherwise."""
+    if not settings.words:
+        return {}
+    from ..privacy.deniability import explain_words
+
+    ex = explain_words(mech, draws=DENIABILITY_DRAWS, rng=settings.seed)
+    return {"n_w": ex.n_w["p50"], "s_w": ex.s_w["p50"]}
+
+
+def _deniability_tables(df: pd.DataFrame, names: dict) -> str:
+    """Markdown tables of the median N_w and S_w by target (word spaces), or nothing."""
+    if "n_w" not in df:
+        return ""
+    words = df.dropna(subset=["n_w"])
+    out = ""
+    for column, what in (("n_w", f"N_w, times a word is kept in {DENIABILITY_DRAWS} uses"),
+                         ("s_w", f"S_w, distinct outputs of a word in {DENIABILITY_DRAWS} uses")):
+        table = words.pivot_table(index="target_eps_tight", columns="mechanism",
+                                  values=column).rename(columns=names)
+        out += (f"\nMedian over the words of {what} (Feyisetan et al. 2020):\n\n"
+                + table.to_markdown(floatfmt=".4g") + "\n")
+    return out
+
+
+def _infinite_level_row(space: MetricSpace, name: str, t: float, settings: _PointSettings,
+                        t0: float) -> dict | None:
+    """The row of a scoped family (:mod:`mdp.families.scoped`) whose ``eps_tight`` on the whole
+    space is infinite: no epsilon reaches a finite target, so it is built once at the target
+    as its own epsilon and measured, the row saying so (None for every other family)."""
+    family, params = variant_of(name)
+    if get(family).guarantee != "scoped":
+        return None
+    from ..registry import build
+
+    mech = build(family, space, t, rng=settings.seed, threads=settings.threads, **params)
+    if np.isfinite(mech.eps_tight(settings.delta)):
+        return None
+    return {"mechanism": name, "target_eps_tight": t, "eps_tight": np.inf, "epsilon": t,
+            "loss_q": mech.loss(settings.q), "loss_max": mech.loss(), "builds": 1,
+            "seconds": time.perf_counter() - t0, "guarantee": "scoped", "error": "",
+            "note": (f"eps_tight on the space is infinite ({mech.stats['privacy']['what']}); "
+                     "built at epsilon = the target"),
+            **_deniability_columns(mech, settings)}
 
 
 def _calibrated_point(space: MetricSpace, name: str, t: float, settings: _PointSettings,
@@ -310,6 +369,9 @@ def _calibrated_point(space: MetricSpace, name: str, t: float, settings: _PointS
     if params:
         params = {**params, "prior": settings.prior}
     try:
+        scoped = _infinite_level_row(space, name, t, settings, t0)
+        if scoped is not None:
+            return scoped
         mech = calibrate(family, space, t, delta=settings.delta, rng=settings.seed,
                          on_build=on_build, threads=settings.threads, **params)
         extra = {} if settings.prior is None else prior_columns(mech, settings.prior)
@@ -326,7 +388,7 @@ def _calibrated_point(space: MetricSpace, name: str, t: float, settings: _PointS
             "epsilon": mech.epsilon, "loss_q": mech.loss(settings.q), "loss_max": mech.loss(),
             "builds": cal["builds"], "seconds": time.perf_counter() - t0,
             "guarantee": mech.stats["privacy"].get("guarantee", "matrix"), "error": "",
-            "file": file, **extra}
+            "file": file, **extra, **_deniability_columns(mech, settings)}
 
 
 def _warn_failed(row: dict) -> None:
@@ -420,8 +482,9 @@ def plot_curves(df: pd.DataFrame, path: str | Path, *, title: str = "", q: float
         elif name == "lower_bound":
             ax.plot(g["target_eps_tight"], g["loss_q"], "k--", label="lower bound on worst-case loss (Thm 3)")
         else:
-            g = g.dropna(subset=["eps_tight"])
-            ax.plot(g["eps_tight"], g["loss_q"], marker="o", ms=3.5, label=display_name(name))
+            g = g[np.isfinite(g["eps_tight"].to_numpy(dtype=float))]
+            if len(g):
+                ax.plot(g["eps_tight"], g["loss_q"], marker="o", ms=3.5, label=display_name(name))
     targets = df["target_eps_tight"].to_numpy(dtype=float)
     if targets.size and targets.min() > 0 and targets.max() / targets.min() > 10:
         ax.set_xscale("log")  # the informative part is the low-eps end
@@ -517,6 +580,10 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
         summary += ["", f"Failed points ({len(failed)}):"] + [
             f"- {names.get(r.mechanism, r.mechanism)} at eps_tight {r.target_eps_tight:g}: {r.error}"
             for r in failed.itertuples()]
+    if "note" in df:
+        noted = df[df["note"].fillna("").astype(str) != ""].drop_duplicates("mechanism")
+        summary += ["", "Not metric DP on the whole space:"] + [
+            f"- {names.get(r.mechanism, r.mechanism)}: {r.note}" for r in noted.itertuples()]
     below = _below_the_bound(df)
     if below:
         summary += ["", f"Note: the lower bound is on the worst-case loss L, not on L_{q:g}; "
@@ -526,7 +593,8 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
                     + (f" (and {len(below) - 6} more)" if len(below) > 6 else "") + "."]
     summary_text = "\n".join(summary)
     atomic_write_text(out / "curves.md", summary_text + "\n\n" + f"L_{q:g} by eps_tight target "
-                      f"(delta = {delta:g}):\n\n" + table.to_markdown(floatfmt=".4g") + "\n")
+                      f"(delta = {delta:g}):\n\n" + table.to_markdown(floatfmt=".4g") + "\n"
+                      + _deniability_tables(df, names))
     unit = "km" if space.metric == "haversine" else None
     if privacy == "adversary-error":
         plot_tradeoff(df, out / "curves.png", unit=unit,
@@ -547,6 +615,8 @@ def run_curves(space_spec: str | None = None, mechanisms: list[str] | None = Non
     print(summary_text)
     print()
     print(table.round(4).to_string())
+    if "n_w" in df:
+        print(_deniability_tables(df, names))
     print(f"wrote {out / 'curves.csv'}, {out / 'curves.md'}, {out / 'curves.png'} "
           f"in {time.perf_counter() - t0:.1f} s")
     return df

@@ -160,7 +160,14 @@ class ExponentialRows(VocabularyMechanism):
     def log_rows(self, idx) -> np.ndarray:
         """The float64 log-weights sampled for inputs ``idx`` (unnormalised), ``(len(idx), n)``."""
         canon = self.space.canonical[np.atleast_1d(np.asarray(idx, dtype=np.int64))]
-        return self._logw[None, :] - (0.5 * self._eps_sample) * self.space.distances_from(canon)
+        return self._logw[None, :] - (0.5 * self._eps_sample) * self.scores(
+            self.space.distances_from(canon))
+
+    def scores(self, distances: np.ndarray) -> np.ndarray:
+        """The distances that enter the exponent (the exponential mechanism: the distances
+        themselves; a subclass may use any 1-Lipschitz function of them, which keeps the
+        rounding bound of the module docstring)."""
+        return distances
 
     def sample_indices(self, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Each distinct input's row computed once per call and sampled exactly."""
@@ -191,7 +198,7 @@ class ExponentialRows(VocabularyMechanism):
         for s in range(0, len(canon), step):
             block = canon[s:s + step]
             D = self.space.distances_from(block)
-            L = self._logw[None, :] - (0.5 * self._eps_sample) * D
+            L = self._logw[None, :] - (0.5 * self._eps_sample) * self.scores(D)
             L -= logsumexp(L, axis=1, keepdims=True)
             out[s:s + len(block)] = np.einsum("ij,ij->i", np.exp(L), D)
         return out, np.zeros(len(out)), None
@@ -223,11 +230,18 @@ class MadlibRows(VocabularyMechanism):
         """The exact index that snaps the noisy points (its ``last_stats``: the latest query)."""
         return self._index
 
+    def noise(self, m: int, rng: np.random.Generator) -> np.ndarray:
+        """``m`` fresh noise vectors (Madlib's: :func:`~mdp.families.madlib.madlib_noise`)."""
+        return madlib_noise(m, self.space.dim, self.epsilon, rng=rng)
+
+    def release(self, z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The released word of each noisy point (Madlib: the exact nearest)."""
+        return self._index.query(z)
+
     def sample_indices(self, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         idx = np.asarray(idx, dtype=np.int64)
-        noise = madlib_noise(len(idx), self.space.dim, self.epsilon, rng=rng)
-        z = np.asarray(self.space.points[idx], dtype=np.float64) + noise
-        return self._index.query(z)
+        z = np.asarray(self.space.points[idx], dtype=np.float64) + self.noise(len(idx), rng)
+        return self.release(z, rng)
 
     def _row_losses(self, idx, rng):
         k = int(self.params.get("outputs_per_input", 50))

@@ -68,6 +68,7 @@ from ..spaces.metric_space import MetricSpace
 from ..validation import check_epsilon, check_int, check_rng
 
 __all__ = ["MadlibMechanism", "madlib_noise", "estimate_madlib_matrix", "check_madlib_estimate",
+           "unit_noise", "second_probability", "applies_to_points",
            "DEFAULT_N_SAMPLES"]
 
 #: Default Monte Carlo draws per input when estimating the matrix (every draw serves every row,
@@ -89,11 +90,11 @@ def madlib_noise(m: int, d: int, epsilon: float, *, rng=None) -> np.ndarray:
     d = check_int(d, "d", low=1)
     epsilon = check_epsilon(epsilon)
     rng = check_rng(rng)
-    return _unit_noise(m, d, rng) / epsilon
+    return unit_noise(m, d, rng) / epsilon
 
 
-def _unit_noise(m: int, d: int, rng: np.random.Generator) -> np.ndarray:
-    """Noise at epsilon = 1 (divide by epsilon to rescale: the Gamma scale is 1/epsilon)."""
+def unit_noise(m: int, d: int, rng: np.random.Generator) -> np.ndarray:
+    """``m`` draws of noise at epsilon = 1 (divide by epsilon to rescale: the Gamma scale is 1/epsilon)."""
     direction = rng.standard_normal((m, d))
     norms = np.linalg.norm(direction, axis=1, keepdims=True)
     # A zero normal vector has probability 0; guard anyway so no NaN can leak into outputs.
@@ -103,7 +104,8 @@ def _unit_noise(m: int, d: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def estimate_madlib_matrix(points, epsilon: float, n_samples: int = DEFAULT_N_SAMPLES, *,
-                           rng=None) -> tuple[np.ndarray, dict]:
+                           rng=None, shape=None, second_t: float | None = None
+                           ) -> tuple[np.ndarray, dict]:
     r"""Monte Carlo estimate of Madlib's transition matrix on ``points`` (n x d).
 
     Multiple importance sampling (Veach & Guibas 1995, balance heuristic). ``n_samples`` noisy
@@ -132,6 +134,14 @@ def estimate_madlib_matrix(points, epsilon: float, n_samples: int = DEFAULT_N_SA
     n_samples : int >= 1
         Draws per input.
     rng : None, int or numpy.random.Generator
+    shape : ndarray (d, d) or None, keyword-only
+        A symmetric positive definite ``S``: the noise is ``S N`` (density proportional to
+        ``exp(-epsilon ||S^{-1} z||)``, the Mahalanobis mechanism, :mod:`mdp.families.mahalanobis`)
+        and the weights ``p_v`` use that norm; ``None`` is the identity (Madlib).
+    second_t : float in [0, 1] or None, keyword-only
+        The Vickrey release (:mod:`mdp.families.vickrey`): each draw's second nearest point
+        with probability ``t d_1 / (t d_1 + (1 - t) d_2)``, its nearest otherwise, so the
+        draw counts fractionally for both; ``None`` releases the nearest point.
 
     Returns
     -------
@@ -153,30 +163,60 @@ def estimate_madlib_matrix(points, epsilon: float, n_samples: int = DEFAULT_N_SA
     sources = np.repeat(np.arange(n), n_samples)
     D = cdist(X, X)
     sq_norms = np.einsum("wd,wd->w", X, X)[None, :]
-    A = np.zeros((n, n))          # sum_k r_k(v) [snap_k = w]
-    A2 = np.zeros((n, n))         # sum_k r_k(v)^2 [snap_k = w]
-    loss1 = np.zeros(n)           # sum_k r_k(v) D[v, snap_k]
+    if shape is not None:
+        S = np.asarray(shape, dtype=np.float64)
+        S_inv = np.linalg.inv(S)
+        Xw = X @ S_inv.T                      # whitened points: ||S^-1 (z - x)|| = ||zw - xw||
+        sq_norms_w = np.einsum("wd,wd->w", Xw, Xw)[None, :]
+    second = second_t is not None and n >= 2
+    A = np.zeros((n, n))          # sum_k r_k(v) c_k(w), c_k: the release's mass on w
+    A2 = np.zeros((n, n))         # sum_k r_k(v)^2 c_k(w)^2
+    loss1 = np.zeros(n)           # sum_k r_k(v) sum_w c_k(w) D[v, w]
     loss2 = np.zeros(n)
     chunk = max(1, int(4_000_000 // n))
+    # BLAS-based distances (scikit-learn); the weights need every distance anyway, so the
+    # nearest point is their argmin rather than a separate neighbour query.
+    from sklearn.metrics.pairwise import euclidean_distances
+
     for start in range(0, K, chunk):
         src = sources[start:start + chunk]
-        Z = X[src] + _unit_noise(len(src), d, rng) / epsilon
-        # BLAS-based distances (scikit-learn); the weights need every distance anyway, so the
-        # nearest point is their argmin rather than a separate neighbour query.
-        from sklearn.metrics.pairwise import euclidean_distances
-
+        m = len(src)
+        rows = np.arange(m)
+        noise = unit_noise(m, d, rng) / epsilon
+        Z = X[src] + (noise if shape is None else noise @ S.T)
         dist = euclidean_distances(Z, X, Y_norm_squared=sq_norms)          # (c, n)
-        snap = np.argmin(dist, axis=1)
+        if second:
+            two = np.argpartition(dist, 1, axis=1)[:, :2]
+            d2 = dist[rows[:, None], two]
+            swap = d2[:, 0] > d2[:, 1]
+            two[swap] = two[swap][:, ::-1]
+            d2[swap] = d2[swap][:, ::-1]
+            snap, runner_up = two[:, 0], two[:, 1]
+            q = second_probability(d2[:, 0], d2[:, 1], second_t)
+        else:
+            snap = np.argmin(dist, axis=1)
         # r_k(v) = p_v / ((1/n) sum_u p_u), computed relative to the nearest point (no overflow)
-        R = dist
-        R -= dist[np.arange(len(src)), snap][:, None]
+        if shape is None:
+            R = dist
+            R -= dist[rows, snap][:, None]
+        else:
+            R = euclidean_distances(Z @ S_inv.T, Xw, Y_norm_squared=sq_norms_w)
+            R -= R.min(axis=1, keepdims=True)
         R *= -epsilon
         np.exp(R, out=R)
         R *= n / R.sum(axis=1, keepdims=True)
-        hit = sparse.csr_matrix((np.ones(len(src)), (np.arange(len(src)), snap)), shape=(len(src), n))
+        if second:
+            cols = np.concatenate([snap, runner_up])
+            vals = np.concatenate([1.0 - q, q])
+            hit = sparse.csr_matrix((vals, (np.tile(rows, 2), cols)), shape=(m, n))
+            hit2 = sparse.csr_matrix((vals * vals, (np.tile(rows, 2), cols)), shape=(m, n))
+            terms = R * ((1.0 - q)[:, None] * D[snap] + q[:, None] * D[runner_up])
+        else:
+            hit = sparse.csr_matrix((np.ones(m), (rows, snap)), shape=(m, n))
+            hit2 = hit
+            terms = R * D[snap]                # D symmetric: D[snap_k, v] = D[v, snap_k]
         A += (hit.T @ R).T
-        A2 += (hit.T @ (R * R)).T
-        terms = R * D[snap]                    # D symmetric: D[snap_k, v] = D[v, snap_k]
+        A2 += (hit2.T @ (R * R)).T
         loss1 += terms.sum(axis=0)
         loss2 += np.einsum("kv,kv->v", terms, terms)
     M = A / K
@@ -196,6 +236,16 @@ def estimate_madlib_matrix(points, epsilon: float, n_samples: int = DEFAULT_N_SA
     return M, stats
 
 
+def second_probability(d1: np.ndarray, d2: np.ndarray, t: float) -> np.ndarray:
+    """Vickrey's probability of the second nearest point, ``t d1 / (t d1 + (1 - t) d2)``
+    (Xu et al. 2021), 0 where the denominator is 0 (the draw sits on its nearest point)."""
+    num = t * d1
+    den = num + (1.0 - t) * d2
+    out = np.zeros_like(d1)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
 class MadlibMechanism(Mechanism):
     """Madlib with fresh noise on every :meth:`sample` and a Monte Carlo matrix for measurements.
 
@@ -210,7 +260,7 @@ class MadlibMechanism(Mechanism):
     def __init__(self, matrix, space: MetricSpace, epsilon: float, name: str = "madlib",
                  params: dict | None = None, stats: dict | None = None, *, log_matrix=None,
                  repair: bool = True):
-        reason = _applies(space) if isinstance(space, MetricSpace) else None
+        reason = applies_to_points(space) if isinstance(space, MetricSpace) else None
         if reason:
             raise ParameterError(f"Madlib does not apply to this space: {reason}")
         self._nn = None
@@ -220,21 +270,31 @@ class MadlibMechanism(Mechanism):
     def _certify(self, M: np.ndarray, repair: bool) -> np.ndarray:
         """Record the analytic guarantee; the matrix is a Monte Carlo estimate, not certified.
 
-        The noise is re-derived from ``epsilon`` and the points' dimension on every draw
-        (:meth:`noise`), so nothing stored can weaken it; the estimate must still be a
-        probability matrix (it is used for measurements only).
+        The noise is re-derived from ``epsilon`` and the points on every draw (:meth:`noise`),
+        so nothing stored can weaken it; the estimate must still be a probability matrix (it is
+        used for measurements only).
         """
         if not np.all(np.isfinite(M)) or M.min() < 0 or np.abs(M.sum(axis=1) - 1).max() > 1e-9:
-            raise ParameterError("Madlib's estimated matrix must be row-stochastic")
-        self.stats["privacy"] = {
-            "guarantee": "analytic", "claimed_eps": self.epsilon, "delta": 0.0,
-            "argument": "density ratio of x + noise <= exp(eps ||x - x'||) (triangle inequality); "
-                        "snapping to the nearest point is post-processing"}
+            raise ParameterError(f"{self.display}'s estimated matrix must be row-stochastic")
+        self.stats["privacy"] = self._privacy_record()
         return np.array(M, dtype=float)
+
+    #: Name in messages.
+    display = "Madlib"
+
+    def _privacy_record(self) -> dict:
+        return {"guarantee": "analytic", "claimed_eps": self.epsilon, "delta": 0.0,
+                "argument": "density ratio of x + noise <= exp(eps ||x - x'||) (triangle "
+                            "inequality); snapping to the nearest point is post-processing"}
+
+    def estimator_options(self) -> dict:
+        """Keyword arguments of :func:`estimate_madlib_matrix` that make this family's estimate
+        (its noise parameter under ``"epsilon"``; subclasses add a noise shape or a release)."""
+        return {"epsilon": self.epsilon}
 
     @classmethod
     def _from_saved(cls, values, space, meta: dict, *, log: bool = False) -> Mechanism:
-        """A Madlib file's mechanism, its stored estimate checked against a fresh one.
+        """A saved mechanism of this family, its stored estimate checked against a fresh one.
 
         The sampler's guarantee is re-derived from ``epsilon``, but the stored matrix feeds every
         measurement (``loss``, ``eps_tight``), so it must be an estimate this family produces
@@ -244,7 +304,11 @@ class MadlibMechanism(Mechanism):
         """
         mech = super()._from_saved(values, space, meta, log=log)
         check_madlib_estimate(mech.matrix, space, mech.epsilon,
-                              mech.params.get("n_samples", DEFAULT_N_SAMPLES))
+                              mech.params.get("n_samples", DEFAULT_N_SAMPLES),
+                              **{k: v for k, v in mech.estimator_options().items()
+                                 if k != "epsilon"},
+                              noise_epsilon=mech.estimator_options()["epsilon"],
+                              family=cls.display)
         return mech
 
     def noise(self, m: int, rng) -> np.ndarray:
@@ -260,11 +324,15 @@ class MadlibMechanism(Mechanism):
         z = np.atleast_2d(np.asarray(z, dtype=float))
         return self._nn.kneighbors(z, n_neighbors=1, return_distance=False)[:, 0]
 
+    def release(self, z, rng: np.random.Generator) -> np.ndarray:
+        """The released point for each noisy point (Madlib: the nearest, :meth:`snap`)."""
+        return self.snap(z)
+
     def sample_indices(self, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Fresh noise: ``argmin_w ||x_idx + N - x_w||`` for a new draw ``N`` per input."""
         idx = np.asarray(idx, dtype=np.int64)
         z = self.space.points[idx] + self.noise(len(idx), rng)
-        return self.snap(z)
+        return self.release(z, rng)
 
 
 #: Draws per input of the fresh estimate a loaded file's estimate is compared with, at most.
@@ -273,7 +341,9 @@ CHECK_N_SAMPLES = 200
 CHECK_SIGMAS = 8.0
 
 
-def check_madlib_estimate(matrix, space: MetricSpace, epsilon: float, n_samples: int) -> None:
+def check_madlib_estimate(matrix, space: MetricSpace, epsilon: float, n_samples: int, *,
+                          noise_epsilon: float | None = None, family: str = "Madlib",
+                          **options) -> None:
     r"""Check that ``matrix`` is a Madlib estimate on ``space`` at ``epsilon`` (for loaded files).
 
     Two checks, both on what the estimator of :func:`estimate_madlib_matrix` provably or
@@ -288,20 +358,25 @@ def check_madlib_estimate(matrix, space: MetricSpace, epsilon: float, n_samples:
        :data:`CHECK_SIGMAS` combined standard errors of the stored one, and every entry too
        (with the largest entry's standard error).
 
+    ``noise_epsilon`` and ``options`` (``shape``, ``second_t``) make the fresh estimate another
+    family's of the same estimator (:mod:`mdp.families.mahalanobis`, :mod:`mdp.families.vickrey`),
+    whose level in the space's distance is still ``epsilon``.
+
     Raises
     ------
     PrivacyError
         Either check fails (the message says which, with the figures).
     """
+    noise_epsilon = epsilon if noise_epsilon is None else noise_epsilon
     D = space.distances
     level = eps_tight(matrix, D, 0.0)
     if not level <= 2.0 * epsilon * (1.0 + 1e-6):
-        raise PrivacyError(f"the stored Madlib estimate is {level:.6g}-mDP; an estimate at "
+        raise PrivacyError(f"the stored {family} estimate is {level:.6g}-mDP; an estimate at "
                            f"epsilon = {epsilon:.6g} is at most {2 * epsilon:.6g}-mDP: it is not "
                            "this family's matrix")
     stored_n = max(1, int(n_samples))
     fresh_n = min(stored_n, CHECK_N_SAMPLES)
-    fresh, est = estimate_madlib_matrix(space.points, epsilon, fresh_n, rng=0)
+    fresh, est = estimate_madlib_matrix(space.points, noise_epsilon, fresh_n, rng=0, **options)
     se_fresh = est["max_row_loss_std_error"]
     se = se_fresh * float(np.sqrt(1.0 + fresh_n / stored_n))  # stored: at most fresh's error
     tol = CHECK_SIGMAS * se + 1e-9 * float(D.max())
@@ -310,19 +385,21 @@ def check_madlib_estimate(matrix, space: MetricSpace, epsilon: float, n_samples:
     diff = np.abs(np.asarray(matrix) - fresh)
     if diff.max() > entry_tol:
         u, w = (int(i) for i in np.unravel_index(np.argmax(diff), diff.shape))
-        raise PrivacyError(f"the stored Madlib estimate gives M[{u}, {w}] = {matrix[u, w]:.6g}, a "
+        raise PrivacyError(f"the stored {family} estimate gives M[{u}, {w}] = {matrix[u, w]:.6g}, a "
                            f"fresh estimate {fresh[u, w]:.6g} (tolerance {entry_tol:.3g}): it is "
                            "not this family's matrix on these points")
     gap = np.abs(row_losses(matrix, D) - row_losses(fresh, D))
     worst = int(np.argmax(gap))
     if gap[worst] > tol:
-        raise PrivacyError(f"the stored Madlib estimate's expected loss of input {worst} is "
+        raise PrivacyError(f"the stored {family} estimate's expected loss of input {worst} is "
                            f"{row_losses(matrix, D)[worst]:.6g}, a fresh estimate gives "
                            f"{row_losses(fresh, D)[worst]:.6g} (standard error {se:.3g}): it "
                            "is not this family's matrix on these points")
 
 
-def _applies(space: MetricSpace) -> str | None:
+def applies_to_points(space: MetricSpace) -> str | None:
+    """Why a noise-and-snap family does not apply to ``space`` (None when it does): it needs
+    points with the Euclidean metric."""
     if space.points is None:
         return "Madlib adds noise to coordinates: the space has no points (built from distances)"
     if space.metric != "euclidean":
@@ -334,7 +411,7 @@ def _applies(space: MetricSpace) -> str | None:
 @register("madlib",
           description="Gamma(d, 1/eps)-radius noise + nearest point (Feyisetan et al. 2020); "
                       "analytic guarantee, matrix estimated by sampling",
-          applies=_applies, guarantee="analytic", quick_max_n=200, display_name="Madlib",
+          applies=applies_to_points, guarantee="analytic", quick_max_n=200, display_name="Madlib",
           mechanism_class=MadlibMechanism,
           params={"n_samples": Param("int", DEFAULT_N_SAMPLES, low=1,
                                      help="Monte Carlo draws per input for the estimated matrix")})

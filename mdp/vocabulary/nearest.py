@@ -111,6 +111,16 @@ class NearestIndex:
         return out
 
 
+    def query_two(self, z) -> tuple[np.ndarray, np.ndarray]:
+        """The two nearest points of each row of ``z`` and their distances (columns in order of
+        distance): :meth:`ScreenedNearest.query_two`, or scikit-learn's ``kneighbors``."""
+        if self._screen is not None:
+            return self._screen.query_two(z)
+        z = np.atleast_2d(np.asarray(z, dtype=self._points.dtype))
+        dist, idx = self._nn.kneighbors(z, n_neighbors=2)
+        return idx.astype(np.int64), dist
+
+
 def min_distance_lower_bound(points: np.ndarray, *, dims: int = 8, sample: int = 5000,
                              rng=0) -> float:
     r"""A rigorous lower bound of ``min ||x - y||`` over pairs of distinct points.

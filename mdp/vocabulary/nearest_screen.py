@@ -236,10 +236,14 @@ class ScreenedNearest:
         return e * (1 + 1e-6)
 
     # -- queries --------------------------------------------------------------------------------
-    def _screen_block(self, ZT: np.ndarray, thr_margin: np.ndarray):
+    def _screen_block(self, ZT: np.ndarray, thr_margin: np.ndarray, rank: int = 1):
         """Candidates ``(query, point)`` of one block of queries (``ZT``: its ``[z32, 1]`` as
         columns) and the block's minima. Points by queries: 17% less CPU than queries by
-        points in the product, measured."""
+        points in the product, measured.
+
+        ``rank = 2`` lists the candidates for the two nearest points: the threshold is the
+        second smallest of the blocks' minima (two distinct points, so the exact second
+        smallest value is at most the larger of their exact values) plus ``2 e(z)``."""
         tb = self.tuning.point_block
         starts = range(0, self.n, tb)
         mins = np.empty((len(starts), ZT.shape[1]), dtype=np.float32)
@@ -247,7 +251,10 @@ class ScreenedNearest:
         for t, s in enumerate(starts):
             G = aug[s:s + tb] @ ZT
             G.min(axis=0, out=mins[t])
-        M = mins.min(axis=0).astype(np.float64)
+        if rank == 1:
+            M = mins.min(axis=0).astype(np.float64)
+        else:
+            M = np.partition(mins, 1, axis=0)[1].astype(np.float64)
         thr = M + 2.0 * thr_margin
         t_flag, q_flag = np.nonzero(mins <= thr[None, :])
         rows, cols = [], []
@@ -259,6 +266,54 @@ class ScreenedNearest:
             rows.append(qs[r])
             cols.append(c + s)
         return np.concatenate(rows), np.concatenate(cols)
+
+    def _checked_queries(self, z) -> np.ndarray:
+        Z = np.atleast_2d(np.asarray(z, dtype=np.float64))
+        if Z.ndim != 2 or Z.shape[1] != self.dim:
+            raise ParameterError(f"queries must have {self.dim} coordinates, got shape {Z.shape}")
+        if not np.all(np.isfinite(Z)):
+            bad = int(np.flatnonzero(~np.isfinite(Z).all(axis=1))[0])
+            raise ParameterError(f"query {bad} holds NaN or inf")
+        return Z
+
+    def _screenable_queries(self, Z: np.ndarray):
+        """The bound ``e(z)`` and which queries the float32 screen may answer."""
+        margin = self.screen_margin(Z) if self.screenable else None
+        with np.errstate(over="ignore"):
+            ok = (np.zeros(len(Z), bool) if margin is None
+                  else np.sqrt(np.einsum("ij,ij->i", Z, Z)) <= SCREEN_MAX_NORM)
+        return margin, ok
+
+    def _screen(self, Z: np.ndarray, sel: np.ndarray, margin: np.ndarray, rank: int, stats: dict):
+        """Candidate pairs ``(query, point)`` (sorted) of the queries ``sel`` and their counts,
+        the blocks of queries shared among worker threads."""
+        qb = self.tuning.query_block
+        ZT = np.empty((self.dim + 1, len(sel)), dtype=np.float32)
+        ZT[:self.dim] = Z[sel].T
+        ZT[self.dim] = 1.0
+        blocks = [(s, min(s + qb, len(sel))) for s in range(0, len(sel), qb)]
+        workers = pool_threads(min(available_cpus(), len(blocks)))
+        stats["workers"] = workers
+
+        def task(bounds):
+            a, b = bounds
+            r, c = self._screen_block(np.ascontiguousarray(ZT[:, a:b]), margin[sel[a:b]], rank)
+            return r + a, c
+
+        with limit_pools(1, "blas"):
+            if workers > 1:
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    parts = list(pool.map(task, blocks))
+            else:
+                parts = [task(bnd) for bnd in blocks]
+        rows = np.concatenate([p[0] for p in parts])
+        cols = np.concatenate([p[1] for p in parts])
+        order = np.lexsort((cols, rows))
+        rows, cols = rows[order], cols[order]
+        counts = np.bincount(rows, minlength=len(sel))
+        stats["candidates_mean"] = float(counts.mean())
+        stats["candidates_max"] = int(counts.max())
+        return rows, cols, counts
 
     def query(self, z) -> np.ndarray:
         """Index of the exactly nearest point to each row of ``z`` (ties: the lowest index).
@@ -273,49 +328,16 @@ class ScreenedNearest:
         ParameterError
             Wrong shape or a coordinate that is NaN or infinite.
         """
-        Z = np.atleast_2d(np.asarray(z, dtype=np.float64))
-        if Z.ndim != 2 or Z.shape[1] != self.dim:
-            raise ParameterError(f"queries must have {self.dim} coordinates, got shape {Z.shape}")
-        if not np.all(np.isfinite(Z)):
-            bad = int(np.flatnonzero(~np.isfinite(Z).all(axis=1))[0])
-            raise ParameterError(f"query {bad} holds NaN or inf")
+        Z = self._checked_queries(z)
         m = len(Z)
         out = np.full(m, -1, dtype=np.int64)
         stats = {"queries": m, "workers": 0, "candidates_mean": 0.0, "candidates_max": 0,
                  "exact_pass": {"too_many_candidates": 0, "not_screenable": 0}}
-        margin = self.screen_margin(Z) if self.screenable else None
-        with np.errstate(over="ignore"):
-            ok = (np.zeros(m, bool) if margin is None
-                  else np.sqrt(np.einsum("ij,ij->i", Z, Z)) <= SCREEN_MAX_NORM)
+        margin, ok = self._screenable_queries(Z)
         stats["exact_pass"]["not_screenable"] = int(m - ok.sum())
         sel = np.flatnonzero(ok)
         if len(sel):
-            qb = self.tuning.query_block
-            ZT = np.empty((self.dim + 1, len(sel)), dtype=np.float32)
-            ZT[:self.dim] = Z[sel].T
-            ZT[self.dim] = 1.0
-            blocks = [(s, min(s + qb, len(sel))) for s in range(0, len(sel), qb)]
-            workers = pool_threads(min(available_cpus(), len(blocks)))
-            stats["workers"] = workers
-
-            def task(bounds):
-                a, b = bounds
-                r, c = self._screen_block(np.ascontiguousarray(ZT[:, a:b]), margin[sel[a:b]])
-                return r + a, c
-
-            with limit_pools(1, "blas"):
-                if workers > 1:
-                    with ThreadPoolExecutor(max_workers=workers) as pool:
-                        parts = list(pool.map(task, blocks))
-                else:
-                    parts = [task(bnd) for bnd in blocks]
-            rows = np.concatenate([p[0] for p in parts])
-            cols = np.concatenate([p[1] for p in parts])
-            order = np.lexsort((cols, rows))
-            rows, cols = rows[order], cols[order]
-            counts = np.bincount(rows, minlength=len(sel))
-            stats["candidates_mean"] = float(counts.mean())
-            stats["candidates_max"] = int(counts.max())
+            rows, cols, counts = self._screen(Z, sel, margin, 1, stats)
             too_many = counts > self.tuning.max_candidates
             stats["exact_pass"]["too_many_candidates"] = int(too_many.sum())
             keep = ~too_many[rows]
@@ -325,6 +347,59 @@ class ScreenedNearest:
             out[i] = exact_nearest(Z[i], self._points, chunk=self.tuning.exact_chunk)
         self.last_stats = stats
         return out
+
+    def query_two(self, z) -> tuple[np.ndarray, np.ndarray]:
+        """The two nearest points of each row of ``z`` and their distances, in order.
+
+        The same float32 screen with the threshold of the second nearest (``rank = 2`` of
+        :meth:`_screen_block`), then the candidates ranked on their float64 distances (ties:
+        the lowest index); queries the screen cannot answer take a float64 pass over all the
+        points. The ranking is on float64 sums, not exact rationals: points whose distances
+        differ by less than about ``1e-15`` relative may be taken in either order.
+
+        Returns
+        -------
+        indices : ndarray (m, 2) of int64
+        distances : ndarray (m, 2)
+        """
+        Z = self._checked_queries(z)
+        if self.n < 2:
+            raise ParameterError("the two nearest points need at least two points")
+        m = len(Z)
+        idx = np.empty((m, 2), dtype=np.int64)
+        dist = np.empty((m, 2))
+        stats = {"queries": m, "workers": 0, "candidates_mean": 0.0, "candidates_max": 0,
+                 "exact_pass": {"too_many_candidates": 0, "not_screenable": 0}}
+        margin, ok = self._screenable_queries(Z)
+        if self.n <= self.tuning.point_block:     # one block: its two smallest are the answer
+            ok[:] = False
+        stats["exact_pass"]["not_screenable"] = int(m - ok.sum())
+        sel = np.flatnonzero(ok)
+        if len(sel):
+            rows, cols, counts = self._screen(Z, sel, margin, 2, stats)
+            too_many = counts > self.tuning.max_candidates
+            stats["exact_pass"]["too_many_candidates"] = int(too_many.sum())
+            keep = ~too_many[rows]
+            rows, cols = rows[keep], cols[keep]
+            with np.errstate(over="ignore", invalid="ignore"):
+                diff = Z[sel][rows] - self._points[cols].astype(np.float64)
+                s = np.einsum("ij,ij->i", diff, diff)
+            order = np.lexsort((cols, s, rows))
+            rows, cols, s = rows[order], cols[order], s[order]
+            first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+            q = sel[rows[first]]
+            idx[q, 0], idx[q, 1] = cols[first], cols[first + 1]
+            dist[q, 0], dist[q, 1] = np.sqrt(s[first]), np.sqrt(s[first + 1])
+            ok[sel[too_many]] = False
+        chunk = self.tuning.exact_chunk
+        for i in np.flatnonzero(~ok):
+            parts = [(_direct(Z[i], self._points[a:a + chunk]), a) for a in range(0, self.n, chunk)]
+            s_all = np.concatenate([p[0] for p in parts])
+            top = np.lexsort((np.arange(self.n), s_all))[:2]
+            idx[i] = top
+            dist[i] = np.sqrt(s_all[top])
+        self.last_stats = stats
+        return idx, dist
 
     def _rerank(self, Z: np.ndarray, rows: np.ndarray, cols: np.ndarray,
                 counts: np.ndarray) -> np.ndarray:

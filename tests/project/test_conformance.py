@@ -81,6 +81,16 @@ def test_builds_a_certified_stochastic_mechanism(name, space, built):
             for v in range(space.n):
                 bound = math.exp(EPS * D[u, v]) * (1 + 1e-9)
                 assert np.all(M[u] <= bound * M[v] + 1e-300), (name, u, v)
+    elif entry.guarantee == "scoped":
+        # certified among the inputs of each scope: brute force over every (u, v, w) of each
+        assert privacy["guarantee"] == "scoped" and privacy["verified"] is True
+        for scope in mech.scopes():
+            idx, D = scope.indices, scope.distances
+            assert np.all(M[np.ix_(idx, np.setdiff1d(np.arange(space.n), idx))] == 0)
+            for a, u in enumerate(idx):
+                for b, v in enumerate(idx):
+                    bound = math.exp(EPS * D[a, b]) * (1 + 1e-9)
+                    assert np.all(M[u, idx] <= bound * M[v, idx] + 1e-300), (name, u, v)
     else:
         assert privacy["guarantee"] == "analytic" and privacy["claimed_eps"] == EPS
 

@@ -428,3 +428,36 @@ def test_privatize_lines_draws_all_lines_at_once(space, monkeypatch):
     with pytest.warns(UserWarning, match="2 non-word") as record:
         privatize_lines(mech, lines, rng=1, punctuation="keep")
     assert len(record) == 1
+
+
+# -- words kept unprotected by name (CusText+) ---------------------------------------------------
+@pytest.fixture(scope="module")
+def stop_space(glove):
+    words = ["the", "of", "and", "paris", "london", "river", "city", "bank"]
+    return mdp.MetricSpace.from_points(np.stack([glove[w] for w in words]), labels=words)
+
+
+def test_keep_words_releases_exactly_the_named_words(stop_space):
+    mech = mdp.build("custext", stop_space, 0.5, k=4)
+    sentence = "The bank of the river and the city"
+    with pytest.warns(UserWarning, match="keep_words: 5 word"):
+        out = privatize(sentence, mech, rng=0, keep_words="stop_words").split()
+    tokens = sentence.split()
+    for tok, o in zip(tokens, out, strict=True):
+        if tok.lower() in ("the", "of", "and"):
+            assert o == tok                       # kept, as asked
+    # without the list every word is drawn: some stop word moves in 200 draws
+    draws = [privatize("the of and", mech, rng=s) for s in range(200)]
+    assert any(d != "the of and" for d in draws)
+    with pytest.warns(UserWarning, match="keep_words"):
+        lines = privatize_lines(mech, ["the city", "paris and london"], rng=0, keep_words=["AND"])
+    assert lines[1].split()[1] == "and"
+
+
+@pytest.mark.parametrize("bad,error", [("the", ParameterError), (3, ParameterTypeError),
+                                       (["the", 5], ParameterTypeError)])
+def test_keep_words_bad_input_is_refused_without_echo(stop_space, bad, error):
+    mech = mdp.build("custext", stop_space, 0.5, k=4)
+    with pytest.raises(error, match="keep_words") as info:
+        privatize("paris and london", mech, rng=0, keep_words=bad)
+    assert "paris" not in str(info.value)

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import mdp
 from mdp.candidate import Candidate
 from mdp.cli.main import main
 from mdp.errors import BuildError
@@ -90,3 +91,23 @@ def test_a_quantile_loss_below_the_bound_is_explained(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Note: the lower bound is on the worst-case loss L, not on L_0.95" in out
     assert "Note:" in (tmp_path / "c" / "curves.md").read_text()
+
+
+def test_word_curves_report_deniability_and_scoped_families():
+    from mdp.curves.loss import DENIABILITY_DRAWS, loss_curves
+    from text import load_glove, sample_vocabulary
+
+    words = sample_vocabulary(load_glove(), 30, rng=2)
+    df = loss_curves(words, ["tem", "custext"], [1.0], delta=1e-3, progress=False)
+    tem = df[df["mechanism"] == "tem"].iloc[0]
+    cus = df[df["mechanism"] == "custext"].iloc[0]
+    # CusText: no epsilon reaches a finite eps_tight; built at the target, and said so
+    assert cus["eps_tight"] == np.inf and cus["guarantee"] == "scoped" and cus["epsilon"] == 1.0
+    assert "infinite" in cus["note"]
+    # N_w is the expected count of the word itself in DENIABILITY_DRAWS uses: exact on a matrix
+    mech = mdp.build("tem", words, tem["epsilon"])
+    assert tem["n_w"] == pytest.approx(DENIABILITY_DRAWS * np.median(np.diag(mech.matrix)))
+    assert 1 <= tem["s_w"] <= words.n
+    # not a word space: no deniability columns
+    plane = mdp.MetricSpace.from_points(np.random.default_rng(0).uniform(size=(10, 2)))
+    assert "n_w" not in loss_curves(plane, ["exponential"], [1.0], progress=False)

@@ -140,6 +140,36 @@ def test_sample_log_row_is_exact_in_distribution():
         sample_log_row(np.array([np.nan, 0.0]), 1)
 
 
+class _SpillingRng(np.random.Generator):
+    """A generator whose first draw of table positions is the last position (every draw falls
+    in the residual item), then ordinary words: the residual branch, injected."""
+
+    def __init__(self, seed):
+        super().__init__(np.random.PCG64(seed))
+        self._first = True
+
+    def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
+        if self._first:
+            self._first = False
+            return np.full(size, high - 1, dtype=dtype)
+        return super().integers(low, high, size=size, dtype=dtype, endpoint=endpoint)
+
+
+@pytest.mark.parametrize("L", [np.log([0.05, 0.15, 0.3, 0.5]),          # exp taken directly
+                               np.array([0.0, -720.0, -np.inf, -3.0])])  # extended exponents
+def test_sample_log_row_residual_branch_stays_in_the_support(L):
+    from mdp.privacy.sampling import DIRECT_EXP_MIN, LIBM_RTOL
+
+    draws, eta = sample_log_row(L, 2000, rng=_SpillingRng(1))
+    assert set(draws.tolist()) <= set(np.flatnonzero(np.isfinite(L)).tolist())
+    direct = np.min(L[np.isfinite(L)] - L.max()) >= DIRECT_EXP_MIN
+    if direct:
+        # the residual weights R_w = 2^62 P_w - q_w T are positive where the table rounded
+        # q_w down, every weight of this row, and none is negligible: all of them come out
+        assert set(draws.tolist()) == {0, 1, 2, 3}
+    assert (eta == 1.1 * LIBM_RTOL) == direct and eta < 1e-12
+
+
 def test_mode_plan_is_explicit_and_recorded():
     ms, vs = _spaces(n=30)
     assert plan_mode(vs, "auto", family="madlib", has_vocabulary=True).mode == "matrix"
