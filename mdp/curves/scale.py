@@ -87,7 +87,7 @@ def scale_curves(space: VectorSpace, mechanisms: list[str], epsilons, *, q: floa
     for name in mechanisms:
         if vocabulary_class(name) is None:
             raise ParameterError(f"mechanism {name!r} has no vocabulary mode; at this size only "
-                                 "madlib, exponential and weighted_exponential can be built")
+                                 "the families `mdp list --vocabulary` names can be built")
         for eps in epsilons:
             t0 = time.perf_counter()
             mech = build(name, space, float(eps), rng=seed, mode="vocabulary")

@@ -33,6 +33,7 @@ from ..errors import ParameterError
 from ..params import Param
 from ..registry import register, register_vocabulary
 from ..spaces.metric_space import MetricSpace
+from ..validation import check_probability
 from .analytic_rows import ExponentialRows
 from .exponential import exponential_log_matrix
 from .scoped import Scope, ScopedMechanism
@@ -65,7 +66,9 @@ class SanTextMechanism(ScopedMechanism):
     """SanText(+) with its scope certified (module docstring)."""
 
     def _options(self) -> tuple[float, float]:
-        return (float(self.params.get("sensitive_fraction", 1.0)), float(self.params.get("p", 1.0)))
+        return (check_probability(self.params.get("sensitive_fraction", 1.0), "sensitive_fraction",
+                                  inclusive_low=False),
+                check_probability(self.params.get("p", 1.0), "p"))
 
     def closed_form(self) -> np.ndarray:
         fraction, p = self._options()
@@ -111,7 +114,8 @@ class SanTextRows(ExponentialRows):
     matrix mode: its scope is certified on the matrix."""
 
     def _prepare(self) -> dict:
-        if float(self.params.get("sensitive_fraction", 1.0)) < 1.0:
+        if check_probability(self.params.get("sensitive_fraction", 1.0), "sensitive_fraction",
+                             inclusive_low=False) < 1.0:
             raise ParameterError("santext with sensitive_fraction < 1 (SanText+) has only a matrix "
                                  "mode: its guarantee covers the sensitive words and is certified "
                                  "on the matrix; use a smaller vocabulary or sensitive_fraction=1")

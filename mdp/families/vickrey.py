@@ -26,9 +26,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..candidate import Candidate
+from ..errors import ParameterError
 from ..params import Param
 from ..registry import register, register_vocabulary
 from ..spaces.metric_space import MetricSpace
+from ..validation import check_probability
 from .analytic_rows import MadlibRows
 from .madlib import (
     DEFAULT_N_SAMPLES,
@@ -51,6 +53,15 @@ __all__ = ["VickreyMechanism", "VickreyRows", "vickrey_release", "DEFAULT_T", "N
 DEFAULT_T = 0.5
 #: Noise laws of the base mechanism.
 NOISES = ("euclidean", "mahalanobis")
+
+
+def check_vickrey(params: dict) -> tuple[float, str]:
+    """``t`` and the noise law of ``params`` (a build's or a file's), checked."""
+    t = check_probability(params.get("t", DEFAULT_T), "t")
+    noise = params.get("noise", "euclidean")
+    if noise not in NOISES:
+        raise ParameterError(f"noise must be one of {NOISES}, got {noise!r}")
+    return t, noise
 
 
 def vickrey_release(two_nearest: np.ndarray, two_distances: np.ndarray, t: float,
@@ -77,8 +88,7 @@ class VickreyMechanism(MahalanobisMechanism):
     display = "Vickrey"
 
     def _set_shape(self, space: MetricSpace, params: dict) -> None:
-        self._t = float(params.get("t", DEFAULT_T))
-        self._base = params.get("noise", "euclidean")
+        self._t, self._base = check_vickrey(params)
         if self._base == "mahalanobis":
             super()._set_shape(space, params)
         else:
@@ -157,8 +167,7 @@ class VickreyRows(MahalanobisRows):
     the float32 screen, candidates ranked in float64)."""
 
     def _prepare(self) -> dict:
-        self._t = float(self.params.get("t", DEFAULT_T))
-        self._base = self.params.get("noise", "euclidean")
+        self._t, self._base = check_vickrey(self.params)
         if self._base == "mahalanobis":
             record = super()._prepare()
         else:

@@ -72,6 +72,10 @@ U32 = 2.0 ** -24
 U64 = 2.0 ** -53
 #: Norms above this are not screened in float32 (squares and sums stay far below its range).
 SCREEN_MAX_NORM = 2.0 ** 50
+#: Candidates of the two nearest per query, as a multiple of ``ScreenTuning.max_candidates``,
+#: above which the query takes the float64 pass over every point (the second nearest's
+#: threshold comes from another block's minimum, so its lists are longer: up to 83 on GloVe).
+SECOND_CANDIDATES_FACTOR = 16
 #: Largest float64.
 _DBL_MAX = float(np.finfo(np.float64).max)
 
@@ -377,7 +381,8 @@ class ScreenedNearest:
         sel = np.flatnonzero(ok)
         if len(sel):
             rows, cols, counts = self._screen(Z, sel, margin, 2, stats)
-            too_many = counts > self.tuning.max_candidates
+            # no exact rationals here: a longer list costs only its float64 distances
+            too_many = counts > SECOND_CANDIDATES_FACTOR * self.tuning.max_candidates
             stats["exact_pass"]["too_many_candidates"] = int(too_many.sum())
             keep = ~too_many[rows]
             rows, cols = rows[keep], cols[keep]
@@ -393,9 +398,11 @@ class ScreenedNearest:
             ok[sel[too_many]] = False
         chunk = self.tuning.exact_chunk
         for i in np.flatnonzero(~ok):
-            parts = [(_direct(Z[i], self._points[a:a + chunk]), a) for a in range(0, self.n, chunk)]
-            s_all = np.concatenate([p[0] for p in parts])
-            top = np.lexsort((np.arange(self.n), s_all))[:2]
+            s_all = np.concatenate([_direct(Z[i], self._points[a:a + chunk])
+                                    for a in range(0, self.n, chunk)])
+            few = np.argpartition(s_all, 1)[:2]
+            near = np.flatnonzero(s_all <= s_all[few].max())       # the two, with their ties
+            top = near[np.lexsort((near, s_all[near]))][:2]
             idx[i] = top
             dist[i] = np.sqrt(s_all[top])
         self.last_stats = stats

@@ -11,7 +11,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 import mdp
 from mdp.errors import ParameterError, PrivacyError
@@ -22,6 +21,7 @@ from mdp.families.truncated_exponential import tem_threshold
 from mdp.families.vickrey import vickrey_release
 from mdp.privacy.accounting import eps_tight
 from mdp.spaces.vector_space import VectorSpace
+from tests.support.chisquare import pooled_chisquare
 from text import load_glove, sample_vocabulary
 
 
@@ -34,21 +34,6 @@ def words12():
 def plane():
     rng = np.random.default_rng(4)
     return mdp.MetricSpace.from_points(rng.normal(size=(9, 3)) * [1.0, 2.0, 0.5])
-
-
-def chi_square_p(counts: np.ndarray, probs: np.ndarray) -> float:
-    """p-value of observed ``counts`` against ``probs`` (outputs of expected count < 5 pooled)."""
-    n = counts.sum()
-    expected = probs * n
-    big = expected >= 5
-    obs = np.append(counts[big], counts[~big].sum())
-    exp = np.append(expected[big], expected[~big].sum())
-    keep = exp > 0
-    obs, exp = obs[keep], exp[keep]
-    exp = exp * obs.sum() / exp.sum()
-    if len(obs) < 2:                       # one possible output: every draw must be it
-        return 1.0 if obs.sum() == n else 0.0
-    return float(stats.chisquare(obs, exp).pvalue)
 
 
 def sampled_row(mech, u: int, draws: int, seed: int) -> np.ndarray:
@@ -84,7 +69,7 @@ def test_tem_closed_form_is_the_papers_gumbel_sampler(plane):
     rng = np.random.default_rng(0)
     for u in (0, 4):
         counts = tem_by_gumbel(D, u, eps, gamma, 60_000, rng)
-        assert chi_square_p(counts, mech.matrix[u]) > 1e-3
+        assert pooled_chisquare(counts, mech.matrix[u]) > 1e-3
     # the closed form, entry by entry
     W = np.exp(-eps * np.minimum(D, gamma) / 2)
     np.testing.assert_allclose(mech.matrix, W / W.sum(axis=1, keepdims=True), rtol=1e-12)
@@ -105,7 +90,7 @@ def test_tem_threshold_and_its_limits(plane):
 def test_tem_is_certified_and_sampled_exactly(plane):
     mech = mdp.build("tem", plane, 2.0, gamma=1.0)
     assert mech.stats["privacy"]["verified"] and mech.eps_tight() <= 2.0 * (1 + 1e-9)
-    assert chi_square_p(sampled_row(mech, 2, 40_000, 1), mech.matrix[2]) > 1e-3
+    assert pooled_chisquare(sampled_row(mech, 2, 40_000, 1), mech.matrix[2]) > 1e-3
 
 
 def test_tem_vocabulary_rows_are_the_matrix_rows(words12):
@@ -120,7 +105,7 @@ def test_tem_vocabulary_rows_are_the_matrix_rows(words12):
     # sampled at eps' = eps (1 - a relative 1e-5 or less): the same rows to that accuracy
     np.testing.assert_allclose(P, mech.matrix, rtol=1e-3, atol=1e-9)
     counts = sampled_row(rows, 0, 30_000, 2)
-    assert chi_square_p(counts, P[0]) > 1e-3
+    assert pooled_chisquare(counts, P[0]) > 1e-3
 
 
 @pytest.mark.parametrize("bad", [{"beta": 0.0}, {"beta": 1.0}, {"beta": -0.1}, {"gamma": -1.0}])
@@ -171,7 +156,7 @@ def test_santext_plus_closed_form_and_scope(words12, fraction, p):
     else:
         assert mech.eps_tight() <= eps * (1 + 1e-9)
         assert mech.stats["privacy"]["unprotected_inputs"] == 0
-    assert chi_square_p(sampled_row(mech, 0, 30_000, 3), mech.matrix[0]) > 1e-3
+    assert pooled_chisquare(sampled_row(mech, 0, 30_000, 3), mech.matrix[0]) > 1e-3
 
 
 def test_santext_plus_has_no_vocabulary_mode(words12):
@@ -237,7 +222,7 @@ def test_custext_is_dp_within_each_set_and_nothing_across(words12):
                 assert np.all(M[u, S] <= math.exp(eps) * (1 + 1e-12) * M[v, S])
     assert mech.eps_tight() == math.inf and mech.eps_tight(0.1) == math.inf
     assert mech.stats["privacy"]["scopes"] == 3
-    assert chi_square_p(sampled_row(mech, 5, 20_000, 4), M[5]) > 1e-3
+    assert pooled_chisquare(sampled_row(mech, 5, 20_000, 4), M[5]) > 1e-3
 
 
 def test_custext_refuses_k_above_the_vocabulary(words12):
@@ -385,3 +370,58 @@ def test_vocabulary_mahalanobis_follows_the_matrix_modes_law(words12):
     se = mech.stats["matrix_estimate"]["max_entry_std_error"]
     bound = 5 * np.sqrt(mech.matrix[4] * (1 - mech.matrix[4]) / draws) + 5 * se + 1e-4
     assert np.all(np.abs(freq - mech.matrix[4]) <= bound)
+
+
+# -- files from a stranger ------------------------------------------------------------------------
+def _rewrite(path, out, **changes):
+    import json
+
+    data = dict(np.load(path))
+    meta = json.loads(str(data["metadata"]))
+    for key, value in changes.items():
+        meta["params"][key] = value
+    data["metadata"] = np.array(json.dumps(meta))
+    np.savez(out, **data)
+    return out
+
+
+@pytest.mark.parametrize("name,params,forged", [
+    ("santext", {"sensitive_fraction": 0.5, "p": 0.3}, {"p": 1.0}),    # claims no kept word
+    ("santext", {"sensitive_fraction": 0.5, "p": 0.3}, {"p": 7}),      # p outside [0, 1]
+    ("vickrey", {"t": 0.5}, {"t": 5.0}),
+    ("vickrey", {"t": 0.5}, {"noise": "laplace"}),
+    ("mahalanobis", {"lam": 0.5}, {"lam": -3}),
+    ("custext", {"k": 4}, {"k": 3}),
+])
+def test_forged_parameters_in_a_file_are_refused(words12, tmp_path, name, params, forged):
+    from mdp.errors import FileFormatError
+
+    path = mdp.build(name, words12, 2.0, rng=0, **params,
+                     **({"n_samples": 50} if name in ("vickrey", "mahalanobis") else {})
+                     ).save(tmp_path / "m.npz")
+    with pytest.raises((PrivacyError, FileFormatError)):
+        mdp.load(_rewrite(path, tmp_path / "forged.npz", **forged))
+
+
+@pytest.mark.parametrize("name,forged", [("vickrey", {"t": 5.0}), ("vickrey", {"noise": "x"}),
+                                         ("mahalanobis", {"lam": 2.0}), ("tem", {"beta": 0.0}),
+                                         ("santext", {"sensitive_fraction": 0.5})])
+def test_forged_vocabulary_files_are_refused(words12, tmp_path, name, forged):
+    from mdp.errors import FileFormatError
+
+    space = VectorSpace(words12.points, labels=words12.labels)
+    path = mdp.build(name, space, 2.0, mode="vocabulary").save(tmp_path / "v.npz")
+    with pytest.raises(FileFormatError, match="invalid mechanism"):
+        mdp.load(_rewrite(path, tmp_path / "forged.npz", **forged))
+
+
+@pytest.mark.parametrize("name,params", [("mahalanobis", {"lam": 0.8}), ("vickrey", {"t": 0.7}),
+                                         ("vickrey", {"t": 0.3, "noise": "mahalanobis"})])
+def test_estimated_matrices_keep_the_analytic_guarantee_within_their_error(plane, name, params):
+    # M[u, w] <= e^{eps d(u, v)} M[v, w] for the true matrix; the estimate may exceed it only
+    # by its sampling error
+    eps = 1.0
+    mech = mdp.build(name, plane, eps, rng=1, n_samples=8000, **params)
+    M, D = mech.matrix, plane.distances
+    excess = (M[:, None, :] - np.exp(eps * D)[:, :, None] * M[None, :, :]).max()
+    assert excess <= 6 * mech.stats["matrix_estimate"]["max_entry_std_error"]

@@ -23,6 +23,7 @@ from mdp.vocabulary.nearest import (
     NearestPlan,
     min_distance_lower_bound,
 )
+from tests.support.chisquare import pooled_chisquare
 
 
 def _points(n=25, d=3, seed=0):
@@ -35,18 +36,6 @@ def _spaces(n=25, d=3, seed=0):
     return mdp.MetricSpace.from_points(X, labels=labels), VectorSpace(X, labels=labels)
 
 
-def _pooled_chisquare(observed, expected_p):
-    """Chi-square goodness of fit with cells of expected count < 5 pooled into one."""
-    n = observed.sum()
-    exp = expected_p * n
-    big = exp >= 5
-    obs = np.append(observed[big], observed[~big].sum())
-    ex = np.append(exp[big], exp[~big].sum())
-    keep = ex > 0
-    ex = ex[keep] * obs[keep].sum() / ex[keep].sum()
-    return stats.chisquare(obs[keep], ex).pvalue
-
-
 @pytest.mark.parametrize("name", ["exponential", "weighted_exponential"])
 def test_vocabulary_rows_sample_the_matrix_distribution(name):
     ms, vs = _spaces()
@@ -56,7 +45,7 @@ def test_vocabulary_rows_sample_the_matrix_distribution(name):
     rng = np.random.default_rng(1)
     for u in (0, 7, 19):
         draws = vocab.sample_indices(np.full(20000, u), rng)
-        p = _pooled_chisquare(np.bincount(draws, minlength=ms.n).astype(float), matrix.matrix[u])
+        p = pooled_chisquare(np.bincount(draws, minlength=ms.n).astype(float), matrix.matrix[u])
         assert p > 1e-3
 
 

@@ -198,3 +198,34 @@ def test_property_agrees_with_exact_brute_force(X, Z, as32):
     got = ScreenedNearest(X, ScreenTuning(query_block=2, point_block=8,
                                           max_candidates=3)).query(Z)
     np.testing.assert_array_equal(got, reference(Z, X))
+
+
+def _two_nearest_brute(Z, P):
+    D = ((Z[:, None, :] - P[None].astype(np.float64)) ** 2).sum(-1)
+    ref = np.argsort(D, axis=1, kind="stable")[:, :2]
+    return ref, np.sqrt(np.take_along_axis(D, ref, axis=1))
+
+
+@pytest.mark.parametrize("tuning", [ScreenTuning(point_block=64),            # the screen
+                                    ScreenTuning(point_block=64, max_candidates=1),
+                                    ScreenTuning()])                          # one block: exact
+def test_two_nearest_match_brute_force(tuning):
+    rng = np.random.default_rng(3)
+    P = rng.normal(size=(600, 12)).astype(np.float32)
+    Z = P[rng.integers(0, 600, 400)].astype(np.float64) + rng.normal(size=(400, 12)) * 0.4
+    Z[:5] = P[:5]                                       # queries on a point: distance 0 first
+    idx, dist = ScreenedNearest(P, tuning).query_two(Z)
+    ref, ref_d = _two_nearest_brute(Z, P)
+    np.testing.assert_array_equal(idx, ref)
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(idx[:, 0], ScreenedNearest(P, tuning).query(Z))
+
+
+def test_two_nearest_of_duplicates_and_of_one_point():
+    P = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 0.0], [5.0, 5.0]], dtype=np.float32)
+    idx, dist = ScreenedNearest(P).query_two(np.array([[1.0, 0.1]]))
+    assert idx.tolist() == [[1, 2]] and dist[0, 0] == dist[0, 1]
+    with pytest.raises(ParameterError, match="two points"):
+        ScreenedNearest(P[:1]).query_two(np.zeros((1, 2)))
+    nn = NearestIndex(P, NearestPlan(algorithm="brute"))
+    assert nn.query_two(np.array([[0.2, 0.0]]))[0].tolist() == [[0, 1]]
