@@ -310,6 +310,15 @@ def cmd_explain(args) -> int:
                                  f"space is neither (metric {mech.space.metric!r}, no labels)")
         ex = explain_words(mech, draws=args.draws, rng=0)
     record, text = ex.record(), ex.text()
+    privacy = mech.stats.get("privacy", {})
+    if privacy.get("guarantee") == "scoped" and not privacy.get("covers_the_space"):
+        # a guarantee among groups of inputs only: said before anything else is read into it
+        scope = (f"Its guarantee is not metric DP over the whole space: {privacy['what']} "
+                 f"({privacy['scopes']} group(s) certified; {privacy['unprotected_inputs']} "
+                 f"input(s) without a guarantee; eps_tight over the space: "
+                 f"{mech.eps_tight():.4g}).")
+        record["scope"] = {k: privacy[k] for k in ("what", "scopes", "unprotected_inputs")}
+        text = scope + "\n" + text
     if args.prior is not None:
         line, figures = _attacker_line(mech, args.prior)
         record["under_prior"] = figures

@@ -1,8 +1,8 @@
 r"""CusText (Chen, Mo, Wang, Chen, Nie, Wang, Cui, ACL Findings 2023): customised output sets.
 
 CusText gives each word a small output set instead of the whole vocabulary. The *customised
-mapping* (the paper's Algorithm 1) walks the words in frequency order (the space's order: GloVe
-stores its words most frequent first); each word not yet assigned takes its ``k`` nearest
+mapping* (the paper's Algorithm 1) walks the words in frequency order (here the space's order,
+as for SanText+: :mod:`mdp.families.santext`); each word not yet assigned takes its ``k`` nearest
 unassigned words (itself included) as a new set, and every word of the set maps to it (the last
 set holds what remains). A word :math:`x` of set :math:`S` is replaced by :math:`y \in S` with
 

@@ -10,8 +10,10 @@ and a non-sensitive word is kept unchanged with probability :math:`1 - p`:
           + \big(p\,\mathbb{1}[x \notin V_S] + \mathbb{1}[x \in V_S]\big)
           \frac{\mathbb{1}[y \in V_S]\, e^{-\epsilon d(x, y)/2}}{\sum_{y' \in V_S} e^{-\epsilon d(x, y')/2}}.
 
-The space's order is taken as the frequency order (GloVe stores its words most frequent first),
-so :math:`V_S` is the last ``ceil(w n)`` words.
+The space's order is taken as the frequency order, so :math:`V_S` is the last ``ceil(w n)``
+words: the most frequent come first in ``glove:full``, ``text.load_glove(n)`` and a
+``text.word_space(emb, words)`` given in frequency order (GloVe stores its words so), while a
+sampled ``glove:N`` vocabulary is in sampling order (its split is then a random one).
 
 Guarantee. With ``w = 1`` (the default: SanText) or ``p = 1`` every row is the exponential
 mechanism restricted to :math:`V_S`, pure ``epsilon``-mDP for the space's distance (Imola et al.
@@ -79,7 +81,7 @@ class SanTextMechanism(ScopedMechanism):
         S = sensitive_words(self.space.n, fraction)
         if len(S) == self.space.n or p == 1:
             idx = np.arange(self.space.n)
-            return [Scope(idx, self.space.distances, "every word")]
+            return [Scope(idx, self.space.distances, "every word", whole_space=True)]
         return [Scope(S, self.space.distances[np.ix_(S, S)], "the sensitive words")]
 
     def scope_statement(self) -> str:

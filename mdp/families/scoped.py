@@ -50,11 +50,14 @@ class Scope:
         The distance the guarantee is stated in (the space's, or 1 between distinct inputs for
         pure DP among them).
     description : str
+    whole_space : bool
+        The scope is every input with the space's own distance: plain metric DP.
     """
 
     indices: np.ndarray
     distances: np.ndarray
     description: str
+    whole_space: bool = False
 
 
 class ScopedMechanism(Mechanism):
@@ -91,7 +94,8 @@ class ScopedMechanism(Mechanism):
         values = np.array(values, dtype=float)
         covered = np.zeros(self.space.n, dtype=bool)
         reports = []
-        for scope in self.scopes():
+        scopes = self.scopes()
+        for scope in scopes:
             idx = np.asarray(scope.indices, dtype=np.int64)
             outside = np.ones(self.space.n, dtype=bool)
             outside[idx] = False
@@ -112,6 +116,8 @@ class ScopedMechanism(Mechanism):
         self._sampler = ExactSampler(values, log=True)
         self.stats["privacy"] = {
             "guarantee": "scoped", "verified": True, "claimed_eps": self.epsilon,
+            "covers_the_space": any(sc.whole_space and len(sc.indices) == self.space.n
+                                    for sc in scopes),
             "scopes": len(reports), "largest_scope": max((r["size"] for r in reports), default=0),
             "scope_reports": reports[:20], "unprotected_inputs": int((~covered).sum()),
             "what": self.scope_statement(), "seconds": time.perf_counter() - t0}

@@ -47,7 +47,15 @@ def _measured() -> dict:
         "exponential": ((100, 0.02, 0.1), (1000, 0.3, 3.0), (2000, 0.6, 21.0), (5000, 3.8, 330.0)),
         "weighted_exponential": ((100, 0.02, 0.12), (1000, 0.35, 3.5), (2000, 0.7, 24.0),
                                  (5000, 4.5, 380.0)),
-        "madlib": ((100, 0.3, 1.0), (1000, 6.9, 12.0), (2000, 50.0, 80.0)),
+        "madlib": ((100, 0.3, 1.0), (1000, 6.9, 19.0), (2000, 50.0, 80.0)),
+        # the word mechanisms (GloVe, 50-d): Madlib's estimator with a second distance pass
+        # (Mahalanobis) or two neighbours (Vickrey); TEM and SanText as the exponential
+        # mechanism, SanText's scopes by the n^3 pass; CusText's sets by one sort per set
+        "mahalanobis": ((100, 0.4, 1.5), (1000, 8.0, 27.0), (2000, 60.0, 110.0)),
+        "vickrey": ((100, 0.4, 1.8), (1000, 9.0, 38.0), (2000, 70.0, 150.0)),
+        "tem": ((100, 0.02, 0.1), (1000, 0.3, 3.0), (2000, 0.6, 21.0), (5000, 3.8, 330.0)),
+        "santext": ((100, 0.02, 0.2), (1000, 0.8, 4.0), (2000, 5.0, 30.0)),
+        "custext": ((100, 0.01, 0.1), (1000, 0.25, 1.0), (2000, 1.0, 4.0)),
         "planar_laplace": ((50, 0.2, 1.0), (200, 2.0, 10.0), (1000, 40.0, 200.0)),
     }
 
@@ -77,7 +85,8 @@ class CostModel:
     default_measured: tuple = ((100, 0.1, 2.0), (1000, 5.0, 120.0))
     vocabulary_s_per_point: dict = field(default_factory=lambda: {
         "madlib": (1.5e-5, 5e-5), "exponential": (1e-4, 3e-4),
-        "weighted_exponential": (1e-4, 3e-3)})
+        "weighted_exponential": (1e-4, 3e-3), "mahalanobis": (1.5e-5, 6e-5),
+        "vickrey": (1.5e-5, 6e-5), "tem": (1e-4, 3e-4), "santext": (1e-4, 3e-4)})
     builds_per_point: dict = field(default_factory=lambda: {"optimal": 1.0,
                                                            "optimal[expected]": 1.0})
     default_builds_per_point: float = 5.0

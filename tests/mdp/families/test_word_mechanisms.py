@@ -137,6 +137,7 @@ def test_santext_is_the_exponential_mechanism(words12):
     np.testing.assert_allclose(san.matrix, mdp.build("exponential", words12, eps).matrix,
                                rtol=1e-12)
     assert san.stats["privacy"]["unprotected_inputs"] == 0
+    assert san.stats["privacy"]["covers_the_space"] is True
     assert san.eps_tight() <= eps * (1 + 1e-9)
 
 
@@ -222,6 +223,7 @@ def test_custext_is_dp_within_each_set_and_nothing_across(words12):
                 assert np.all(M[u, S] <= math.exp(eps) * (1 + 1e-12) * M[v, S])
     assert mech.eps_tight() == math.inf and mech.eps_tight(0.1) == math.inf
     assert mech.stats["privacy"]["scopes"] == 3
+    assert mech.stats["privacy"]["covers_the_space"] is False
     assert pooled_chisquare(sampled_row(mech, 5, 20_000, 4), M[5]) > 1e-3
 
 
@@ -425,3 +427,20 @@ def test_estimated_matrices_keep_the_analytic_guarantee_within_their_error(plane
     M, D = mech.matrix, plane.distances
     excess = (M[:, None, :] - np.exp(eps * D)[:, :, None] * M[None, :, :]).max()
     assert excess <= 6 * mech.stats["matrix_estimate"]["max_entry_std_error"]
+
+
+def test_explain_states_a_scoped_guarantee_first(words12, tmp_path, capsys):
+    import json
+
+    from mdp.cli.main import main
+
+    path = mdp.build("santext", words12, 2.0, sensitive_fraction=0.5, p=0.3).save(tmp_path / "s.npz")
+    assert main(["explain", str(path)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("Its guarantee is not metric DP over the whole space")
+    assert "6 input(s) without a guarantee" in first and "inf" in first
+    assert main(["explain", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["scope"]["unprotected_inputs"] == 6
+    exp = mdp.build("santext", words12, 2.0).save(tmp_path / "e.npz")
+    assert main(["explain", str(exp)]) == 0
+    assert "not metric DP" not in capsys.readouterr().out
