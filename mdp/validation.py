@@ -19,6 +19,7 @@ __all__ = [
     "check_int",
     "check_rng",
     "as_float_array",
+    "check_tuning",
 ]
 
 
@@ -110,3 +111,70 @@ def as_float_array(value, name: str):
     except (TypeError, ValueError, OverflowError):
         raise ParameterError(f"{name} must be an array of numbers, got "
                              f"{type(value).__name__}") from None
+
+
+def check_tuning(obj) -> None:
+    """Check the fields of a tuning dataclass against their annotations.
+
+    Tuning is data passed in (a frozen dataclass per algorithm); a value a user sets is checked
+    when the object is made, not when the solver that reads it fails. By annotation: ``int``
+    an integer >= 0 (not a bool), ``float`` a real number, not NaN (a threshold compared with a
+    measured quantity may be ``inf`` or below zero: always, or never),
+    ``bool`` a bool, ``str`` a string, ``tuple[float, ...]`` a non-empty tuple of numbers > 0,
+    ``X | None`` also None, a dataclass type an instance of it; other annotations are left to
+    the class.
+
+    Raises
+    ------
+    ParameterError, ParameterTypeError
+        Naming the class and the field.
+    """
+    import dataclasses
+    import types
+    import typing
+
+    cls = type(obj)
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(obj):
+        if f.name.startswith("_") or f.name not in hints:
+            continue
+        value, hint = getattr(obj, f.name), hints[f.name]
+        name = f"{cls.__name__}.{f.name}"
+        if typing.get_origin(hint) in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(hint) if a is not type(None)]
+            if value is None and len(args) < len(typing.get_args(hint)):
+                continue
+            if len(args) != 1:
+                continue
+            hint = args[0]
+        _check_tuning_value(name, value, hint)
+
+
+def _check_tuning_value(name: str, value, hint) -> None:
+    import dataclasses
+    import typing
+
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ParameterTypeError(f"{name} must be True or False, got {value!r}")
+    elif hint is int:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ParameterTypeError(f"{name} must be an integer, got {value!r}")
+        if value < 0:
+            raise ParameterError(f"{name} must be >= 0, got {value!r}")
+    elif hint is float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ParameterTypeError(f"{name} must be a number, got {value!r}")
+        if math.isnan(value):
+            raise ParameterError(f"{name} must be a number, got {value!r}")
+    elif hint is str:
+        if not isinstance(value, str):
+            raise ParameterTypeError(f"{name} must be a string, got {value!r}")
+    elif typing.get_origin(hint) is tuple:
+        if (not isinstance(value, tuple) or not value
+                or any(isinstance(v, bool) or not isinstance(v, numbers.Real) or not v > 0
+                       for v in value)):
+            raise ParameterError(f"{name} must be a non-empty tuple of numbers > 0, got {value!r}")
+    elif isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        if not isinstance(value, hint):
+            raise ParameterTypeError(f"{name} must be a {hint.__name__}, got {value!r}")

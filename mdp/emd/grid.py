@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ParameterError, ParameterTypeError, SolverError
-from ..validation import check_positive
+from ..validation import check_positive, check_tuning
 from . import network_simplex as kernels
 from .histograms import block_sum, check_histograms
 
@@ -56,6 +56,9 @@ class GridEMDTuning:
         units) in both directions leave the edge set; only in the first ``prune_rounds`` rounds
         of a level, so that the rounds stay finite (afterwards edges are only added).
     """
+
+    def __post_init__(self) -> None:
+        check_tuning(self)
 
     euclid_tol: float = 1e-9
     l1_tol: float = 0.5

@@ -43,6 +43,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ..errors import ParameterError
+from ..validation import check_tuning
 
 __all__ = ["AUTO", "ThreadTuning", "ThreadPlan", "check_threads", "available_cpus", "busy_cpus",
            "plan_threads", "use_threads", "active_plan", "pool_threads", "fixed_threads",
@@ -70,6 +71,9 @@ class ThreadTuning:
         How long a reading of the load is reused by later pool-size decisions (interior point
         iterations ask once per iteration).
     """
+
+    def __post_init__(self) -> None:
+        check_tuning(self)
 
     max_threads: int = 8
     load_samples: int = 3

@@ -64,6 +64,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..privacy.rounding import gamma
 from ..runtime.threads import available_cpus, limit_pools, pool_threads
+from ..validation import check_tuning
 
 __all__ = ["ScreenTuning", "ScreenedNearest", "exact_nearest"]
 
@@ -105,6 +106,7 @@ class ScreenTuning:
     exact_chunk: int = 65536
 
     def __post_init__(self):
+        check_tuning(self)
         for name in ("query_block", "point_block", "max_candidates", "exact_chunk"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

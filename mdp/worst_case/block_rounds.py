@@ -55,6 +55,7 @@ import numpy as np
 
 from ..lp.highs import LPTimeout
 from ..lp.reporting import LPProgress, report
+from ..validation import check_tuning
 from .column_blocks import BlockResources, Iterate, solve_worst_case_triples
 from .solve import initial_triples, separate
 
@@ -119,6 +120,9 @@ class BlockRoundsTuning:
         (:class:`~mdp.worst_case.column_blocks.WarmStart`); False: every round from the default point.
     max_rounds : int, default 100
     """
+
+    def __post_init__(self) -> None:
+        check_tuning(self)
 
     loose_tol: float = 1e-2
     tight_tol: float = 1e-8

@@ -64,6 +64,7 @@ from ..lp.plan import BLOCKS
 from ..lp.reporting import LPProgress, report
 from ..lp.rowgen import warm_rows
 from ..runtime.threads import limit_pools
+from ..validation import check_tuning
 from .batched_blocks import BatchedBlockFactor, device_fits
 from .block_kernels import (
     accumulate_packed,
@@ -116,6 +117,9 @@ class BlockResources:
         inverts them all: the ``n^4`` flops of an iteration are then under a tenth of a
         second, too short to split.
     """
+
+    def __post_init__(self) -> None:
+        check_tuning(self)
 
     max_block_bytes: int = 8 * 2 ** 30
     memory_share: float = 0.5

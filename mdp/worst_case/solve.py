@@ -36,6 +36,7 @@ from ..lp.conic import solve_clarabel
 from ..lp.highs import LPError, LPTimeout, SparseLP
 from ..lp.plan import BLOCKS, CLARABEL
 from ..lp.rowgen import Cuts, Phase, RowGeneration, RowGenerationPolicy
+from ..validation import check_tuning
 from .column_blocks import (
     BlockResources,
     BlocksStalled,
@@ -111,6 +112,9 @@ class LazyRoundsTuning:
         a few hundred points (two scales, n = 500: HiPO about 6 s per iteration on 911,000 rows,
         over 600 s), and at n = 500 it never finished within its budget (``docs/design/lp.md``).
     """
+
+    def __post_init__(self) -> None:
+        check_tuning(self)
 
     separation_tol: float = 1e-9
     polish_rtol: float = 1e-8

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ...lp.arrays import DETECT, GPUChoice
 from ...lp.dense import GPU_MIN_SIZE
+from ...validation import check_tuning
 from .ipm import WARM_ADDED_RATIO
 
 __all__ = ["ConstOPTTuning"]
@@ -87,6 +88,9 @@ class ConstOPTTuning:
     gpu : ArrayBackend, None or "detect"
         The backend that stands for the GPU (:func:`mdp.lp.arrays.resolve_gpu`).
     """
+
+    def __post_init__(self) -> None:
+        check_tuning(self)
 
     row_block_min_n: int = 300
     row_block_max_scale: float = 25.0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...validation import check_tuning
 from ...worst_case.block_rounds import BlockRoundsTuning
 from ...worst_case.column_blocks import BlockResources
 from ...worst_case.solve import MAX_COEFFICIENTS, LazyRoundsTuning
@@ -75,6 +76,9 @@ class OptimalTuning:
     resources : BlockResources
         Memory limits and device thresholds of the column-block method.
     """
+
+    def __post_init__(self) -> None:
+        check_tuning(self)
 
     blocks_min_n: int = 50
     ipm_min_n: int = 45

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...validation import check_tuning
 from ...worst_case.column_blocks import BlockResources
 from ...worst_case.solve import MAX_COEFFICIENTS, LazyRoundsTuning
 
@@ -62,6 +63,9 @@ class SpannerTuning:
     resources : BlockResources
         Memory limits and device thresholds of the column-block method.
     """
+
+    def __post_init__(self) -> None:
+        check_tuning(self)
 
     full_solver: str = "hipo"
     blocks_from_n: int = 50
