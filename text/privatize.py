@@ -383,4 +383,4 @@ def privatize_lines(mech, lines: list[str], *, rng=None, tokenizer=None, oov: st
 TEXT_INPUT = InputFormat(accepts=_accepts_text,
                          privatize=lambda mech, lines, *, rng=None, **kw:
                          [csv_cell(out) for out in privatize_lines(mech, lines, rng=rng, **kw)],
-                         options=("oov",))
+                         options=("oov", "keep_words"))

@@ -130,7 +130,8 @@ def _format_point(values) -> str:
 
 
 def privatize_lines(mech: Mechanism, lines: list[str], *, rng=None, snap: bool = False,
-                    max_snap_km: float | None = None, oov: str | None = None) -> list[str]:
+                    max_snap_km: float | None = None, oov: str | None = None,
+                    keep_words=None) -> list[str]:
     """``mdp privatize``: one output line per input line (see the module docstring).
 
     Parameters
@@ -145,6 +146,8 @@ def privatize_lines(mech: Mechanism, lines: list[str], *, rng=None, snap: bool =
         are refused unless ``snap``.
     oov : str, optional
         Text inputs: what happens to words outside the space (see :func:`text.privatize`).
+    keep_words : None, "stop_words" or list of str
+        Text inputs: words released unchanged, unprotected (see :func:`text.privatize`).
 
     Raises
     ------
@@ -194,7 +197,7 @@ def privatize_lines(mech: Mechanism, lines: list[str], *, rng=None, snap: bool =
         for k, text in zip(point_rows, released, strict=True):
             out[k] = text
     if items:
-        released = privatize_inputs(mech, items, rng=rng, oov=oov)
+        released = privatize_inputs(mech, items, rng=rng, oov=oov, keep_words=keep_words)
         for k, text in zip(item_rows, released, strict=True):
             out[k] = text
     return [str(o) for o in out]

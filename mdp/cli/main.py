@@ -280,7 +280,8 @@ def cmd_privatize(args) -> int:
                              "--users FILE.csv")
     mech = load(args.file, max_memory=args.max_memory)
     lines = privatize_lines(mech, _read_inputs(args), rng=args.seed, snap=args.snap,
-                            max_snap_km=args.max_snap_km, oov=args.oov)
+                            max_snap_km=args.max_snap_km, oov=args.oov,
+                            keep_words=_keep_words(args.keep_words))
     if mech.space.metric == "haversine" and not args.snap and sys.stderr.isatty():
         print("mdp: lat,lon inputs farther than --max-snap-km from every point of the space "
               "are refused (--snap accepts them)", file=sys.stderr)
@@ -289,6 +290,22 @@ def cmd_privatize(args) -> int:
     for line in lines:
         print(output_line(line))
     return 0
+
+
+def _keep_words(spec: str | None):
+    """``--keep-words``: ``stop_words``, or a file of one word per line (blank lines skipped);
+    a file that cannot be read is named, its words never echoed."""
+    if spec is None or spec == "stop_words":
+        return spec
+    from ..errors import FileFormatError
+
+    try:
+        with open(spec, encoding="utf-8") as fh:
+            return [w.strip() for w in fh if w.strip()]
+    except OSError as exc:
+        raise FileFormatError(spec, f"cannot read the --keep-words file ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise FileFormatError(spec, "the --keep-words file is not UTF-8 text") from None
 
 
 def cmd_explain(args) -> int:
@@ -476,6 +493,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--oov", choices=("error", "mask", "drop", "keep"), default=None,
                    help="text inputs: words not in the space (default: error; keep releases "
                         "them unprotected)")
+    p.add_argument("--keep-words", default=None, metavar="stop_words|FILE",
+                   help="text inputs: release these words unchanged, UNPROTECTED (warns): "
+                        "'stop_words' (scikit-learn's English list, as CusText+ keeps them) or a "
+                        "file of one word per line")
     p.add_argument("--users", default=None, metavar="FILE.csv",
                    help="a user,lat,lon[,time] file: one output per row with per-user accounting")
     p.add_argument("--budget", type=float, default=None,

@@ -461,3 +461,22 @@ def test_keep_words_bad_input_is_refused_without_echo(stop_space, bad, error):
     with pytest.raises(error, match="keep_words") as info:
         privatize("paris and london", mech, rng=0, keep_words=bad)
     assert "paris" not in str(info.value)
+
+
+def test_keep_words_from_the_command_line(stop_space, tmp_path, capsys, monkeypatch):
+    import io
+
+    from mdp.cli.main import main
+
+    path = mdp.build("custext", stop_space, 0.5, k=4).save(tmp_path / "c.npz")
+    words = tmp_path / "keep.txt"
+    words.write_text("the\n\nof\n")
+    monkeypatch.setattr("sys.stdin", io.StringIO("the bank of the river\n"))
+    assert main(["privatize", str(path), "--keep-words", str(words)]) == 0
+    captured = capsys.readouterr()
+    assert "keep_words: 3 word(s)" in captured.err and "without privacy protection" in captured.err
+    out = captured.out.split()
+    assert out[0] == "the" and out[2] == "of" and out[3] == "the"
+    assert main(["privatize", str(path), "the", "--keep-words", str(tmp_path / "none.txt")]) == 2
+    err = capsys.readouterr().err
+    assert "none.txt" in err and "--keep-words" in err
