@@ -67,6 +67,9 @@ class MechanismEntry:
         ``peak_bytes(n, params) -> int``: the build's estimated peak memory on ``n`` points
         with the resolved parameters, checked by :func:`build` against ``max_memory`` before
         the builder runs (None: no estimate).
+    domain : {"any", "words"}
+        ``"words"``: a word mechanism of the text literature, built by default in ``mdp
+        curves`` only on a space of words (it applies wherever ``applies`` says, by name).
     """
 
     name: str
@@ -79,6 +82,7 @@ class MechanismEntry:
     rules: dict = field(default_factory=dict)
     mechanism_class: type = Mechanism
     peak_bytes: Callable[[int, dict], int] | None = None
+    domain: str = "any"
 
     @property
     def params(self) -> dict[str, object]:
@@ -145,7 +149,7 @@ def _always(space: MetricSpace) -> None:
 def register(name: str, *, description: str, applies: Callable | None = None,
              guarantee: str = "matrix", quick_max_n: int = 10**9, display_name: str | None = None,
              params: dict[str, Param] | None = None, mechanism_class: type = Mechanism,
-             peak_bytes: Callable[[int, dict], int] | None = None):
+             peak_bytes: Callable[[int, dict], int] | None = None, domain: str = "any"):
     """Decorator registering ``builder`` under ``name``.
 
     Parameters
@@ -169,6 +173,8 @@ def register(name: str, *, description: str, applies: Callable | None = None,
     peak_bytes : callable or None
         ``peak_bytes(n, params) -> int``, the build's estimated peak memory (see
         :class:`MechanismEntry`).
+    domain : {"any", "words"}
+        See :class:`MechanismEntry`.
 
     Examples
     --------
@@ -178,6 +184,8 @@ def register(name: str, *, description: str, applies: Callable | None = None,
     """
     if guarantee not in GUARANTEES:
         raise ValueError(f"guarantee must be one of {GUARANTEES}, got {guarantee!r}")
+    if domain not in ("any", "words"):
+        raise ValueError(f"domain must be 'any' or 'words', got {domain!r}")
     rules = dict(params or {})
 
     def deco(builder):
@@ -190,7 +198,7 @@ def register(name: str, *, description: str, applies: Callable | None = None,
                                  f"the builder's keyword parameters {sorted(declared)}")
         FAMILIES.register(name, MechanismEntry(name, builder, description, applies or _always,
                                                guarantee, quick_max_n, display_name or name, rules,
-                                               mechanism_class, peak_bytes))
+                                               mechanism_class, peak_bytes, domain))
         return builder
 
     return deco

@@ -115,6 +115,9 @@ def plan_families(space: MetricSpace, mechanisms: list[str] | None = None
         reason = entry.applies(space)
         if reason:
             left_out[name] = f"does not apply: {reason}"
+        elif entry.domain == "words" and not _is_word_space(space):
+            left_out[name] = ("a word mechanism, built by default on a space of words; ask for "
+                              f"it with --mechanisms {name}")
         elif space.n > entry.quick_max_n:
             left_out[name] = (f"n = {space.n} is above {entry.quick_max_n}, the largest size it is "
                               f"built on by default (cost); ask for it with --mechanisms {name}")

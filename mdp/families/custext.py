@@ -120,7 +120,8 @@ class CusTextMechanism(ScopedMechanism):
 @register("custext",
           description="CusText: exponential mechanism within disjoint sets of k nearest words "
                       "(Chen et al. 2023); DP within a set, no guarantee across sets",
-          display_name="CusText", guarantee="scoped", mechanism_class=CusTextMechanism,
+          display_name="CusText", domain="words", guarantee="scoped",
+          mechanism_class=CusTextMechanism,
           params={"k": Param("int", None, low=1, allow_none=True,
                              help="size of each output set, at most the vocabulary's size "
                                   f"(None: {DEFAULT_K}, or n when smaller)")})

@@ -95,7 +95,8 @@ class SanTextMechanism(ScopedMechanism):
 @register("santext",
           description="SanText(+): exponential mechanism on the sensitive words, non-sensitive "
                       "words kept with probability 1 - p (Yue et al. 2021)",
-          display_name="SanText", guarantee="scoped", mechanism_class=SanTextMechanism,
+          display_name="SanText", domain="words", guarantee="scoped",
+          mechanism_class=SanTextMechanism,
           params={"sensitive_fraction": Param("float", 1.0, low=0.0, high=1.0, low_open=True,
                                               help="fraction w of least frequent words that are "
                                                    "sensitive (1: SanText)"),

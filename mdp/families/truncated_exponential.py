@@ -96,7 +96,7 @@ class TruncatedExponentialRows(ExponentialRows):
 
 @register("tem",
           description="truncated exponential mechanism, Pr ~ exp(-eps min(d, gamma)/2) "
-                      "(Carvalho et al. 2023)", display_name="TEM",
+                      "(Carvalho et al. 2023)", display_name="TEM", domain="words",
           params={"beta": Param("float", DEFAULT_BETA, low=0.0, high=1.0, low_open=True,
                                 high_open=True,
                                 help="the paper's beta in (0, 1): gamma = 2/eps ln((1-beta)(n-1)/beta)"),

@@ -125,7 +125,8 @@ class VickreyMechanism(MahalanobisMechanism):
 @register("vickrey",
           description="noise + the nearest or the second nearest point (Xu et al. 2021); "
                       "analytic guarantee, matrix estimated by sampling",
-          applies=applies_to_points, guarantee="analytic", quick_max_n=200, display_name="Vickrey",
+          applies=applies_to_points, guarantee="analytic", quick_max_n=200,
+          display_name="Vickrey", domain="words",
           mechanism_class=VickreyMechanism,
           params={"t": Param("float", DEFAULT_T, low=0.0, high=1.0,
                              help="threshold t in [0, 1]: the second nearest point with "

@@ -444,3 +444,16 @@ def test_explain_states_a_scoped_guarantee_first(words12, tmp_path, capsys):
     exp = mdp.build("santext", words12, 2.0).save(tmp_path / "e.npz")
     assert main(["explain", str(exp)]) == 0
     assert "not metric DP" not in capsys.readouterr().out
+
+
+def test_word_mechanisms_are_default_curves_only_on_word_spaces(words12, plane):
+    from mdp.curves.loss import plan_families
+
+    words = {"mahalanobis", "vickrey", "tem", "santext", "custext"}
+    run, _ = plan_families(words12)
+    assert words <= set(run)
+    run, left = plan_families(plane)
+    assert not words & set(run) and "madlib" in run
+    assert all("word mechanism" in left[name] for name in words)
+    # by name they still build on any space they apply to
+    assert plan_families(plane, ["tem"])[0] == ["tem"]
