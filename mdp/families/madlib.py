@@ -256,6 +256,8 @@ class MadlibMechanism(Mechanism):
 
     kind = "madlib"
     guarantee = "analytic"
+    #: Name in messages.
+    display = "Madlib"
 
     def __init__(self, matrix, space: MetricSpace, epsilon: float, name: str = "madlib",
                  params: dict | None = None, stats: dict | None = None, *, log_matrix=None,
@@ -278,9 +280,6 @@ class MadlibMechanism(Mechanism):
             raise ParameterError(f"{self.display}'s estimated matrix must be row-stochastic")
         self.stats["privacy"] = self._privacy_record()
         return np.array(M, dtype=float)
-
-    #: Name in messages.
-    display = "Madlib"
 
     def _privacy_record(self) -> dict:
         return {"guarantee": "analytic", "claimed_eps": self.epsilon, "delta": 0.0,
