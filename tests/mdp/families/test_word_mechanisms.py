@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mdp
 from mdp.errors import ParameterError, PrivacyError
@@ -457,3 +459,45 @@ def test_word_mechanisms_are_default_curves_only_on_word_spaces(words12, plane):
     assert all("word mechanism" in left[name] for name in words)
     # by name they still build on any space they apply to
     assert plan_families(plane, ["tem"])[0] == ["tem"]
+
+
+# -- property tests over random spaces ------------------------------------------------------------
+@st.composite
+def _random_space(draw):
+    n = draw(st.integers(3, 9))
+    d = draw(st.integers(1, 4))
+    seed = draw(st.integers(0, 2**32 - 1))
+    X = np.random.default_rng(seed).normal(size=(n, d)) * draw(st.sampled_from([0.1, 1.0, 10.0]))
+    return mdp.MetricSpace.from_points(X)
+
+
+@settings(max_examples=25, deadline=None)
+@given(space=_random_space(), eps=st.floats(0.05, 20.0), gamma_q=st.floats(0.0, 1.0))
+def test_tem_is_certified_on_random_spaces(space, eps, gamma_q):
+    gamma = float(np.quantile(space.distances, gamma_q))
+    mech = mdp.build("tem", space, eps, gamma=gamma)
+    assert mech.stats["privacy"]["verified"] and mech.eps_tight() <= eps * (1 + 1e-9)
+    W = np.exp(-eps * np.minimum(space.distances, gamma) / 2)
+    np.testing.assert_allclose(mech.matrix, W / W.sum(axis=1, keepdims=True), rtol=1e-9,
+                               atol=1e-300)
+
+
+@settings(max_examples=25, deadline=None)
+@given(space=_random_space(), eps=st.floats(0.05, 20.0), k=st.integers(1, 9),
+       fraction=st.floats(0.1, 1.0), p=st.sampled_from([0.0, 0.3, 1.0]))
+def test_scoped_families_hold_their_scopes_on_random_spaces(space, eps, k, fraction, p):
+    k = min(k, space.n)
+    for mech in (mdp.build("custext", space, eps, k=k),
+                 mdp.build("santext", space, eps, sensitive_fraction=fraction, p=p)):
+        M = mech.matrix
+        assert np.allclose(M.sum(axis=1), 1.0, atol=1e-12)
+        covered = np.zeros(space.n, dtype=bool)
+        for scope in mech.scopes():
+            idx, D = scope.indices, scope.distances
+            covered[idx] = True
+            bound = np.exp(eps * D)[:, :, None] * (1 + 1e-9)
+            assert np.all(M[np.ix_(idx, idx)][:, None, :] <= bound * M[np.ix_(idx, idx)][None, :, :]
+                          + 1e-300)
+        assert mech.stats["privacy"]["unprotected_inputs"] == int((~covered).sum())
+        if mech.stats["privacy"]["covers_the_space"]:
+            assert mech.eps_tight() <= eps * (1 + 1e-9)
