@@ -7,8 +7,11 @@ scikit-learn. Nothing here uses ``assert``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
+import types
+import typing
 
 from .errors import ParameterError, ParameterTypeError
 
@@ -129,10 +132,6 @@ def check_tuning(obj) -> None:
     ParameterError, ParameterTypeError
         Naming the class and the field.
     """
-    import dataclasses
-    import types
-    import typing
-
     cls = type(obj)
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(obj):
@@ -151,9 +150,6 @@ def check_tuning(obj) -> None:
 
 
 def _check_tuning_value(name: str, value, hint) -> None:
-    import dataclasses
-    import typing
-
     if hint is bool:
         if not isinstance(value, bool):
             raise ParameterTypeError(f"{name} must be True or False, got {value!r}")

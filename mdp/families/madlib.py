@@ -76,11 +76,14 @@ __all__ = ["MadlibMechanism", "madlib_noise", "estimate_madlib_matrix", "check_m
 DEFAULT_N_SAMPLES = 500
 
 
-def madlib_noise(m: int, d: int, epsilon: float, *, rng=None) -> np.ndarray:
+def madlib_noise(m: int, d: int, epsilon: float, *, rng=None, shape=None) -> np.ndarray:
     r"""``m`` draws of noise with density proportional to ``exp(-epsilon ||z||_2)`` in R^d.
 
     Radius ``Gamma(shape=d, scale=1/epsilon)`` times a uniform direction
-    (``rng.standard_normal(d)`` normalised), Feyisetan et al. 2020, section 4.
+    (``rng.standard_normal(d)`` normalised), Feyisetan et al. 2020, section 4. With ``shape``
+    (a d x d matrix ``S``) the draws are ``S N``, density proportional to
+    ``exp(-epsilon ||S^{-1} z||)``: the Mahalanobis mechanism's noise
+    (:mod:`mdp.families.mahalanobis`).
 
     Returns
     -------
@@ -90,7 +93,8 @@ def madlib_noise(m: int, d: int, epsilon: float, *, rng=None) -> np.ndarray:
     d = check_int(d, "d", low=1)
     epsilon = check_epsilon(epsilon)
     rng = check_rng(rng)
-    return unit_noise(m, d, rng) / epsilon
+    noise = unit_noise(m, d, rng) / epsilon
+    return noise if shape is None else noise @ np.asarray(shape).T
 
 
 def unit_noise(m: int, d: int, rng: np.random.Generator) -> np.ndarray:
@@ -302,12 +306,11 @@ class MadlibMechanism(Mechanism):
         0, another family's file renamed ``"madlib"``) raises :class:`~mdp.errors.PrivacyError`.
         """
         mech = super()._from_saved(values, space, meta, log=log)
+        options = mech.estimator_options()
         check_madlib_estimate(mech.matrix, space, mech.epsilon,
                               mech.params.get("n_samples", DEFAULT_N_SAMPLES),
-                              **{k: v for k, v in mech.estimator_options().items()
-                                 if k != "epsilon"},
-                              noise_epsilon=mech.estimator_options()["epsilon"],
-                              family=cls.display)
+                              noise_epsilon=options.pop("epsilon"), family=cls.display,
+                              **options)
         return mech
 
     def noise(self, m: int, rng) -> np.ndarray:

@@ -45,7 +45,7 @@ from .madlib import (
     MadlibMechanism,
     applies_to_points,
     estimate_madlib_matrix,
-    unit_noise,
+    madlib_noise,
 )
 
 __all__ = ["MahalanobisMechanism", "MahalanobisRows", "mahalanobis_shape", "DEFAULT_LAMBDA", "SIGMA_MARGIN"]
@@ -142,10 +142,10 @@ class MahalanobisMechanism(MadlibMechanism):
         return {"epsilon": self.noise_epsilon, "shape": self._shape}
 
     def noise(self, m: int, rng) -> np.ndarray:
-        """``m`` draws of ``S N`` at ``eps_M`` (radius ``Gamma(d, 1/eps_M)``, uniform direction)."""
-        from ..validation import check_rng
-
-        return (unit_noise(m, self._shape.shape[0], check_rng(rng)) / self.noise_epsilon) @ self._shape.T
+        """``m`` draws of ``S N`` at ``eps_M`` (radius ``Gamma(d, 1/eps_M)``, uniform direction;
+        :func:`~mdp.families.madlib.madlib_noise`)."""
+        return madlib_noise(m, self.space.points.shape[1], self.noise_epsilon, rng=rng,
+                            shape=self._shape)
 
 
 LAMBDA_PARAM = Param("float", DEFAULT_LAMBDA, low=0.0, high=1.0,
@@ -203,8 +203,8 @@ class MahalanobisRows(MadlibRows):
         return record
 
     def noise(self, m: int, rng: np.random.Generator) -> np.ndarray:
-        eps_m = self.epsilon * self._sigma_min
-        return (unit_noise(m, self.space.dim, rng) / eps_m) @ self._shape.T
+        return madlib_noise(m, self.space.dim, self.epsilon * self._sigma_min, rng=rng,
+                            shape=self._shape)
 
 
 _ARGUMENT = ("the noise S N has density ~ exp(-eps_M ||S^-1 y||): the density ratio of x + S N is "

@@ -104,11 +104,6 @@ class VickreyMechanism(MahalanobisMechanism):
     def estimator_options(self) -> dict:
         return {"epsilon": self.noise_epsilon, "shape": self._shape, "second_t": self._t}
 
-    def noise(self, m: int, rng) -> np.ndarray:
-        if self._shape is None:
-            return MadlibMechanism.noise(self, m, rng)
-        return super().noise(m, rng)
-
     def release(self, z, rng: np.random.Generator) -> np.ndarray:
         """Nearest or second nearest point of each noisy point (:func:`vickrey_release`)."""
         if self.space.n < 2:
@@ -178,11 +173,6 @@ class VickreyRows(MahalanobisRows):
                                "point alone is post-processing")
         record["sampling"] += "; the two nearest from the same screen (float64 ranking)"
         return record
-
-    def noise(self, m: int, rng: np.random.Generator) -> np.ndarray:
-        if self._shape is None:
-            return MadlibRows.noise(self, m, rng)
-        return super().noise(m, rng)
 
     def release(self, z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         if self.space.n < 2:
