@@ -501,3 +501,14 @@ def test_scoped_families_hold_their_scopes_on_random_spaces(space, eps, k, fract
         assert mech.stats["privacy"]["unprotected_inputs"] == int((~covered).sum())
         if mech.stats["privacy"]["covers_the_space"]:
             assert mech.eps_tight() <= eps * (1 + 1e-9)
+
+
+def test_a_tem_file_whose_matrix_breaks_its_epsilon_is_refused(words12, tmp_path):
+    mech = mdp.build("tem", words12, 1.0, gamma=2.0)
+    data = dict(np.load(mech.save(tmp_path / "t.npz")))
+    L = data["log_matrix"].copy()
+    L[3] = np.log(np.eye(words12.n)[3] * (1 - 1e-3) + 1e-3 / words12.n)   # input 3 nearly kept
+    data["log_matrix"] = L
+    np.savez(tmp_path / "forged.npz", **data)
+    with pytest.raises(PrivacyError, match="privacy check"):
+        mdp.load(tmp_path / "forged.npz")
