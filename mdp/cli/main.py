@@ -575,8 +575,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="x axis of the plot: the certified eps_tight (default), or the optimal "
                         "attacker's expected error under --prior (Shokri et al. 2012)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="run every (family, target) point on a Dask cluster, tcp://HOST:PORT "
-                        "(the extra 'dask'); --keep must then be a folder the workers can write")
+                   help="run the points on a Dask cluster, tcp://HOST:PORT (the extra 'dask'): "
+                        "an LP family's targets as one task (its sweep), others point by point; "
+                        "--keep must then be a folder the workers can write")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("-o", "--output", default=DEFAULT_OUT_DIR,
                    help=f"output directory (default {DEFAULT_OUT_DIR}; another one's parent must "

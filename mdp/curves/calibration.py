@@ -20,9 +20,10 @@ from enum import Enum
 
 from ..errors import BuildError
 from ..mechanism import Mechanism
-from ..registry import build
+from ..registry import build, get
 from ..spaces.metric_space import MetricSpace
 from ..validation import check_int, check_positive, check_probability
+from ..worst_case.sweep_start import Sweep
 
 __all__ = ["calibrate", "CalibrationSearch"]
 
@@ -177,7 +178,11 @@ def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: 
         bracket ``[lo, hi]`` on epsilon satisfies ``hi / lo <= 1 + rtol``.
     max_builds : int, default 40
     rng, **params
-        Passed to :func:`mdp.build`. ``mode`` defaults to ``"matrix"``: the search measures
+        Passed to :func:`mdp.build`. A family that takes ``sweep`` (the LP families) gets one
+        :class:`mdp.worst_case.sweep_start.Sweep` for all its builds (``params["sweep"]`` if
+        given, e.g. to chain calibrations to several targets): each LP starts from the rows
+        its predecessor ended with, and is certified as any other. ``mode`` defaults to
+        ``"matrix"``: the search measures
         ``eps_tight``, which needs the certified matrix (``mode="auto"`` would pick vocabulary
         mode above :class:`~mdp.vocabulary.mode.ModeRule`'s size, which has none).
     on_build : callable, optional
@@ -203,6 +208,9 @@ def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: 
     max_builds = check_int(max_builds, "max_builds", low=1)
     search = CalibrationSearch(target, rtol, max_builds)
     params.setdefault("mode", "matrix")
+    own_sweep = "sweep" in get(name).params and params.get("sweep") is None
+    if own_sweep:
+        params["sweep"] = Sweep()
     # Only the build that would be returned so far is kept (the largest eps_tight within the
     # target; ties: the larger epsilon): one n x n matrix in memory, not one per build.
     best_key, best = None, None
@@ -216,6 +224,8 @@ def calibrate(name: str, space: MetricSpace, target_eps_tight: float, *, delta: 
         del mech
         if on_build is not None:
             on_build(len(search.trials), eps, level)
+    if own_sweep:
+        params["sweep"].clear()      # the returned mechanism keeps it in its params
     if search.lo is None or best is None:
         raise BuildError(f"calibrate({name!r}, n={space.n}): no epsilon reached eps_tight <= "
                          f"{target:g} (delta={delta:g}) in {max_builds} builds; smallest "

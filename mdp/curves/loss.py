@@ -47,6 +47,7 @@ from ..spaces.metric_space import MetricSpace
 from ..spaces.specs import DEFAULT_SPACE, load_space
 from ..spaces.vector_space import VectorSpace
 from ..validation import check_positive, check_probability
+from ..worst_case.sweep_start import Sweep
 from . import DEFAULT_OUT_DIR
 from .adversary import (
     EXPECTED_VARIANT,
@@ -179,9 +180,13 @@ def loss_curves(space: MetricSpace, mechanisms: list[str] | None = None, targets
     prior (``objective="expected"``) is the family ``optimal[expected]``, added by itself where
     OPTMech runs on at most ``QUICK_MAX_N`` points and built on up to ``HIGHS_MAX_N`` when named
     (Gowalla New York, 100 cells: about 110 s a build against 14 s for the worst case). ``scheduler`` (``"tcp://HOST:PORT"`` or a
-    ``distributed.Client``; the extra ``dask``): every (family, target) point is a task on that
-    Dask cluster, with the same rows as a local run (``keep`` must then be a folder the workers
-    can write).
+    ``distributed.Client``; the extra ``dask``): the points run as tasks on that Dask cluster,
+    an LP family's targets as one task (its sweep), every other point on its own, with the same
+    rows as a local run (``keep`` must then be a folder the workers can write).
+
+    The LP families (those taking ``sweep``) sweep their targets in the order given: each build
+    starts from the rows the build before it ended with
+    (:class:`mdp.worst_case.sweep_start.Sweep`), which changes its time, not its result.
     """
     delta = check_probability(delta, "delta", inclusive_high=False)
     q = check_probability(q, "q")
@@ -364,13 +369,18 @@ def _infinite_level_row(space: MetricSpace, name: str, t: float, settings: _Poin
 
 
 def _calibrated_point(space: MetricSpace, name: str, t: float, settings: _PointSettings,
-                      on_build=None) -> dict:
+                      on_build=None, chain: dict | None = None) -> dict:
     """The row of one (family, target): calibrated, measured, saved with ``keep``; a point that
-    fails is a row with ``guarantee = "failed"`` and the reason (the rest of the curve stands)."""
+    fails is a row with ``guarantee = "failed"`` and the reason (the rest of the curve stands).
+
+    ``chain``: a family that takes ``sweep`` (the LP families) continues the sweep kept in
+    ``chain[name]`` (its builds at the family's previous targets, :class:`Sweep`)."""
     t0 = time.perf_counter()
     family, params = variant_of(name)
     if params:
         params = {**params, "prior": settings.prior}
+    if chain is not None and "sweep" in get(family).params:
+        params = {**params, "sweep": chain.setdefault(name, Sweep())}
     try:
         scoped = _infinite_level_row(space, name, t, settings, t0)
         if scoped is not None:
@@ -405,6 +415,7 @@ def _calibrated_rows(space: MetricSpace, bar, status: _Status, settings: _PointS
     """One row per (family, target) of ``bar``'s tasks, in this process; the bar (and
     ``status``) say which build is running."""
     rows = []
+    chain: dict = {}
     for name, t in bar:
         status.now = f"{name} at eps_tight {t:g}"
         bar.set_postfix_str(f"{name} at {t:g}", refresh=False)
@@ -413,16 +424,45 @@ def _calibrated_rows(space: MetricSpace, bar, status: _Status, settings: _PointS
             status.now = f"{name} at eps_tight {t:g}, build {builds} (eps_tight {level:.4g})"
             bar.set_postfix_str(f"{name} at {t:g}: build {builds}, eps_tight {level:.4g}")
 
-        rows.append(_calibrated_point(space, name, t, settings, on_build))
+        rows.append(_calibrated_point(space, name, t, settings, on_build, chain))
         _warn_failed(rows[-1])
         status.done += 1
+    for sweep in chain.values():
+        sweep.clear()
+    return rows
+
+
+def _chains(tasks: list) -> list[tuple[str, list[tuple[int, float]]]]:
+    """The cluster's tasks: the targets of a family that takes ``sweep`` as one chain (in
+    the order of ``tasks``, each build starting from the one before, as a local run does), every
+    other point on its own; ``(name, [(index in tasks, target), ...])``."""
+    chains: dict[str, list] = {}
+    out = []
+    for k, (name, t) in enumerate(tasks):
+        if "sweep" in get(variant_of(name)[0]).params:
+            if name not in chains:
+                chains[name] = []
+                out.append((name, chains[name]))
+            chains[name].append((k, t))
+        else:
+            out.append((name, [(k, t)]))
+    return out
+
+
+def _calibrated_chain(space: MetricSpace, name: str, points: list, settings: _PointSettings
+                      ) -> list[dict]:
+    """The rows of ``points`` (``(index, target)``) of one family, in order, chained."""
+    chain: dict = {}
+    rows = [_calibrated_point(space, name, t, settings, chain=chain) for _, t in points]
+    for sweep in chain.values():
+        sweep.clear()
     return rows
 
 
 def _cluster_rows(space: MetricSpace, tasks: list, bar, status: _Status,
                   settings: _PointSettings, scheduler) -> list[dict]:
     """The same rows computed on a Dask cluster (``scheduler``: an address or a
-    ``distributed.Client``), every point a task; rows in the order of ``tasks``."""
+    ``distributed.Client``), tasks as :func:`_chains`; rows in the order of ``tasks``."""
     try:
         from distributed import Client, as_completed
     except ImportError:  # pragma: no cover - depends on the environment
@@ -438,16 +478,16 @@ def _cluster_rows(space: MetricSpace, tasks: list, bar, status: _Status,
                                  f"distributed.Client, got {type(scheduler).__name__}")
     try:
         shared = client.scatter(space, broadcast=True)
-        futures = {client.submit(_calibrated_point, shared, name, t, settings, pure=False): k
-                   for k, (name, t) in enumerate(tasks)}
+        futures = {client.submit(_calibrated_chain, shared, name, points, settings, pure=False):
+                   [k for k, _ in points] for name, points in _chains(tasks)}
         rows: list = [None] * len(tasks)
         status.now = f"{len(tasks)} points on the cluster"
         for fut in as_completed(futures):
-            row = fut.result()
-            rows[futures[fut]] = row
-            _warn_failed(row)
-            status.done += 1
-            bar.update(1)
+            for k, row in zip(futures[fut], fut.result(), strict=True):
+                rows[k] = row
+                _warn_failed(row)
+                status.done += 1
+                bar.update(1)
         return rows
     finally:
         if own:

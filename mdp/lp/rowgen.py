@@ -184,6 +184,11 @@ class RowGenerationPolicy:
         first solve) where a run started by IPX takes 0.3 s.
     warm_min_seconds : float
         The least budget of the warm rounds (with ``warm_time_factor``).
+    polish_tol : float or None
+        Separation tolerance from a polish on (``POLISH`` and the ``POLISHED`` rounds after it);
+        None (default): the tolerance of the rounds before it. A run whose interior rounds end
+        satisfied at ``interior_tol`` otherwise returns the polished vertex with rows violated by
+        up to that tolerance, which the caller's repair pays for.
     """
 
     start: Phase = Phase.INITIAL
@@ -200,6 +205,7 @@ class RowGenerationPolicy:
     max_rounds: int = 500
     warm_time_factor: float | None = None
     warm_min_seconds: float = 20.0
+    polish_tol: float | None = None
 
     def __post_init__(self) -> None:
         if self.start not in (Phase.INITIAL, Phase.INTERIOR):
@@ -402,6 +408,8 @@ class RowGeneration:
             lp.set_solver("ipm")
             if phase is Phase.CROSSOVER:
                 st.tol = p.tol
+            elif p.polish_tol is not None:
+                st.tol = p.polish_tol
         elif phase in (Phase.SIMPLEX, Phase.POLISHED):
             lp.set_solver("simplex")
         st.phase = phase

@@ -58,6 +58,10 @@ __all__ = ["primal_rows", "privacy_rows", "lagrangian_lower_bound", "max_privacy
 #: ``e^{eps D}`` HiGHS can fail on these bounded LPs, and the smaller limits then solve them
 #: (cases in ``docs/design/lp.md``).
 MAX_COEFFICIENTS = (1e12, 1e7, 1e5)
+
+#: HiGHS's smallest matrix value kept, for scaled privacy rows (its least allowed value): the
+#: coefficients ``e^{-eps D_uv}`` of the rows within the first coefficient limit are at least it.
+SMALL_MATRIX_VALUE = 1e-12
 @dataclass(frozen=True)
 class LazyRoundsTuning:
     """Tolerances and switches of the lazy worst-case-loss solve (:func:`lazy_policy`).
@@ -174,16 +178,25 @@ def primal_rows(D: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair: np.ndar
     return sp.vstack([R, L, Pm], format="csr")
 
 
-def privacy_rows(D: np.ndarray, eps: float, u: np.ndarray, v: np.ndarray, w: np.ndarray) -> sp.csr_matrix:
-    """Rows ``e^{eps D_uv} M_vw - M_uw >= 0`` for the triples ``(u, v, w)`` (columns as :func:`primal_rows`)."""
+def privacy_rows(D: np.ndarray, eps: float, u: np.ndarray, v: np.ndarray, w: np.ndarray, *,
+                 scaled: bool = False) -> sp.csr_matrix:
+    """Rows ``e^{eps D_uv} M_vw - M_uw >= 0`` for the triples ``(u, v, w)`` (columns as
+    :func:`primal_rows`); ``scaled``: the same rows divided by ``e^{eps D_uv}``,
+    ``M_vw - e^{-eps D_uv} M_uw >= 0``, whose coefficients are at most 1 and whose activity is the
+    violation :func:`separate` measures (the column blocks' form)."""
     n = D.shape[0]
     m = len(u)
     indices = np.empty(2 * m, dtype=np.int64)
     indices[0::2] = u * n + w
     indices[1::2] = v * n + w
     data = np.empty(2 * m)
-    data[0::2] = -1.0
-    data[1::2] = np.exp(eps * D[u, v])
+    if scaled:
+        with np.errstate(under="ignore"):
+            data[0::2] = -np.exp(-eps * D[u, v])
+        data[1::2] = 1.0
+    else:
+        data[0::2] = -1.0
+        data[1::2] = np.exp(eps * D[u, v])
     A = sp.csr_matrix((data, indices, np.arange(0, 2 * m + 1, 2)), shape=(m, n * n + 1))
     A.sort_indices()
     return A
@@ -326,7 +339,8 @@ def separate(M: np.ndarray, distances: np.ndarray, eps: float, allowed: np.ndarr
     return u, v, w, worst
 
 
-def privacy_row_generators(D: np.ndarray, eps: float, allowed: np.ndarray):
+def privacy_row_generators(D: np.ndarray, eps: float, allowed: np.ndarray, *,
+                           scaled: bool = False):
     """The separation and row callbacks of :class:`~mdp.lp.RowGeneration` over the privacy rows
     ``(u, v, w)`` (keys ``(u n + v) n + w``) of the allowed pairs, columns as :func:`primal_rows`
     (``M`` row-major first): :func:`separate` on the solution's ``M``, and :func:`privacy_rows`
@@ -341,20 +355,22 @@ def privacy_row_generators(D: np.ndarray, eps: float, allowed: np.ndarray):
 
     def rows(keys):
         su, sv, sw = keys // N, (keys // n) % n, keys % n
-        return privacy_rows(D, eps, su, sv, sw), np.zeros(len(keys)), np.full(len(keys), np.inf)
+        return (privacy_rows(D, eps, su, sv, sw, scaled=scaled), np.zeros(len(keys)),
+                np.full(len(keys), np.inf))
 
     return cuts, rows
 
 
 def lazy_policy(solver: str = "simplex", *, tol: float | None = None,
                 max_rounds: int | None = None, gap: float | None = None,
+                polish_tol: float | None = None,
                 tuning: LazyRoundsTuning = LazyRoundsTuning()) -> RowGenerationPolicy:
     """The :class:`~mdp.lp.RowGenerationPolicy` of the lazy worst-case-loss solve.
 
     ``solver="simplex"``: warm dual simplex rounds from the first solve on; ``"ipm"``: interior
     rounds first (:class:`~mdp.lp.Phase`). Tolerances are those of ``tuning``
     (:class:`LazyRoundsTuning`); ``tol`` and ``max_rounds`` default to its ``separation_tol`` and
-    ``max_rounds``.
+    ``max_rounds``; ``polish_tol``: :attr:`~mdp.lp.RowGenerationPolicy.polish_tol`.
 
     Exact mode (``gap=None``): interior rounds at the loose ``tuning.ipm_round_tol``, which only find
     rows; the crossover and warm simplex rounds then solve the final row set exactly.
@@ -377,7 +393,8 @@ def lazy_policy(solver: str = "simplex", *, tol: float | None = None,
                                                      else gap_ipm_tolerance(gap, tuning=t)),
                                gap_rtol=t.polish_rtol,
                                interior_gap_rtol=t.ipm_polish_rtol, warm_pricing=t.warm_pricing,
-                               max_rounds=t.max_rounds if max_rounds is None else max_rounds)
+                               max_rounds=t.max_rounds if max_rounds is None else max_rounds,
+                               polish_tol=polish_tol)
 
 
 def gap_ipm_tolerance(gap: float, *, tuning: LazyRoundsTuning = LazyRoundsTuning()) -> float:
@@ -399,6 +416,8 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
                              gap: float | None = None,
                              privacy_distances: np.ndarray | None = None,
                              initial_rows: tuple | None = None,
+                             scaled_rows: bool = False,
+                             polish_tol: float | None = None,
                              tuning: LazyRoundsTuning = LazyRoundsTuning()) -> tuple[np.ndarray, dict]:
     r"""Worst-case-loss LP with privacy rows on the ``allowed`` pairs, by lazy row generation.
 
@@ -453,6 +472,12 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
         by one row.
     initial_rows : ``(u, v, w)`` int arrays or None
         The starting rows (those of disallowed pairs dropped); ``None``: :func:`initial_triples`.
+    scaled_rows : bool, default False
+        Pass the privacy rows to HiGHS in their scaled form (:func:`privacy_rows`), coefficients
+        at most 1, instead of ``e^{eps D_uv}`` up to ``max_coefficient``.
+    polish_tol : float or None
+        Separation tolerance from the polish on (:attr:`mdp.lp.RowGenerationPolicy.polish_tol`):
+        with scaled rows, a violation is the amount the repair lifts an entry by.
     tuning : LazyRoundsTuning
         Tolerances and switches of the rounds (:func:`lazy_policy`).
 
@@ -477,20 +502,24 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
         iu, iv, iw = (np.asarray(a, dtype=np.int64) for a in initial_rows)
         ok = allowed[iu, iv]
         iu, iv, iw = _unique_triples(n, iu[ok], iv[ok], iw[ok])
-    A = sp.vstack([base, privacy_rows(D, eps, iu, iv, iw)], format="csr")
+    A = sp.vstack([base, privacy_rows(D, eps, iu, iv, iw, scaled=scaled_rows)], format="csr")
     m = A.shape[0]
     c = np.zeros(N + 1)
     c[-1] = 1.0
     lp = SparseLP(c, A, row_lower=np.r_[np.ones(n), np.zeros(m - n)],
                   row_upper=np.r_[np.ones(n), np.full(m - n, np.inf)],
                   col_lower=np.r_[np.zeros(N), -np.inf], col_upper=np.r_[np.ones(N), np.inf],
-                  solver=solver, time_limit=time_limit, primal_tolerance=1e-10, dual_tolerance=1e-10)
+                  solver=solver, time_limit=time_limit, primal_tolerance=1e-10, dual_tolerance=1e-10,
+                  # scaled rows keep coefficients down to 1 / max_coefficient, which HiGHS would
+                  # otherwise drop as below its small_matrix_value (1e-9): a dropped one turns
+                  # M_vw >= K M_uw into M_vw >= 0 and leaves a violation of up to K for the repair
+                  options={"small_matrix_value": SMALL_MATRIX_VALUE} if scaled_rows else None)
 
-    cuts, rows = privacy_row_generators(D, eps, allowed)
+    cuts, rows = privacy_row_generators(D, eps, allowed, scaled=scaled_rows)
     loop = RowGeneration(lp, A, cuts, rows, key_space=n ** 3, initial_keys=(iu * n + iv) * n + iw,
                          bound=lambda A_all, sol: lagrangian_lower_bound(A_all, sol.row_dual, n),
                          policy=lazy_policy(solver, tol=tol, max_rounds=max_rounds, gap=gap,
-                                            tuning=tuning),
+                                            polish_tol=polish_tol, tuning=tuning),
                          time_limit=time_limit, started=t0, on_round=on_round,
                          stop=None if stop is None else
                          (lambda sol, b: stop(np.maximum(sol.x[:N].reshape(n, n), 0.0), b)))

@@ -57,10 +57,12 @@ from ...worst_case.block_rounds import gap_round_tol, solve_worst_case_lp_block_
 from ...worst_case.column_mix import least_loss_column_mix, lower_envelope
 from ...worst_case.expected_loss import expected_loss_candidate, expected_solver
 from ...worst_case.solve import (
+    initial_triples,
     max_privacy_violation,
     solve_worst_case_lp,
     solve_worst_case_lp_lazy,
 )
+from ...worst_case.sweep_start import Sweep, merge_rows, sweep_param
 from ..exponential import exponential_floor
 from .formulation import (
     HIGHS_MAX_N,
@@ -87,7 +89,7 @@ def _applies(space: MetricSpace) -> str | None:
 
 def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver: str, knn: int,
                            time_limit: float | None, gap: float | None, device: str,
-                           tuning: OptimalTuning) -> _Solved:
+                           tuning: OptimalTuning, sweep: Sweep | None = None) -> _Solved:
     """``solver="blocks"``: row generation over column blocks until the repaired matrix is
     certified within ``gap`` (``tuning.retry_rtol`` when exact); where the rounds' plateau stops
     short of it, HiGHS's lazy solve (``solver``) finishes from the rows they generated (if HiGHS
@@ -123,8 +125,10 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
         repaired.update(M=repaired["best_M"], candidate=repaired["best_candidate"])
         return repaired["best_M"]
 
+    start, started = _sweep_rows(sweep, D, allowed, epsilon, tuning)
     M, state, stats = solve_worst_case_lp_block_rounds(
         D, allowed, epsilon, knn=knn, time_limit=time_limit, stop=stop,
+        initial_rows=start,
         tight_tol=None if gap is None else gap_round_tol(gap, tuning=tuning.rounds),
         tight_separation_tol=None if gap is None else tuning.rounds.separation_tol,
         test_from=None if gap is None else target, tuning=tuning.rounds,
@@ -150,6 +154,7 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
             M, finish = solve_worst_case_lp_lazy(
                 D, allowed, epsilon, time_limit=budget if capped else left, solver=solver,
                 knn=knn, stop=None if gap is None else stop, gap=gap, initial_rows=state.rows,
+                scaled_rows=tuning.finish_scaled, polish_tol=tuning.finish_polish_tol,
                 tuning=tuning.lazy)
         except LPError as exc:
             timed_out = isinstance(exc, LPTimeout)
@@ -185,8 +190,10 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
     if repair is not None:
         stats.update(repair.counts())
     R, log, mix = candidate
+    if started is not None:
+        stats["sweep_start"] = started
     return _Solved(R, log, stats, candidate_loss(R, D, log), violation, mix, np.inf, conclusive,
-                   retry_seconds=budget)
+                   retry_seconds=budget, rows=state.rows)
 
 
 @dataclass
@@ -208,6 +215,19 @@ class _Solved:
     #: Seconds each later attempt may take (None: the build's time left); past them the least
     #: loss so far stands.
     retry_seconds: float | None = None
+    #: The privacy rows ``(u, v, w)`` of the last LP solved, where the solve exposes them (the
+    #: block rounds): what a sweep's next build starts from.
+    rows: tuple | None = None
+
+
+def _sweep_rows(sweep: Sweep | None, D: np.ndarray, allowed: np.ndarray, epsilon: float,
+                tuning: OptimalTuning) -> tuple[tuple | None, dict | None]:
+    """The rows a sweep's build starts with besides its own (:meth:`Sweep.start_rows`), and
+    the record of where they came from (None without a sweep)."""
+    if sweep is None:
+        return None, None
+    return sweep.start_rows(D, allowed, epsilon, rtol=tuning.sweep_rtol, near=tuning.sweep_near,
+                            far=tuning.sweep_far)
 
 
 class _GapRepair:
@@ -273,7 +293,8 @@ class _GapRepair:
 
 def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, solver: str, knn: int,
                     max_coefficient: float, time_limit: float | None, gap: float | None = None,
-                    tuning: OptimalTuning = OptimalTuning()) -> _Solved:
+                    tuning: OptimalTuning = OptimalTuning(),
+                    sweep: Sweep | None = None) -> _Solved:
     """Solve with rows up to ``max_coefficient``; check every row; repair to the private envelope.
 
     With ``gap`` the lazy loop stops as soon as the repaired matrix's loss is within ``gap``
@@ -295,12 +316,17 @@ def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, 
             tested["candidate"] = candidate
             return gap_target_met(loss, bound, gap, D, absolute_gap=tuning.absolute_gap), loss
 
+        extra, started = _sweep_rows(sweep, D, allowed, epsilon, tuning)
+        start = (None if extra is None
+                 else merge_rows(space.n, allowed, initial_triples(D, allowed, knn), extra))
         M, stats = solve_worst_case_lp_lazy(D, allowed, epsilon, time_limit=time_limit, solver=solver,
                                             knn=knn, max_coefficient=max_coefficient,
                                             stop=None if gap is None else stop, gap=gap,
-                                            tuning=tuning.lazy)
+                                            initial_rows=start, tuning=tuning.lazy)
         if repair is not None:
             stats.update(repair.counts())
+        if started is not None:
+            stats["sweep_start"] = started
     else:
         M, stats = solve_worst_case_lp(D, pu, pv, epsilon, time_limit=time_limit, solver=solver,
                                        max_coefficient=max_coefficient, tuning=tuning.lazy)
@@ -404,6 +430,7 @@ PARAMS = {
                  help="certified relative gap at which the row generation stops (None: exact, "
                       "<= 1e-6)"),
     "tuning": tuning_param(OptimalTuning),
+    "sweep": sweep_param(),
     **objective_params(),
 }
 
@@ -415,8 +442,8 @@ PARAMS = {
 def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: float | None = None,
                   redundancy_rtol: float = 1e-12, method: str | None = AUTO,
                   solver: str | None = AUTO, knn: int | None = None, gap: float | None = None,
-                  tuning: OptimalTuning | None = None, objective: str = "worst",
-                  prior: Prior | None = None) -> Candidate:
+                  tuning: OptimalTuning | None = None, sweep: Sweep | None = None,
+                  objective: str = "worst", prior: Prior | None = None) -> Candidate:
     """The exact eps-mDP mechanism of least worst-case loss (OPTMech).
 
     Parameters
@@ -470,6 +497,13 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
         certified either way.
     tuning : OptimalTuning or None
         Thresholds of the plan and tolerances of the solves (None: the defaults).
+    sweep : mdp.worst_case.sweep_start.Sweep or None
+        A sweep over epsilon on this space (:func:`mdp.calibrate` and ``mdp curves`` pass
+        one): the row generation starts with the rows the sweep's previous build left (every
+        row of its last LP within ``tuning.sweep_near`` in log-epsilon, else within
+        ``tuning.sweep_far`` the rows binding its matrix within ``tuning.sweep_rtol``) besides
+        its usual starting rows, and the build leaves its own; ``stats["sweep_start"]`` says which. It changes the rounds' time, not
+        the optimum nor its certification.
     objective : {"worst", "expected"}, default "worst"
         ``"expected"``: the least prior-weighted loss ``sum_u pi_u sum_w D_uw M_uw`` under the
         same privacy rows (Bordenabe, Chatzikokolakis, Palamidessi 2014), by lazy rows on HiGHS
@@ -541,11 +575,11 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
             # the scaled rows of the column blocks have no coefficient above 1: one attempt
             return _solve_by_block_rounds(space, epsilon, pu, pv, solver=finish, knn=knn,
                                           time_limit=left, gap=gap, device=path.device.value,
-                                          tuning=tuning)
+                                          tuning=tuning, sweep=sweep)
         return _solve_at_limit(space, epsilon, pu, pv, method=method,
                                solver=finish if solver == BLOCKS else solver,
                                knn=knn, max_coefficient=max_coefficient, time_limit=left, gap=gap,
-                               tuning=tuning)
+                               tuning=tuning, sweep=sweep if method == "lazy" else None)
 
     def label(max_coefficient: float) -> str:
         if solver == BLOCKS and max_coefficient == tuning.max_coefficients[0]:
@@ -579,6 +613,9 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
                                         {"attempts": lines, "method": method, "solver": solver,
                                          "target_met": False},
                                         family="OPTMech", reason=reason))
+    if sweep is not None:
+        with np.errstate(under="ignore"):
+            sweep.record(epsilon, np.exp(best.matrix) if best.log else best.matrix, best.rows)
     abs_gap = best.loss - bound
     stats = dict(best.stats)
     stats.update(full_privacy_rows=n * n * (n - 1), redundant_pairs=n * (n - 1) - len(pu),

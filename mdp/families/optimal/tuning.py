@@ -40,6 +40,18 @@ class OptimalTuning:
         tie near 0.6 on every space measured.
     finish_solver : str, default "ipm"
         HiGHS method of the lazy finish of ``solver="blocks"`` from the rows of its rounds.
+    finish_polish_tol : float, default 1e-12
+        Separation tolerance of the finish from its polish on
+        (:attr:`mdp.lp.RowGenerationPolicy.polish_tol`): a scaled row's violation is the amount
+        the repair lifts an entry by, which costs up to ``n`` times it times the largest
+        distance; at the interior rounds' 1e-8 that was 3e-6 of a near-exact mechanism's loss
+        (clustered points, n = 100, eps x median 12).
+    finish_scaled : bool, default True
+        The finish passes the privacy rows in their scaled form ``M_vw - e^{-eps D_uv} M_uw >= 0``
+        (coefficients at most 1) rather than ``e^{eps D_uv} M_vw - M_uw >= 0`` (coefficients up
+        to ``max_coefficients[0]``): on a 150-point city box in kilometres at eps 23 per km the
+        rounds stalled at a certified 5.4e-6 and HiGHS's finish on the unscaled rows ended with
+        model status 'Unknown'; on the scaled rows it certified 1.1e-7 (``docs/design/lp.md``).
     violation_atol : float, default 1e-6
         Largest absolute violation ``M[u,w] - e^{eps D_uv} M[v,w]`` accepted from an exact
         solve (it is then repaired by :func:`mdp.privacy.verification.certify`); beyond it the attempt
@@ -67,6 +79,11 @@ class OptimalTuning:
         envelope is certified within ``mix_try_factor`` of the target (it cut the gap 1.5-8x on
         the Geolife and GloVe iterates measured; its LP takes about 15 s at n = 500), with
         ``mix_previous`` earlier repairs among its atoms.
+    sweep_rtol, sweep_near, sweep_far : float, defaults 0.1, 0.1 and 1
+        A ``sweep`` build starts with every row of its neighbour's last LP when their epsilons
+        are within ``sweep_near`` in log scale, else within ``sweep_far`` with the rows binding
+        the neighbour's matrix within ``sweep_rtol``, else cold
+        (:class:`mdp.worst_case.sweep_start.Sweep`; figures there).
     max_coefficients : tuple of float, default (1e12, 1e7, 1e5)
         Coefficient limits tried in order (:data:`mdp.worst_case.solve.MAX_COEFFICIENTS`).
     lazy : LazyRoundsTuning
@@ -85,6 +102,8 @@ class OptimalTuning:
     chain_detour: float = 0.2
     chain_slack: float = 0.6
     finish_solver: str = "ipm"
+    finish_scaled: bool = True
+    finish_polish_tol: float = 1e-12
     violation_atol: float = 1e-6
     retry_rtol: float = 1e-6
     absolute_gap: float = 1e-12
@@ -93,6 +112,9 @@ class OptimalTuning:
     finish_min_seconds: float = 60.0
     mix_try_factor: float = 4.0
     mix_previous: int = 2
+    sweep_rtol: float = 0.1
+    sweep_near: float = 0.1
+    sweep_far: float = 1.0
     max_coefficients: tuple[float, ...] = MAX_COEFFICIENTS
     lazy: LazyRoundsTuning = field(default_factory=LazyRoundsTuning)
     rounds: BlockRoundsTuning = field(default_factory=BlockRoundsTuning)

@@ -31,7 +31,8 @@ from ...prior.prior import Prior, objective_params, resolve_objective
 from ...registry import register
 from ...spaces.metric_space import MetricSpace
 from ...worst_case.expected_loss import expected_loss_candidate, expected_solver
-from ...worst_case.solve import solve_worst_case_lp, solve_worst_case_lp_lazy
+from ...worst_case.solve import initial_triples, solve_worst_case_lp, solve_worst_case_lp_lazy
+from ...worst_case.sweep_start import Sweep, merge_rows, sweep_param
 from ..exponential import exponential_floor
 from ..optimal.formulation import HIGHS_MAX_N
 from .formulation import greedy_spanner, spanner_distances
@@ -59,6 +60,7 @@ PARAMS = {
                        "its spanner-path distance ('paths', the same LP); 'auto': paths when the "
                        "two-hop slack at eps/stretch is at most path_slack (with simplex rounds)"),
     "tuning": tuning_param(SpannerTuning),
+    "sweep": sweep_param(),
     **objective_params(),
 }
 
@@ -69,7 +71,8 @@ PARAMS = {
 def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: float = 1.5,
                   time_limit: float | None = None, method: str = AUTO, solver: str | None = AUTO,
                   knn: int = 0, rows: str = AUTO, tuning: SpannerTuning | None = None,
-                  objective: str = "worst", prior: Prior | None = None) -> Candidate:
+                  sweep: Sweep | None = None, objective: str = "worst",
+                  prior: Prior | None = None) -> Candidate:
     """SpannerMech: worst-case-loss LP with privacy rows on spanner edges at ``eps / stretch``.
 
     Parameters
@@ -123,6 +126,12 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         ``stats["lazy_rows"]`` records the one used.
     tuning : SpannerTuning or None
         Thresholds of the plan and tolerances of the solves (None: the defaults).
+    sweep : mdp.worst_case.sweep_start.Sweep or None
+        A sweep over epsilon on this space (:func:`mdp.calibrate` and ``mdp curves`` pass one):
+        the lazy method starts with the rows binding the previous build's matrix at its
+        ``epsilon / stretch`` (within ``tuning.sweep_rtol``) besides its usual starting rows,
+        and the build leaves its own matrix (the full LP has no starting rows: it only leaves
+        its matrix); ``stats["sweep_start"]`` says what it started from.
     objective : {"worst", "expected"}, default "worst"
         ``"expected"``: least prior-weighted loss under the same spanner rows, Bordenabe et
         al. 2014's own objective (:mod:`mdp.worst_case.expected_loss`): lazy rows at their
@@ -166,6 +175,14 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
             allowed = np.zeros((space.n, space.n), dtype=bool)
             allowed[pu, pv] = True
             path_distances = None
+    start, started = None, None
+    if method == "lazy" and sweep is not None:
+        D_rows = D if path_distances is None else path_distances
+        extra, started = sweep.start_rows(D_rows, allowed, epsilon, rtol=tuning.sweep_rtol,
+                                          near=0.0, far=tuning.sweep_far,
+                                          scale=1.0 / stretch)
+        if extra is not None:
+            start = merge_rows(space.n, allowed, initial_triples(D_rows, allowed, knn), extra)
     other = "full" if method == "lazy" else "lazy"
     full_solver = chosen
     lines, attempts = [], []
@@ -191,6 +208,7 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                                                         solver=chosen, knn=knn,
                                                         max_coefficient=max_coefficient,
                                                         privacy_distances=path_distances,
+                                                        initial_rows=start,
                                                         tuning=tuning.lazy)
                 else:
                     M, stats = solve_worst_case_lp(D, pu, pv, level, time_limit=left,
@@ -238,6 +256,10 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                                                "coefficient limit: " + "; ".join(lines)))
     if stats.get("failed_solves"):
         base["fallbacks_taken"] = [f"{stats['final_method']} after {'; '.join(stats['failed_solves'])}"]
+    if sweep is not None:
+        sweep.record(level, M)       # its rows' level: the next build compares eps / stretch
+    if started is not None:
+        stats["sweep_start"] = started
     left_out = int(np.count_nonzero(level * D[pu, pv] > np.log(max_coefficient))) * space.n
     stats.update(base, max_coefficient=max_coefficient, unresolved_rows=left_out)
     interior = path.option("repair") == "envelope"

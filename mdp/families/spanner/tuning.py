@@ -56,6 +56,10 @@ class SpannerTuning:
         The lazy rounds over the edges are interior (``"ipm"``) on spaces of at least
         ``ipm_min_n`` points whose two-hop slack at ``eps / stretch`` is at most
         ``chain_slack``, else warm dual simplex rounds (as OPTMech's).
+    sweep_rtol, sweep_far : float, defaults 0.1 and 1
+        A ``sweep`` build's lazy rounds start with the rows binding the neighbour's matrix
+        within ``sweep_rtol`` (:func:`mdp.worst_case.sweep_start.binding_rows`) when their
+        epsilons are within ``sweep_far`` in log scale, else cold.
     max_coefficients : tuple of float, default (1e12, 1e7, 1e5)
         Coefficient limits tried in order (:data:`mdp.worst_case.solve.MAX_COEFFICIENTS`).
     lazy : LazyRoundsTuning
@@ -74,6 +78,8 @@ class SpannerTuning:
     path_slack: float = 0.25
     ipm_min_n: int = 45
     chain_slack: float = 0.6
+    sweep_rtol: float = 0.1
+    sweep_far: float = 1.0
     max_coefficients: tuple[float, ...] = MAX_COEFFICIENTS
     lazy: LazyRoundsTuning = field(default_factory=LazyRoundsTuning)
     resources: BlockResources = field(default_factory=BlockResources)

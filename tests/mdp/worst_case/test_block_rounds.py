@@ -21,9 +21,9 @@ from mdp.spaces.metric_space import MetricSpace
 from mdp.worst_case import block_rounds as br
 from mdp.worst_case import column_blocks as cb
 from mdp.worst_case.column_blocks import TripleBlockLP, lagrangian_bound, solve_worst_case_triples
-from mdp.worst_case.solve import initial_triples, privacy_rows, separate
+from mdp.worst_case.solve import initial_triples, privacy_rows, separate, solve_worst_case_lp_lazy
 from tests.mdp.worst_case.test_column_blocks import grid
-from tests.support.reference_lp import optimal_loss_linprog
+from tests.support.reference_lp import optimal_loss_bracket, optimal_loss_linprog
 
 TUNING = br.BlockRoundsTuning()
 OPT_TUNING = OptimalTuning()
@@ -680,3 +680,45 @@ def test_warm_rounds_take_fewer_iterations_to_the_same_bound():
             assert [t["warm"] for t in state.trace] == [False] + [warm] * (state.rounds - 1)
             total[warm] += stats["ipm_iterations"]
     assert total[True] < total[False]
+
+
+def test_scaled_privacy_rows_are_the_rows_divided_by_their_coefficient():
+    space = SPACES[0]
+    D, eps = space.distances, 1.3
+    rng = np.random.default_rng(0)
+    u, v, w = (rng.integers(0, space.n, 40) for _ in range(3))
+    keep = u != v
+    u, v, w = u[keep], v[keep], w[keep]
+    plain = privacy_rows(D, eps, u, v, w).toarray()
+    scaled = privacy_rows(D, eps, u, v, w, scaled=True).toarray()
+    np.testing.assert_allclose(scaled, plain * np.exp(-eps * D[u, v])[:, None], rtol=1e-14)
+    assert np.abs(scaled).max() <= 1.0
+
+
+@pytest.mark.parametrize("space", SPACES[:3])
+def test_lazy_rounds_on_scaled_rows_reach_the_linprog_optimum(space):
+    eps = 1.0
+    ref, _ = optimal_loss_linprog(space.distances, eps)
+    allowed = ~np.eye(space.n, dtype=bool)
+    M, st = solve_worst_case_lp_lazy(space.distances, allowed, eps, scaled_rows=True)
+    assert st["lower_bound"] <= ref * (1 + 1e-9)
+    assert st["lp_objective"] == pytest.approx(ref, rel=1e-7)
+
+
+def test_the_finish_lands_where_the_rounds_plateau_above_the_target():
+    # the interior point method's plateau: 80 points of a city box in kilometres at 23 per km
+    # (a loss of about 0.01 km, coefficients e^{eps D} far past 1e12) stall the rounds near
+    # 1e-5; HiGHS's finish from their rows lands on the scaled rows, where on the rows
+    # M_uw <= e^{eps D_uv} M_vw (finish_scaled=False) it ends with model status 'Unknown'
+    rng = np.random.default_rng(7)
+    space = MetricSpace.from_points(np.c_[38.69 + 0.11 * rng.random(80),
+                                          -9.23 + 0.14 * rng.random(80)], metric="haversine")
+    eps = 23.0
+    mech = mdp.build("optimal", space, eps, method="blocks")
+    st = mech.stats
+    assert "block_round_trace" in st and "finish_error" not in st
+    assert st["target_met"] and st["relative_gap"] <= 1e-6
+    low, high = optimal_loss_bracket(space.distances, eps)
+    assert st["lower_bound"] <= high * (1 + 1e-9)
+    assert st["loss"] >= low * (1 - 1e-9)
+    certify(mech.matrix, space.distances, eps, repair=False)
