@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import ParameterError, ParameterTypeError
 
-__all__ = ["Param"]
+__all__ = ["Param", "instance_param"]
 
 _KINDS = ("float", "int", "choice", "bool", "custom")
 
@@ -130,3 +130,17 @@ class Param:
         elif self.kind == "bool":
             out += ["yes", 2]
         return out
+
+
+def instance_param(cls: type, help: str, *, spelled: str | None = None) -> Param:
+    """The rule of a parameter that takes an instance of ``cls`` or None (``spelled``: how the
+    error names the class; default its name)."""
+    what = cls.__name__ if spelled is None else spelled
+
+    def check(name: str, value):
+        if value is not None and not isinstance(value, cls):
+            raise ParameterTypeError(f"{name} must be a {what} or None, got "
+                                     f"{type(value).__name__}")
+        return value
+
+    return Param("custom", None, check=check, allow_none=True, help=help)

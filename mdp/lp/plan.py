@@ -33,8 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..errors import ParameterTypeError
-from ..params import Param
+from ..params import Param, instance_param
 
 __all__ = ["METHODS", "BLOCKS", "CLARABEL", "AUTO", "Choice", "Fallback", "Plan", "Attempt",
            "with_options", "tuning_param"]
@@ -148,11 +147,5 @@ class Attempt:
 def tuning_param(cls: type) -> Param:
     """The ``tuning`` parameter rule of a family whose tuning dataclass is ``cls``: an instance
     of it, or None for its defaults."""
-    def check(name: str, value):
-        if value is not None and not isinstance(value, cls):
-            raise ParameterTypeError(f"{name} must be a {cls.__name__} or None, got "
-                                     f"{type(value).__name__}")
-        return value
-
-    return Param("custom", None, check=check, allow_none=True,
-                 help=f"{cls.__name__}: thresholds of the plan and tolerances (None: defaults)")
+    return instance_param(cls, f"{cls.__name__}: thresholds of the plan and tolerances "
+                               "(None: defaults)")

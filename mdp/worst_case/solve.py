@@ -45,7 +45,7 @@ from .column_blocks import (
 )
 
 __all__ = ["primal_rows", "privacy_rows", "lagrangian_lower_bound", "max_privacy_violation",
-           "pair_violation", "initial_triples", "separate", "privacy_row_generators", "lazy_policy", "gap_ipm_tolerance",
+           "pair_violation", "initial_triples", "unique_triples", "separate", "privacy_row_generators", "lazy_policy", "gap_ipm_tolerance",
            "solve_worst_case_lp", "solve_worst_case_lp_lazy", "MAX_COEFFICIENTS",
            "LAZY_SOLVERS", "CLARABEL", "BLOCKS", "check_lazy_solver", "LazyRoundsTuning"]
 
@@ -268,7 +268,8 @@ def pair_violation(M: np.ndarray, D: np.ndarray, pu: np.ndarray, pv: np.ndarray,
     return worst
 
 
-def _unique_triples(n: int, u, v, w):
+def unique_triples(n: int, u, v, w):
+    """The distinct rows ``(u, v, w)`` of ``n`` points, sorted by key ``(u n + v) n + w``."""
     key = np.unique((np.asarray(u, np.int64) * n + v) * n + w)
     return key // (n * n), (key // n) % n, key % n
 
@@ -296,7 +297,7 @@ def initial_triples(distances: np.ndarray, allowed: np.ndarray,
         iv = np.r_[iv, np.repeat(b, n)]
         iw = np.r_[iw, np.tile(np.arange(n), len(a))]
     ok = allowed[iu, iv]
-    return _unique_triples(n, iu[ok], iv[ok], iw[ok])
+    return unique_triples(n, iu[ok], iv[ok], iw[ok])
 
 
 def separate(M: np.ndarray, distances: np.ndarray, eps: float, allowed: np.ndarray,
@@ -335,7 +336,7 @@ def separate(M: np.ndarray, distances: np.ndarray, eps: float, allowed: np.ndarr
         hit = np.take_along_axis(V, b[None, :, :], 0)[0] > tol
         vv, ww = np.nonzero(hit)
         out_u.append(b[vv, ww]), out_v.append(vv), out_w.append(ww + s)
-    u, v, w = _unique_triples(n, np.concatenate(out_u), np.concatenate(out_v), np.concatenate(out_w))
+    u, v, w = unique_triples(n, np.concatenate(out_u), np.concatenate(out_v), np.concatenate(out_w))
     return u, v, w, worst
 
 
@@ -501,7 +502,7 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
     else:
         iu, iv, iw = (np.asarray(a, dtype=np.int64) for a in initial_rows)
         ok = allowed[iu, iv]
-        iu, iv, iw = _unique_triples(n, iu[ok], iv[ok], iw[ok])
+        iu, iv, iw = unique_triples(n, iu[ok], iv[ok], iw[ok])
     A = sp.vstack([base, privacy_rows(D, eps, iu, iv, iw, scaled=scaled_rows)], format="csr")
     m = A.shape[0]
     c = np.zeros(N + 1)

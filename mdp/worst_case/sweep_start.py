@@ -27,9 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ParameterTypeError
-from ..params import Param
-from .solve import separate
+from ..params import Param, instance_param
+from .solve import separate, unique_triples
 
 __all__ = ["Sweep", "binding_rows", "merge_rows", "sweep_param"]
 
@@ -134,18 +133,12 @@ def merge_rows(n: int, allowed: np.ndarray, *row_sets) -> tuple[np.ndarray, np.n
     u, v, w = (np.concatenate([np.asarray(r[i], dtype=np.int64) for r in row_sets])
                for i in range(3))
     ok = allowed[u, v]
-    keys = np.unique((u[ok] * n + v[ok]) * n + w[ok])
-    return keys // (n * n), (keys // n) % n, keys % n
+    return unique_triples(n, u[ok], v[ok], w[ok])
 
 
 def sweep_param() -> Param:
     """The ``sweep`` parameter rule of an LP family: a :class:`Sweep` or None."""
-    def check(name: str, value):
-        if value is not None and not isinstance(value, Sweep):
-            raise ParameterTypeError(f"{name} must be a Sweep (mdp.worst_case.sweep_start.Sweep) "
-                                     f"or None, got {type(value).__name__}")
-        return value
-
-    return Param("custom", None, check=check, allow_none=True,
-                 help="a sweep over epsilon: the build starts from the rows its neighbour left "
-                      "and leaves its own (mdp.calibrate and mdp curves pass one; None: cold)")
+    return instance_param(Sweep, "a sweep over epsilon: the build starts from the rows its "
+                                 "neighbour left and leaves its own (mdp.calibrate and mdp curves "
+                                 "pass one; None: cold)",
+                          spelled="Sweep (mdp.worst_case.sweep_start.Sweep)")
