@@ -9,6 +9,7 @@ beside the checkout) a data test that skips fails instead: CI cannot silently lo
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -89,3 +90,14 @@ def ctrl_c():
         yield
     finally:
         signal.signal(signal.SIGINT, found)
+
+
+@pytest.fixture
+def inject():
+    """``inject(entry, solver)``: for the rest of the test, calls of the solver entry point
+    ``entry`` (:mod:`mdp.lp.solver_entry`) go to ``solver``; how a test forces a plan's fallback
+    (a solver that fails, stalls or runs out of time) without patching a module."""
+    with contextlib.ExitStack() as stack:
+        def replace(entry, solver):
+            stack.enter_context(entry.replaced(solver))
+        yield replace

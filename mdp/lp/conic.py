@@ -32,6 +32,7 @@ import scipy.sparse as sp
 from ..errors import ParameterError
 from .highs import LPError, LPSolution, LPTimeout, sigint_sets
 from .reporting import LPProgress, report, report_interval, reporting
+from .solver_entry import solver_entry
 
 __all__ = ["solve_clarabel", "CLARABEL_ACCEPT", "CLARABEL_TOL"]
 
@@ -65,6 +66,7 @@ class _Callback:
         return self.interrupted
 
 
+@solver_entry
 def solve_clarabel(c, A, *, row_lower, row_upper, col_lower=None,
                    time_limit: float | None = None,
                    tolerance: float = CLARABEL_TOL) -> tuple[LPSolution, dict]:

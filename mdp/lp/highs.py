@@ -45,6 +45,7 @@ from ..errors import ParameterError, SolverError, SolverTimeout
 from ..runtime.threads import AUTO, check_threads, fixed_threads, highs_threads, set_default_threads
 from ..validation import check_positive
 from .reporting import LPProgress, report, report_interval, reporting
+from .solver_entry import solver_entry
 
 __all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "HIPO_AVAILABLE",
            "IPM_CODE", "SIMPLEX_PRICING", "set_threads", "get_threads"]
@@ -379,6 +380,16 @@ class SparseLP:
         return int(self._h.getNumCol())
 
     @property
+    def solver(self) -> str:
+        """The HiGHS method of the next solve (:meth:`set_solver`)."""
+        return self._solver
+
+    @property
+    def crossover(self) -> bool:
+        """Whether an interior point solve ends with crossover (:meth:`set_crossover`)."""
+        return self._crossover
+
+    @property
     def runs_ipx(self) -> bool:
         """Whether the current method is IPX (``"ipm"``/``"ipx"``, or ``"hipo"`` without extras)."""
         return _highs_solver_name(self._solver, self._hipo) == "ipx"
@@ -511,7 +522,8 @@ class SparseLP:
         return float(value[1] if isinstance(value, tuple) else value)
 
     def solve(self) -> LPSolution:
-        """Solve (or re-solve from the current basis) and return the optimum.
+        """Solve (or re-solve from the current basis) and return the optimum: :func:`run_highs`,
+        the solver entry point of every HiGHS solve (:mod:`mdp.lp.solver_entry`).
 
         Raises
         ------
@@ -523,6 +535,10 @@ class SparseLP:
             Ctrl-C (SIGINT) during the solve: HiGHS stops at its next iteration (not when the
             whole solve would have ended) and nothing is returned.
         """
+        return run_highs(self)
+
+    def _run(self) -> LPSolution:
+        """The body of :func:`run_highs`."""
         h = self._h
         if self._time_limit is not None:
             left = self._time_limit - self._spent
@@ -566,3 +582,14 @@ class SparseLP:
                           row_dual=np.asarray(sol.row_dual, dtype=float),
                           col_dual=np.asarray(sol.col_dual, dtype=float),
                           objective=float(info.objective_function_value))
+
+
+@solver_entry
+def run_highs(lp: SparseLP) -> LPSolution:
+    """Run HiGHS on ``lp`` with its current options: :meth:`SparseLP.solve`.
+
+    The solver entry point (:mod:`mdp.lp.solver_entry`) through which every HiGHS solve of the
+    toolkit goes; a replacement takes the :class:`SparseLP` and returns an :class:`LPSolution`
+    (or raises :class:`LPError` / :class:`LPTimeout`).
+    """
+    return lp._run()

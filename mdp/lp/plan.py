@@ -24,19 +24,24 @@ Vocabulary
 ``device``: where the dense linear algebra of ``"blocks"`` runs, ``"cpu"`` or ``"gpu"``
 (``"cpu"`` for the other solvers, which run on HiGHS's or Clarabel's own threads).
 
-``fallbacks``: what the build tries, in order, when the chosen path fails or stops short of its
-target (a lower coefficient limit, another solver, the exponential mechanism).
+``steps``: the solves the build runs, in order, until one is accepted (:class:`Step`; the first is
+the chosen path, the others its retries at a lower coefficient limit or with another HiGHS method),
+run by :func:`mdp.lp.runner.run_steps`; each one run is an :class:`Attempt` of the build report,
+named by its step's label.
+
+``fallbacks``: what happens within a step when its solver fails (another solver of a chain) and
+after the steps (the exponential mechanism).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..params import Param, instance_param
 
-__all__ = ["METHODS", "BLOCKS", "CLARABEL", "AUTO", "Choice", "Fallback", "Plan", "Attempt",
-           "with_options", "tuning_param"]
+__all__ = ["METHODS", "BLOCKS", "CLARABEL", "AUTO", "Choice", "Fallback", "Step", "Plan",
+           "Attempt", "with_options", "tuning_param"]
 
 #: How the rows enter the LP (module docstring).
 METHODS = ("lazy", "full")
@@ -71,6 +76,35 @@ class Fallback:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One solve of a plan, run in order by :func:`mdp.lp.runner.run_steps` until one is accepted.
+
+    Attributes
+    ----------
+    label : str
+        What it runs; the name of its :class:`Attempt`.
+    when : str
+        When it runs.
+    solver : str
+        The solver it runs (a HiGHS method, ``"blocks"``, ``"clarabel"``).
+    max_coefficient : float
+        Rows whose coefficient ``e^{eps D_uv}`` exceeds it are left out (a relaxation).
+    budgeted : bool
+        Its solve stops past a budget of its own, so that the next step starts (ConstOPTMech's
+        warm rounds after HiPO).
+    """
+
+    label: str
+    when: str
+    solver: str
+    max_coefficient: float
+    budgeted: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.label} (when {self.when})"
+
+
+@dataclass(frozen=True)
 class Plan:
     """The path of one LP build, decided before it runs (module docstring for the vocabulary).
 
@@ -81,9 +115,11 @@ class Plan:
     method, solver, device : Choice
         Each choice with its reason.
     fallbacks : tuple of Fallback
-        The ordered steps taken when the chosen path fails or stops short.
+        What happens within a step when its solver fails, and after the steps.
     options : tuple of Choice
         Further family-specific decisions (starting rows, lazy rows, HiGHS finish, ...).
+    steps : tuple of Step
+        The solves the build runs, in order, until one is accepted.
     """
 
     family: str
@@ -92,6 +128,7 @@ class Plan:
     device: Choice = Choice("cpu", "the solver runs on the CPU")
     fallbacks: tuple[Fallback, ...] = ()
     options: tuple[Choice, ...] = field(default=())
+    steps: tuple[Step, ...] = ()
 
     def option(self, name: str, default: str | None = None) -> str | None:
         """The value of the option ``name`` (an entry of :attr:`options` whose value starts with
@@ -107,6 +144,7 @@ class Plan:
         lines = [f"{self.family}: method {self.method}", f"  solver {self.solver}",
                  f"  device {self.device}"]
         lines += [f"  {c}" for c in self.options]
+        lines += [f"  step {i}: {s}" for i, s in enumerate(self.steps, 1)]
         lines += [f"  fallback {i}: {f}" for i, f in enumerate(self.fallbacks, 1)]
         return lines
 
@@ -117,13 +155,13 @@ class Plan:
                 "solver": self.solver.value, "solver_reason": self.solver.reason,
                 "device": self.device.value, "device_reason": self.device.reason,
                 "options": [str(c) for c in self.options],
+                "steps": [str(s) for s in self.steps],
                 "fallbacks": [str(f) for f in self.fallbacks]}
 
 
 def with_options(plan: Plan, extra: Iterable[Choice]) -> Plan:
     """``plan`` with ``extra`` options appended (a decision made once its inputs exist)."""
-    return Plan(plan.family, plan.method, plan.solver, plan.device, plan.fallbacks,
-                plan.options + tuple(extra))
+    return replace(plan, options=plan.options + tuple(extra))
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ import numpy as np
 
 from ..lp.highs import LPTimeout
 from ..lp.reporting import LPProgress, report
+from ..lp.solver_entry import solver_entry
 from ..validation import check_tuning
 from .column_blocks import BlockResources, Iterate, solve_worst_case_triples
 from .solve import initial_triples, separate
@@ -321,6 +322,7 @@ class IterateTest:
         return self.accepted
 
 
+@solver_entry
 def solve_worst_case_lp_block_rounds(
         distances: np.ndarray, allowed: np.ndarray, epsilon: float, *, knn: int = 2,
         time_limit: float | None = None, stop: Callable | None = None,

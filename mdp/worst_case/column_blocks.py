@@ -63,6 +63,7 @@ from ..lp.interior_point import IPMSettings, NoConvergence, Scores, Status, run_
 from ..lp.plan import BLOCKS
 from ..lp.reporting import LPProgress, report
 from ..lp.rowgen import warm_rows
+from ..lp.solver_entry import solver_entry
 from ..runtime.threads import limit_pools
 from ..validation import check_tuning
 from .batched_blocks import BatchedBlockFactor, device_fits
@@ -289,7 +290,7 @@ def solve_worst_case_triples(distances: np.ndarray, u: np.ndarray, v: np.ndarray
     lp = TripleBlockLP(D, u, v, w, epsilon)
     fac = _block_factor(lp, device, resources=resources)
     fac.refine_steps = TRIPLE_REFINE_STEPS
-    solve = partial(_solve, lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0,
+    solve = partial(run_column_blocks, lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0,
                     round_no=round_no, monitor=monitor, keep_gap=keep_gap)
     if warm is not None:
         try:
@@ -564,6 +565,7 @@ def _newton(lp: ColumnBlockLP, fac: BlockFactorBase, p: _Point, r: _Residuals, r
     return _Point(X=dX, k=dk, sL=dsL, sB=dsB, zL=dzL, zB=dzB, W=dW, yE=dyE)
 
 
+@solver_entry
 def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair, *,
                             time_limit: float | None = None, tol: float = TOL,
                             max_iter: int = 200, resources: BlockResources = BlockResources(),
@@ -621,7 +623,7 @@ def solve_worst_case_blocks(distances: np.ndarray, pu: np.ndarray, pv: np.ndarra
         lp = lp.permuted(tree)
     fac = _block_factor(lp, device, tree, resources=resources)
     try:
-        M, stats = _solve(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0)
+        M, stats = run_column_blocks(lp, fac, tol=tol, max_iter=max_iter, time_limit=time_limit, t0=t0)
     except BlocksStalled as exc:
         exc.matrix = _in_caller_order(exc.matrix, exc.stats, tree)
         raise
@@ -736,12 +738,13 @@ class _Watch:
         return False
 
 
-def _solve(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: float | None,
+@solver_entry
+def run_column_blocks(lp, fac: BlockFactorBase, *, tol: float, max_iter: int, time_limit: float | None,
            t0: float, round_no: int = 1, monitor: Callable[[Iterate], bool] | None = None,
            start: _Point | None = None, keep_gap: float | None = None
            ) -> tuple[np.ndarray, dict]:
     """The interior point iterations (:func:`mdp.lp.interior_point.run_interior_point`) on
-    ``lp`` with the factor ``fac``: the best iterate's matrix (in ``lp``'s order; the monitor's
+    ``lp`` with the factor ``fac`` (a solver entry point, :mod:`mdp.lp.solver_entry`): the best iterate's matrix (in ``lp``'s order; the monitor's
     iterate where it stopped them) and the statistics. ``start``: the first iterate (default
     :meth:`_Point.start`); ``keep_gap``: see :class:`WarmStart`."""
     n = lp.n

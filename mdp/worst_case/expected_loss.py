@@ -32,10 +32,11 @@ import scipy.sparse as sp
 
 from ..candidate import Candidate
 from ..errors import ParameterError
-from ..lp.highs import LPError, LPTimeout, SparseLP
+from ..lp.highs import LPError, SparseLP
 from ..lp.output import near_private_candidate
-from ..lp.plan import AUTO
+from ..lp.plan import AUTO, Step
 from ..lp.rowgen import RowGeneration
+from ..lp.runner import run_steps
 from .solve import (
     LAZY_SOLVERS,
     MAX_COEFFICIENTS,
@@ -179,28 +180,27 @@ def expected_loss_candidate(distances: np.ndarray, allowed: np.ndarray, level: f
     """
     t0 = time.perf_counter()
     D = np.asarray(distances, dtype=float)
-    lines = []
     # per coefficient limit, the asked method, then the dual simplex rounds: HiGHS's interior
     # rounds can end without an optimum (status "Unknown") on small, degenerate row sets
-    for max_coefficient, how in itertools.product(max_coefficients,
-                                                  dict.fromkeys([solver, "simplex"])):
-        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
-        if left is not None and left <= 0:
-            raise LPTimeout(f"time limit of {time_limit:g} s reached")
-        try:
-            M, stats = solve_expected_loss_lp_lazy(
-                D, allowed, level, weights, privacy_distances=privacy_distances,
-                time_limit=left, solver=how, knn=knn, max_coefficient=max_coefficient,
-                tuning=tuning)
-        except LPError as exc:
-            if isinstance(exc, LPTimeout):
-                raise
-            lines.append(f"rows up to {max_coefficient:g} ({how}): {exc}")
-            continue
-        break
-    else:
+    steps = [Step(f"lazy rows on HiGHS ({how}), rows up to {c:g}",
+                  "first" if i == 0 else "the step before failed", how, c)
+             for i, (c, how) in enumerate(itertools.product(max_coefficients,
+                                                            dict.fromkeys([solver, "simplex"])))]
+
+    def solve(step: Step, left: float | None):
+        return solve_expected_loss_lp_lazy(D, allowed, level, weights,
+                                           privacy_distances=privacy_distances, time_limit=left,
+                                           solver=step.solver, knn=knn,
+                                           max_coefficient=step.max_coefficient, tuning=tuning)
+
+    run = run_steps(steps, solve, time_limit=time_limit)
+    lines = [f"rows up to {r.step.max_coefficient:g} ({r.step.solver}): {r.attempt.detail}"
+             for r in run.records if r.attempt.outcome != "ok"]
+    if not run.results:
         raise LPError(f"{family} with the expected objective: HiGHS found no optimum with any "
                       "coefficient limit: " + "; ".join(lines))
+    M, stats = run.results[-1]
+    max_coefficient = run.last.step.max_coefficient
     values, log, mix = near_private_candidate(M, D, epsilon)
     P = np.exp(values) if log else values
     loss = float(np.asarray(weights) @ (P * D).sum(axis=1))

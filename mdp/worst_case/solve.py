@@ -36,6 +36,7 @@ from ..lp.conic import solve_clarabel
 from ..lp.highs import LPError, LPTimeout, SparseLP
 from ..lp.plan import BLOCKS, CLARABEL
 from ..lp.rowgen import Cuts, Phase, RowGeneration, RowGenerationPolicy
+from ..lp.solver_entry import solver_entry
 from ..validation import check_tuning
 from .column_blocks import (
     BlockResources,
@@ -408,6 +409,7 @@ def gap_ipm_tolerance(gap: float, *, tuning: LazyRoundsTuning = LazyRoundsTuning
     return float(min(1e-7, max(tuning.ipm_optimality_tol, gap * 1e-4)))
 
 
+@solver_entry
 def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: float, *,
                              time_limit: float | None = None, solver: str = "simplex", knn: int = 2,
                              tol: float | None = None, max_rounds: int | None = None,
@@ -543,6 +545,7 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
     return M, stats
 
 
+@solver_entry
 def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair,
                         *, time_limit: float | None = None, solver: str = "ipm",
                         max_coefficient: float = MAX_COEFFICIENTS[0],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 import numpy as np
 from scipy.special import logsumexp
@@ -33,7 +34,9 @@ from ...lp import (
 )
 from ...lp.build_report import BuildReport
 from ...lp.output import LOG_DOMAIN_C, private_candidate
-from ...lp.plan import AUTO, BLOCKS, Attempt, tuning_param
+from ...lp.plan import AUTO, BLOCKS, Attempt, Step, tuning_param
+from ...lp.runner import run_steps
+from ...lp.solver_entry import solver_entry
 from ...params import Param
 from ...privacy.accounting import loss as mech_loss
 from ...registry import register
@@ -56,6 +59,7 @@ __all__ = ["build_constopt", "solve_constopt_lp", "PARAMS", "SELECTION_Q"]
 SELECTION_Q = 0.95
 
 
+@solver_entry
 def solve_constopt_lp(c, A, row_lower, row_upper, n_base: int, *, lazy: bool = True, solver: str = "ipm",
                       time_limit: float | None = None, tol: float = 1e-9, max_rounds: int = 200,
                       on_round: Callable | None = None, warm_pricing: str = "devex",
@@ -259,6 +263,7 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int | Non
     e = epsilon / 2.0
     path = plan(space, epsilon, solver=solver, lazy=lazy, gap=gap, tuning=tuning)
     row_block = path.solver.value == BLOCKS
+    highs_steps = [step for step in path.steps if step.solver != BLOCKS]
     highs_solver = path.option("highs")
     if row_block:
         target = float(path.option("target"))
@@ -287,7 +292,7 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int | Non
                 ipm_failure = too_dense
             elif row_block:
                 t1 = time.perf_counter()
-                step = f"lambda = {lam_i:g}: row blocks to a gap of {target:g}"
+                step = f"lambda = {lam_i:g}: {path.steps[0].label}"
                 try:
                     L, lp_stats = solve_constopt_gap(
                         D, e, free, lam_i, target, time_limit=time_limit,
@@ -315,22 +320,18 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int | Non
                 if ipm_failure is not None:
                     taken.append(f"lambda = {lam_i:g}: HiGHS ({highs_solver}) after the row-block "
                                  f"method: {ipm_failure}")
-                t1 = time.perf_counter()
-                step = f"lambda = {lam_i:g}: HiGHS ({highs_solver}, {'lazy' if lazy else 'full'})"
-                try:
-                    sol, lp_stats, max_coefficient, left_out, (fu, fv) = _solve_limited(
-                        D, e, free, lam_i, lazy=lazy, solver=highs_solver, time_limit=time_limit,
-                        tuning=tuning)
-                except LPError as exc:
-                    if isinstance(exc, LPTimeout):
-                        raise
-                    failures.append(f"lambda = {lam_i:g}: {exc}")
-                    attempts.append(Attempt(step, "failed", time.perf_counter() - t1, str(exc)))
+                run = _run_highs_steps(highs_steps, D, e, free, lam_i, lazy=lazy,
+                                       time_limit=time_limit, tuning=tuning)
+                attempts += [replace(a, step=f"lambda = {lam_i:g}: {a.step}")
+                             for a in run.attempts]
+                errors = [f"rows up to {r.step.max_coefficient:g} ({r.step.solver}): "
+                          f"{r.attempt.detail}" for r in run.records if r.attempt.outcome != "ok"]
+                if not run.results:
+                    failures.append(f"lambda = {lam_i:g}: {'; '.join(errors)}")
                     continue
-                attempts.append(Attempt(step, "ok", time.perf_counter() - t1,
-                                        f"rows up to {max_coefficient:g}"
-                                        + (f" after {'; '.join(lp_stats['failed_attempts'])}"
-                                           if lp_stats.get("failed_attempts") else "")))
+                sol, lp_stats, max_coefficient, left_out = run.results[-1]
+                if errors:
+                    lp_stats["failed_attempts"] = errors
                 lp_stats = {**lp_stats, "lp_objective": sol.objective}
                 # in log-probabilities (exact at any e * D), with the rows HiGHS met only to its
                 # feasibility tolerance made to hold exactly: the certification then has nothing
@@ -389,45 +390,26 @@ def _normalised(L: np.ndarray, log: bool) -> tuple[np.ndarray, bool]:
     return L - logsumexp(L, axis=1, keepdims=True), True
 
 
-def _solve_limited(D, e, free, lam, *, lazy, solver, time_limit, tuning: ConstOPTTuning):
-    """The ConstOPTMech LP with rows up to each of ``tuning.max_coefficients`` until HiGHS
-    solves it.
+def _run_highs_steps(steps, D, e, free, lam, *, lazy, time_limit, tuning: ConstOPTTuning):
+    """The plan's HiGHS ``steps`` (a method at a coefficient limit each) for one lambda, by
+    :func:`mdp.lp.runner.run_steps` until one solves the LP (``time_limit`` for all of them).
 
-    Returns ``(sol, stats, max_coefficient, left_out_rows, (fu, fv))``; re-raises the last
-    :class:`~mdp.lp.LPError` when every limit fails.
+    Each result is ``(sol, stats, max_coefficient, left_out_rows)``.
     """
-    t0 = time.perf_counter()
-    errors = []
-    def time_left() -> float | None:
-        if time_limit is None:
-            return None
-        left = time_limit - (time.perf_counter() - t0)
-        if left <= 0:
-            raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {len(errors)} attempts")
-        return left
+    lps = {}         # the LP at each coefficient limit, assembled once for its methods
 
-    for max_coefficient in tuning.max_coefficients:
-        time_left()
-        c, A, lo, hi, (fu, fv), n_base = constopt_lp(D, e, free, lam, split=True,
-                                                     max_coefficient=max_coefficient)
-        # HiPO is the faster first round on a quiet machine, IPX the more tried one: a failed
-        # HiPO solve is repeated by IPX at the same limit before the limit is lowered
-        methods = (solver, "ipm") if solver == "hipo" else (solver,)
-        for method in methods:
-            # the warm rounds after HiPO get a budget: IPX starts again past it
-            budget = ((tuning.retry_warm_time_factor, tuning.retry_warm_min_seconds)
-                      if method != methods[-1] else None)
-            try:
-                sol, stats = solve_constopt_lp(c, A, lo, hi, n_base, lazy=lazy, solver=method,
-                                               time_limit=time_left(),
-                                               warm_pricing=tuning.warm_pricing,
-                                               warm_budget=budget)
-            except LPError as exc:
-                if isinstance(exc, LPTimeout):
-                    raise
-                errors.append(f"rows up to {max_coefficient:g} ({method}): {exc}")
-                continue
-            if errors:
-                stats["failed_attempts"] = list(errors)
-            return sol, stats, max_coefficient, left_out_rows(D, e, free, max_coefficient), (fu, fv)
-    raise LPError("; ".join(errors))
+    def solve(step: Step, left: float | None):
+        c = step.max_coefficient
+        if c not in lps:
+            lps[c] = constopt_lp(D, e, free, lam, split=True, max_coefficient=c)
+        A_c, A, lo, hi, _, n_base = lps[c]
+        # the warm rounds after HiPO get a budget: IPX starts again past it
+        budget = ((tuning.retry_warm_time_factor, tuning.retry_warm_min_seconds)
+                  if step.budgeted else None)
+        sol, stats = solve_constopt_lp(A_c, A, lo, hi, n_base, lazy=lazy, solver=step.solver,
+                                       time_limit=left, warm_pricing=tuning.warm_pricing,
+                                       warm_budget=budget)
+        return sol, stats, c, left_out_rows(D, e, free, c)
+
+    return run_steps(steps, solve, time_limit=time_limit,
+                     describe=lambda result: f"objective {result[0].objective:.10g}")

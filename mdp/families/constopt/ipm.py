@@ -61,6 +61,7 @@ from ...lp.dense import (
 from ...lp.interior_point import IPMSettings, Scores, run_interior_point
 from ...lp.reporting import LPProgress, report
 from ...lp.rowgen import warm_rows
+from ...lp.solver_entry import solver_entry
 from .formulation import free_free_pairs, lipschitz_log_matrix, log_bound_factors
 
 __all__ = ["ConstOptLP", "RowBlockResult", "RowBlockTooDense", "solve_row_block_ipm", "default_start", "warm_start", "certified_lower_bound",
@@ -480,6 +481,7 @@ def default_start(lp: ConstOptLP) -> tuple:
             np.full(lp.mB, START_DUAL))
 
 
+@solver_entry
 def solve_row_block_ipm(lp: ConstOptLP, *, tol: float = 1e-9, max_iter: int = 200,
                         deadline: float | None = None,
                         on_iteration: Callable[[dict], None] | None = None,
@@ -615,6 +617,7 @@ def _feasible_objective(L: np.ndarray, lp: ConstOptLP) -> tuple[np.ndarray, floa
     return L, k
 
 
+@solver_entry
 def fixed_weights_solution(lp: ConstOptLP, Y: np.ndarray, all_pairs: tuple[np.ndarray, np.ndarray],
                            time_limit: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     r"""The best free entries and ``k`` for the weights ``Y`` held fixed, with every free-free row.
@@ -652,6 +655,7 @@ def fixed_weights_solution(lp: ConstOptLP, Y: np.ndarray, all_pairs: tuple[np.nd
     return np.r_[Y, sol.x], sol.row_dual[2 * n:] != 0.0
 
 
+@solver_entry
 def solve_constopt_gap(distances: np.ndarray, e: float, free: np.ndarray, lam: float, gap: float,
                        *, time_limit: float | None = None, max_rounds: int = 30,
                        max_violated_per_point: float | None = None,

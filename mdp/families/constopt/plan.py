@@ -19,9 +19,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
-from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Plan
+from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Plan, Step
 from ...runtime.resources import distance_matrix_bytes, lp_bytes
 from ...spaces.metric_space import MetricSpace
 from ..optimal.plan import BUILD_COPIES
@@ -106,20 +107,32 @@ def plan(space: MetricSpace, epsilon: float, *, solver: str = AUTO, lazy: bool =
         options.append(Choice(f"target={target:g}", "certified relative gap"))
         options.append(Choice(f"max_violated={'none' if max_violated is None else f'{max_violated:g}'}",
                               why))
-        fallbacks.append(Fallback(f"HiGHS ({highs}, {'lazy' if lazy else 'full'})",
-                                  "the row-block method fails, finds the LP too dense (then for "
-                                  "every lambda) or cannot certify the target"))
+        steps = [Step(f"row blocks to a gap of {target:g}", "first", BLOCKS, math.inf)]
         solver_choice = Choice(BLOCKS, reason)
     else:
+        steps = []
         solver_choice = Choice(highs, reason)
-    if highs == "hipo":
-        fallbacks.append(Fallback("IPX at the same coefficient limit", "HiPO fails"))
-    fallbacks += [Fallback(f"HiGHS ({highs}), rows up to {c:g}", "HiGHS fails")
-                  for c in t.max_coefficients[1:]]
+    # HiPO is the faster first solve on a quiet machine, IPX the more tried one: a failed HiPO
+    # solve is repeated by IPX at the same limit (HiPO's warm rounds within a budget) before the
+    # limit is lowered
+    methods = (highs, "ipm") if highs == "hipo" else (highs,)
+    for c in t.max_coefficients:
+        for how in methods:
+            if not steps:
+                when = "first"
+            elif how != methods[0]:
+                when = "HiPO fails"
+            elif steps[-1].solver == BLOCKS:
+                when = ("the row-block method fails, finds the LP too dense (then for every "
+                        "lambda) or cannot certify the target")
+            else:
+                when = "HiGHS fails"
+            steps.append(Step(f"HiGHS ({how}, {'lazy' if lazy else 'full'}), rows up to {c:g}",
+                              when, how, c, budgeted=how != methods[-1]))
     fallbacks.append(Fallback("the exponential mechanism", "no lambda is solved, or rows were "
                                                            "left out and the LP's matrix is worse"))
     method = Choice("lazy" if lazy else "full",
                     "free-free rows generated on demand" if lazy else "lazy=False asked for")
     return Plan("ConstOPTMech", method, solver_choice, Choice("cpu", "HiGHS, or the row-block "
                                                           "method's dense step by MDP_DEVICE"),
-                tuple(fallbacks), tuple(options))
+                tuple(fallbacks), tuple(options), tuple(steps))

@@ -48,7 +48,8 @@ from ...lp.output import (
     near_private_candidate,
     private_candidate,
 )
-from ...lp.plan import AUTO, BLOCKS, Attempt, tuning_param
+from ...lp.plan import AUTO, BLOCKS, Attempt, Step, tuning_param
+from ...lp.runner import run_steps
 from ...params import Param
 from ...prior.prior import Prior, objective_params, resolve_objective
 from ...registry import register
@@ -362,55 +363,40 @@ def _least_loss_repair(M: np.ndarray, D: np.ndarray, epsilon: float):
     return min(plain, lifted, key=lambda c: candidate_loss(c[0], D, c[1]))
 
 
-def _solve_over_coefficient_limits(solve, time_limit: float | None, rtol: float,
-                                   distances: np.ndarray, *, tuning: OptimalTuning, label
-                                   ) -> tuple[_Solved, float, list[str], list[Attempt]]:
-    """``solve(max_coefficient, time_left)`` for each of ``tuning.max_coefficients`` until the gap
-    is small (:func:`gap_target_met` with ``rtol`` on ``distances``).
+def _run_plan_steps(steps, solve, time_limit: float | None, rtol: float,
+                    distances: np.ndarray, *, tuning: OptimalTuning
+                    ) -> tuple[_Solved | None, float, list[str], list[Attempt]]:
+    """The plan's ``steps`` (each a coefficient limit) by :func:`mdp.lp.runner.run_steps` until
+    the gap is small (:func:`gap_target_met` with ``rtol`` on ``distances``) or a result is
+    conclusive.
 
     Every restricted LP is a relaxation of the full one: each bound holds, the best is kept. The
-    least loss is returned with the best bound, a line per attempt and the typed attempts
-    (``label(max_coefficient)`` names each one's path). An attempt whose result sets
-    ``retry_seconds`` bounds the next one's time by them (below the build's time left): past
-    them the least loss so far stands.
+    least loss is returned with the best bound, a line per step run and the attempts. A result
+    that sets ``retry_seconds`` bounds the later steps' time by them (below the build's time
+    left): past them the least loss so far stands.
     """
-    t0 = time.perf_counter()
-    best, best_bound, lines, attempts = None, -np.inf, [], []
-    retry = None         # seconds a later attempt may take, as the last result set them
-    for max_coefficient in tuning.max_coefficients:
-        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
-        if left is not None and left <= 0:
-            raise LPTimeout(f"LP time limit of {time_limit:g} s reached after {len(lines)} attempts")
-        capped = retry is not None and (left is None or retry < left)
-        t1 = time.perf_counter()
-        try:
-            out = solve(max_coefficient, retry if capped else left)
-        except LPTimeout:
-            if not capped:
-                raise
-            why = f"stopped after {retry:.0f} s; the least loss so far stands"
-            lines.append(f"rows up to {max_coefficient:g}: {why}")
-            attempts.append(Attempt(label(max_coefficient), "stopped", time.perf_counter() - t1,
-                                    why))
-            break
-        except LPError as exc:
-            lines.append(f"rows up to {max_coefficient:g}: {exc}")
-            attempts.append(Attempt(label(max_coefficient), "failed", time.perf_counter() - t1,
-                                    str(exc)))
-            continue
-        best_bound = max(best_bound, out.stats["lower_bound"])
-        line = f"loss {out.loss:.10g}, bound {out.stats['lower_bound']:.10g}"
-        lines.append(f"rows up to {max_coefficient:g}: {line}")
-        if out.stats.get("finish_error"):
-            line += f"; {out.stats['finish_error']}"
-        attempts.append(Attempt(label(max_coefficient), "ok", time.perf_counter() - t1, line))
-        if best is None or out.loss < best.loss:
-            best = out
-        retry = out.retry_seconds
-        if (gap_target_met(best.loss, best_bound, rtol, distances, absolute_gap=tuning.absolute_gap)
-                or out.conclusive):
-            break
-    return best, best_bound, lines, attempts
+    kept = {"best": None, "bound": -np.inf}
+
+    def accept(out: _Solved) -> bool:
+        kept["bound"] = max(kept["bound"], out.stats["lower_bound"])
+        if kept["best"] is None or out.loss < kept["best"].loss:
+            kept["best"] = out
+        return (gap_target_met(kept["best"].loss, kept["bound"], rtol, distances,
+                               absolute_gap=tuning.absolute_gap) or out.conclusive)
+
+    def line(out: _Solved) -> str:
+        return f"loss {out.loss:.10g}, bound {out.stats['lower_bound']:.10g}"
+
+    def describe(out: _Solved) -> str:
+        finish = out.stats.get("finish_error")
+        return line(out) + (f"; {finish}" if finish else "")
+
+    run = run_steps(steps, solve, time_limit=time_limit, accept=accept, describe=describe,
+                    budget=lambda out: out.retry_seconds)
+    lines = [f"rows up to {r.step.max_coefficient:g}: "
+             + (line(r.result) if r.attempt.outcome == "ok" else r.attempt.detail)
+             for r in run.records]
+    return kept["best"], kept["bound"], lines, run.attempts
 
 
 PARAMS = {
@@ -570,22 +556,15 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     pu, pv = nonredundant_pairs(space.distances, redundancy_rtol, two_hop=two_hop)
     t_planned = time.perf_counter()
 
-    def solve(max_coefficient: float, left: float | None) -> _Solved:
-        if solver == BLOCKS and max_coefficient == tuning.max_coefficients[0]:
-            # the scaled rows of the column blocks have no coefficient above 1: one attempt
+    def solve(step: Step, left: float | None) -> _Solved:
+        if step.solver == BLOCKS:
             return _solve_by_block_rounds(space, epsilon, pu, pv, solver=finish, knn=knn,
                                           time_limit=left, gap=gap, device=path.device.value,
                                           tuning=tuning, sweep=sweep)
-        return _solve_at_limit(space, epsilon, pu, pv, method=method,
-                               solver=finish if solver == BLOCKS else solver,
-                               knn=knn, max_coefficient=max_coefficient, time_limit=left, gap=gap,
-                               tuning=tuning, sweep=sweep if method == "lazy" else None)
-
-    def label(max_coefficient: float) -> str:
-        if solver == BLOCKS and max_coefficient == tuning.max_coefficients[0]:
-            return f"lazy over column blocks ({path.device.value}), HiGHS finish ({finish})"
-        how = finish if solver == BLOCKS else solver
-        return f"{method} on HiGHS ({how}), rows up to {max_coefficient:g}"
+        return _solve_at_limit(space, epsilon, pu, pv, method=method, solver=step.solver,
+                               knn=knn, max_coefficient=step.max_coefficient, time_limit=left,
+                               gap=gap, tuning=tuning,
+                               sweep=sweep if method == "lazy" else None)
 
     target = _gap_target(gap, tuning)
     limit = "none" if time_limit is None else f"{time_limit:g} s"
@@ -594,8 +573,8 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
                                      "which solve smaller LPs",
                           on_failure="another method ('lazy' or 'full') or solver ('blocks', "
                                      "'simplex' or 'ipm'), or 'spanner' with stretch=1 (the same LP)"):
-        best, bound, lines, attempts = _solve_over_coefficient_limits(
-            solve, time_limit, target, space.distances, tuning=tuning, label=label)
+        best, bound, lines, attempts = _run_plan_steps(
+            path.steps, solve, time_limit, target, space.distances, tuning=tuning)
     seconds = {"plan": t_planned - t_start, "solve": time.perf_counter() - t_planned}
 
     def report(candidate: Candidate) -> Candidate:

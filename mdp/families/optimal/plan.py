@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ...errors import ParameterError
-from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Plan
+from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Plan, Step
 from ...runtime.resources import distance_matrix_bytes, lp_bytes
 from ...spaces.metric_space import MetricSpace
 from ...worst_case.column_blocks import block_byte_limit, block_bytes, block_device
@@ -215,21 +215,27 @@ def plan(space: MetricSpace, epsilon: float, *, method: str | None = AUTO,
                               else "HiGHS's interior rounds from the rounds' nearly complete rows"))
         fallbacks.append(Fallback(f"HiGHS lazy finish ({finish}) from the rounds' rows",
                                   "the rounds stop short of the gap target"))
-        later = f"HiGHS lazy ({finish})"
+        later = f"lazy on HiGHS ({finish})"
         what = ("row generation whose rounds are solved over column blocks"
                 if method_reason == "asked for" else method_reason)
         method_choice = Choice("lazy", what)
     else:
         device_choice = Choice("cpu", "HiGHS")
-        later = f"{method} ({solver})"
+        later = f"{method} on HiGHS ({solver})"
         method_choice = Choice(method, method_reason)
-    fallbacks += [Fallback(f"{later}, rows up to {c:g}",
-                           "the attempt before failed or its gap is above the target")
-                  for c in limits[1:]]
+    if solver == BLOCKS:
+        # the scaled rows of the column blocks have no coefficient above 1: one step
+        first = Step(f"lazy over column blocks ({device_choice.value}), HiGHS finish ({finish})",
+                     "first", BLOCKS, limits[0])
+    else:
+        first = Step(f"{later}, rows up to {limits[0]:g}", "first", solver, limits[0])
+    steps = [first] + [Step(f"{later}, rows up to {c:g}",
+                            "the step before failed or its gap is above the target",
+                            finish or solver, c) for c in limits[1:]]
     fallbacks.append(Fallback("the exponential mechanism",
-                              "no attempt found an optimum, or rows were left out and the gap "
+                              "no step found an optimum, or rows were left out and the gap "
                               "stays above the target"))
     options.append(Choice(f"max_coefficient={limits[0]:g}",
                            "rows with larger coefficients are left out: a relaxation"))
     return Plan("OPTMech", method_choice, Choice(solver, solver_reason), device_choice,
-                tuple(fallbacks), tuple(options))
+                tuple(fallbacks), tuple(options), tuple(steps))

@@ -22,10 +22,11 @@ import numpy as np
 
 from ...candidate import Candidate
 from ...errors import AccuracyWarning
-from ...lp import SOLVERS, LPError, LPTimeout, explain_failures, get_threads, stochastic_rows
+from ...lp import SOLVERS, explain_failures, get_threads, stochastic_rows
 from ...lp.build_report import BuildReport
 from ...lp.output import LOG_DOMAIN_C, candidate_loss, private_candidate
-from ...lp.plan import AUTO, BLOCKS, CLARABEL, Attempt, tuning_param
+from ...lp.plan import AUTO, BLOCKS, CLARABEL, Step, tuning_param
+from ...lp.runner import run_steps
 from ...params import Param
 from ...prior.prior import Prior, objective_params, resolve_objective
 from ...registry import register
@@ -157,7 +158,7 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
     E = greedy_spanner(space.distances, stretch)
     path = plan(space, epsilon, stretch=stretch, edges=len(E), method=method, solver=solver,
                 rows=rows, tuning=tuning)
-    method, chosen = path.method.value, path.solver.value
+    method = path.method.value
     crossover = path.option("crossover") == "on"
     pu = np.r_[E[:, 0], E[:, 1]]
     pv = np.r_[E[:, 1], E[:, 0]]
@@ -184,61 +185,46 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
         if extra is not None:
             start = merge_rows(space.n, allowed, initial_triples(D_rows, allowed, knn), extra)
     other = "full" if method == "lazy" else "lazy"
-    full_solver = chosen
-    lines, attempts = [], []
-    M = None
+    steps = path.steps
     t_planned = time.perf_counter()
+
+    def solve(step: Step, left: float | None) -> tuple[np.ndarray, dict]:
+        if method == "lazy":
+            M, stats = solve_worst_case_lp_lazy(D, allowed, level, time_limit=left,
+                                                solver=step.solver, knn=knn,
+                                                max_coefficient=step.max_coefficient,
+                                                privacy_distances=path_distances,
+                                                initial_rows=start, tuning=tuning.lazy)
+        else:
+            M, stats = solve_worst_case_lp(D, pu, pv, level, time_limit=left, solver=step.solver,
+                                           max_coefficient=step.max_coefficient,
+                                           crossover=crossover, tuning=tuning.lazy,
+                                           last_resort=step is steps[-1],
+                                           blocks_fallback=step is steps[0],
+                                           resources=tuning.resources,
+                                           device=(path.device.value if step.solver == BLOCKS
+                                                   else None))
+        return stochastic_rows(M), stats
+
+    def describe(solved: tuple[np.ndarray, dict]) -> str:
+        stats = solved[1]
+        done = stats.get("final_method")
+        return (f"lower bound {stats.get('lower_bound', float('nan')):.10g}"
+                + (f"; after {'; '.join(stats['failed_solves'])}: {done}" if done else ""))
+
     with explain_failures("SpannerMech", space.n, epsilon,
                           on_timeout=f"a larger time_limit (now {limit}), a larger stretch (fewer "
                                      f"edges), or method='{other}'",
                           on_failure=f"method='{other}' or another solver ('simplex', 'ipm')"):
         # HiGHS mis-solves these bounded LPs when e^{eps D} spans too many orders of magnitude:
-        # retry with fewer rows (a relaxation; the envelope decides the entries left open)
-        for max_coefficient in tuning.max_coefficients:
-            left = None if time_limit is None else time_limit - (time.perf_counter() - t_start)
-            if left is not None and left <= 0:
-                # the spanner itself used the whole budget (seen on a loaded machine at 1e-4 s)
-                raise LPTimeout(f"time limit of {time_limit:g} s reached before the LP was solved")
-            step = (f"{method} ({chosen if method == 'lazy' else full_solver}), rows up to "
-                    f"{max_coefficient:g}")
-            t1 = time.perf_counter()
-            try:
-                if method == "lazy":
-                    M, stats = solve_worst_case_lp_lazy(D, allowed, level, time_limit=left,
-                                                        solver=chosen, knn=knn,
-                                                        max_coefficient=max_coefficient,
-                                                        privacy_distances=path_distances,
-                                                        initial_rows=start,
-                                                        tuning=tuning.lazy)
-                else:
-                    M, stats = solve_worst_case_lp(D, pu, pv, level, time_limit=left,
-                                                   solver=full_solver,
-                                                   max_coefficient=max_coefficient,
-                                                   crossover=crossover, tuning=tuning.lazy,
-                                                   last_resort=(max_coefficient
-                                                                == tuning.max_coefficients[-1]),
-                                                   blocks_fallback=not lines,
-                                                   resources=tuning.resources,
-                                                   device=(path.device.value
-                                                           if full_solver == BLOCKS else None))
-                M = stochastic_rows(M)
-            except LPError as exc:
-                if isinstance(exc, LPTimeout):
-                    raise
-                lines.append(f"rows up to {max_coefficient:g}: {exc}")
-                attempts.append(Attempt(step, "failed", time.perf_counter() - t1, str(exc)))
-                M = None
-                if full_solver == BLOCKS and not crossover:
-                    # the column-block method scales its rows, so fewer rows do not help it:
-                    # after it failed once (and HiPO's chain after it), only the chain retries
-                    full_solver = tuning.full_solver
-                continue
-            done = stats.get("final_method")
-            attempts.append(Attempt(step, "ok", time.perf_counter() - t1,
-                                    f"lower bound {stats.get('lower_bound', float('nan')):.10g}"
-                                    + (f"; after {'; '.join(stats['failed_solves'])}: "
-                                       f"{done}" if done else "")))
-            break
+        # the later steps retry with fewer rows (a relaxation; the envelope decides the entries
+        # left open)
+        run = run_steps(steps, solve, time_limit=time_limit, describe=describe, started=t_start)
+    attempts = run.attempts
+    lines = [f"rows up to {r.step.max_coefficient:g}: {r.attempt.detail}"
+             for r in run.records if r.attempt.outcome != "ok"]
+    M, stats = run.results[-1] if run.results else (None, None)
+    max_coefficient = run.last.step.max_coefficient if run.records else None
     seconds = {"plan": t_planned - t_start, "solve": time.perf_counter() - t_planned}
 
     def report(candidate: Candidate) -> Candidate:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...errors import ParameterError
-from ...lp.plan import AUTO, BLOCKS, CLARABEL, Choice, Fallback, Plan
+from ...lp.plan import AUTO, BLOCKS, CLARABEL, Choice, Fallback, Plan, Step
 from ...runtime.resources import distance_matrix_bytes, lp_bytes
 from ...spaces.metric_space import MetricSpace
 from ...worst_case.column_blocks import block_bytes, block_device
@@ -143,6 +143,7 @@ def plan(space: MetricSpace, epsilon: float, *, stretch: float, edges: int,
     else:
         method_reason = "asked for"
     options, fallbacks = [], []
+    crossover = None                 # the full LP's: whether an interior solve ends with it
     device = Choice("cpu", "HiGHS" if solver != CLARABEL else "Clarabel")
     if method == "lazy":
         if solver not in (AUTO, *LAZY_SOLVERS):
@@ -204,16 +205,25 @@ def plan(space: MetricSpace, epsilon: float, *, stretch: float, edges: int,
                 Fallback("HiPO without crossover, with the time left",
                          "the column-block method fails (then every later attempt uses HiPO's "
                          "chain)")]
-            chain += [Fallback("IPX without crossover", "HiPO fails"),
-                      Fallback("Clarabel on the primal LP", "IPX fails"),
+            chain.append(Fallback("IPX without crossover", "HiPO fails"))
+            if full_solver != BLOCKS:
+                chain.append(Fallback("the column-block method",
+                                      "IPX fails, in the first step, where its block inverses "
+                                      "fit in memory"))
+            chain += [Fallback("Clarabel on the primal LP", "the solve before fails"),
                       Fallback("IPX with crossover", "Clarabel fails")]
             fallbacks += chain
         solver_choice = Choice(full_solver, solver_reason)
     limits = tuning.max_coefficients
-    fallbacks += [Fallback(f"{method} ({solver_choice.value}), rows up to {c:g}",
-                           "every solver of the attempt before failed") for c in limits[1:]]
+    first = solver_choice.value
+    # the column-block method scales its rows, so fewer rows do not help it: after it failed
+    # (and HiPO's chain after it), the later steps run the chain only
+    later = tuning.full_solver if first == BLOCKS and crossover is False else first
+    steps = [Step(f"{method} ({first}), rows up to {limits[0]:g}", "first", first, limits[0])]
+    steps += [Step(f"{method} ({later}), rows up to {c:g}",
+                   "every solver of the step before failed", later, c) for c in limits[1:]]
     fallbacks.append(Fallback("the exponential mechanism",
-                              "no attempt found an optimum, or the LP's matrix is worse"))
+                              "no step found an optimum, or the LP's matrix is worse"))
     options.append(Choice(f"level={level:g}", f"eps / stretch = {epsilon:g} / {stretch:g}"))
     return Plan("SpannerMech", Choice(method, method_reason), solver_choice, device,
-                tuple(fallbacks), tuple(options))
+                tuple(fallbacks), tuple(options), tuple(steps))

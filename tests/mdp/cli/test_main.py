@@ -244,7 +244,10 @@ def test_build_verbose_prints_the_plan_and_every_attempt(tmp_path, capsys):
     lines = o.splitlines()
     plan = next(i for i, line in enumerate(lines) if line.startswith("plan: OPTMech: method lazy"))
     assert lines[plan + 1].strip().startswith("solver simplex (asked for)")
-    assert any(line.startswith("  fallback 1: lazy (simplex), rows up to 1e+07") for line in lines)
+    # the plan's steps are the attempts' names: what it prints is what runs
+    assert any(line.startswith("  step 1: lazy on HiGHS (simplex), rows up to 1e+12 (when first)")
+               for line in lines)
+    assert any(line.startswith("  step 2: lazy on HiGHS (simplex), rows up to 1e+07") for line in lines)
     assert any(re.match(r"attempt 1: lazy on HiGHS \(simplex\), rows up to 1e\+12: ok, ", line)
                for line in lines)
     assert any(line.startswith("loss ") and "relative gap" in line for line in lines)

@@ -109,15 +109,14 @@ def test_two_scale_space_spans_decades_and_needs_the_log_domain():
     _exactly_private(m)
 
 
-def test_solver_failure_falls_back_to_exponential_and_says_why(monkeypatch):
-    import mdp.families.optimal.build as opt
-    import mdp.families.spanner.build as span
+def test_solver_failure_falls_back_to_exponential_and_says_why(inject):
+    from mdp.worst_case.solve import solve_worst_case_lp, solve_worst_case_lp_lazy
 
     def fail(*args, **kwargs):
         raise SolverError("model status 'Unknown'")
 
-    monkeypatch.setattr(opt, "solve_worst_case_lp_lazy", fail)
-    monkeypatch.setattr(span, "solve_worst_case_lp", fail)
+    inject(solve_worst_case_lp_lazy, fail)
+    inject(solve_worst_case_lp, fail)
     space = _space("uniform")
     eps = 2.0 / _median(space)
     ref = mdp.build("exponential", space, eps)

@@ -34,7 +34,24 @@ def _private(mech, eps=EPS):
 
 def _path(mech) -> tuple[str, str, str]:
     plan = mech.report.plan
+    _attempts_follow_steps(mech)
     return plan.method.value, plan.solver.value, plan.device.value
+
+
+def _attempts_follow_steps(mech):
+    """The plan printed is what ran: the attempts are the plan's steps, in order from its first
+    (from its first HiGHS step for a lambda of ConstOPTMech after the row-block method found the
+    LP too dense for another lambda)."""
+    steps = [s.label for s in mech.report.plan.steps]
+    groups = {}
+    for a in mech.report.attempts:
+        lam, _, label = a.step.rpartition(": ") if a.step.startswith("lambda = ") else ("", "", a.step)
+        groups.setdefault(lam, []).append(label)
+    assert steps and groups
+    for labels in groups.values():
+        first = steps.index(labels[0])
+        assert first == 0 or (first == 1 and mech.report.plan.steps[0].solver == "blocks")
+        assert labels == steps[first:first + len(labels)]
 
 
 # --- OPTMech --------------------------------------------------------------------------------
@@ -101,6 +118,33 @@ def test_optimal_falls_back_to_the_exponential_mechanism():
     _private(mech)
 
 
+def test_optimal_second_step_runs_when_the_first_fails(optimum, inject):
+    # the first step's solve fails (injected): the plan's second step, HiGHS's lazy rounds at the
+    # next coefficient limit (a relaxation here that leaves no row out), reaches the optimum
+    from mdp.lp import LPError
+    from mdp.worst_case.block_rounds import solve_worst_case_lp_block_rounds
+    from mdp.worst_case.solve import solve_worst_case_lp_lazy
+
+    def fail_first_limit(*args, max_coefficient=None, **kwargs):
+        if max_coefficient in (None, 1e12):
+            raise LPError("injected failure")
+        return solve_worst_case_lp_lazy.default(*args, max_coefficient=max_coefficient, **kwargs)
+
+    def fail(*args, **kwargs):
+        raise LPError("injected failure")
+
+    inject(solve_worst_case_lp_lazy, fail_first_limit)
+    inject(solve_worst_case_lp_block_rounds, fail)
+    for params in ({"solver": "simplex"}, {"solver": "blocks"}):
+        mech = mdp.build("optimal", SPACE, EPS, **params)
+        _attempts_follow_steps(mech)
+        assert [a.outcome for a in mech.report.attempts] == ["failed", "ok"]
+        assert mech.report.attempts[1].step == mech.report.plan.steps[1].label
+        assert "1e+07" in mech.report.attempts[1].step
+        assert mech.loss() == pytest.approx(optimum, rel=1.1e-6)
+        _private(mech)
+
+
 # --- SpannerMech ----------------------------------------------------------------------------
 
 def _spanner_optimum(space, eps, stretch=1.5):
@@ -157,6 +201,48 @@ def test_spanner_blocks_default_falls_back_to_hipo_without_memory():
     _private(mech)
 
 
+@pytest.mark.parametrize("tuning", [SpannerTuning(), SpannerTuning(blocks_from_n=10)],
+                         ids=["hipo", "blocks"])
+def test_spanner_second_step_runs_when_every_solver_of_the_first_fails(tuning, inject):
+    # every solver of the first step's chain fails (injected): the second step runs HiPO's chain
+    # (the column-block method is not tried again) at the next limit, to linprog's optimum
+    from mdp.lp import LPError
+    from mdp.lp.conic import solve_clarabel
+    from mdp.lp.highs import run_highs
+    from mdp.worst_case.column_blocks import solve_worst_case_blocks
+
+    ref = _spanner_optimum(SPACE, EPS)
+    limits = []
+
+    def first_fails(lp):
+        if lp.num_row and not limits:
+            raise LPError("injected failure")
+        return run_highs.default(lp)
+
+    def fail(*args, **kwargs):
+        raise LPError("injected failure")
+
+    def note_limit(*args, max_coefficient, **kwargs):
+        try:
+            return solve_worst_case_lp.default(*args, max_coefficient=max_coefficient, **kwargs)
+        finally:
+            limits.append(max_coefficient)
+
+    from mdp.worst_case.solve import solve_worst_case_lp
+
+    inject(run_highs, first_fails)
+    inject(solve_clarabel, fail)
+    inject(solve_worst_case_blocks, fail)
+    inject(solve_worst_case_lp, note_limit)
+    mech = mdp.build("spanner", SPACE, EPS, tuning=tuning)
+    _attempts_follow_steps(mech)
+    steps = mech.report.plan.steps
+    assert [a.outcome for a in mech.report.attempts] == ["failed", "ok"]
+    assert steps[1].solver == "hipo" and limits == [1e12, 1e7]
+    assert mech.stats["lp_objective"] == pytest.approx(ref, rel=2e-5)
+    _private(mech)
+
+
 # --- ConstOPTMech ---------------------------------------------------------------------------
 
 def _constopt_optimum(space, eps, r, lam):
@@ -210,12 +296,13 @@ def test_constopt_row_blocks_hand_a_dense_lp_to_highs():
     _private(mech)
 
 
-def test_constopt_row_blocks_that_cannot_certify_hand_over_to_highs(monkeypatch):
+def test_constopt_row_blocks_that_cannot_certify_hand_over_to_highs(inject):
     # a lower bound too weak to certify 1e-6 (as e^{-e D} underflowing once did at very large
     # epsilon): the build hands the lambda to HiGHS instead of returning an uncertified point
-    import mdp.families.constopt.ipm as ipm
+    from mdp.families.constopt.ipm import solve_constopt_gap
+    from tests.support.solvers import uncertified_row_blocks
 
-    monkeypatch.setattr(ipm, "certified_lower_bound", lambda lp, res, k_bar: -np.inf)
+    inject(solve_constopt_gap, uncertified_row_blocks)
     space = MetricSpace.from_points(np.random.default_rng(42).random((14, 2)) * 3)
     eps = 4.0
     mech = mdp.build("constopt", space, eps, r=4, lam=0.1,
@@ -236,3 +323,26 @@ def test_every_plan_says_why():
         assert plan.fallbacks and plan.fallbacks[-1].step == "the exponential mechanism"
         lines = mech.report.describe()
         assert lines[0].startswith("plan: ") and any(line.startswith("attempt 1:") for line in lines)
+
+
+def test_constopt_ipx_step_runs_when_hipo_fails(inject):
+    # HiPO's solves fail (injected): the plan's second step, IPX at the same limit, solves the
+    # LP to linprog's optimum
+    from mdp.lp import LPError
+    from mdp.lp.highs import run_highs
+
+    def no_hipo(lp):
+        if lp.solver == "hipo":
+            raise LPError("injected failure")
+        return run_highs.default(lp)
+
+    inject(run_highs, no_hipo)
+    ref = _constopt_optimum(SPACE, EPS, 4, 0.1)
+    mech = mdp.build("constopt", SPACE, EPS, r=4, lam=[0.1, 1.0])
+    _attempts_follow_steps(mech)
+    assert [a.outcome for a in mech.report.attempts] == ["failed", "ok"] * 2
+    assert mech.report.plan.steps[1].label.startswith("HiGHS (ipm")
+    assert "(hipo)" in mech.stats["failed_attempts"][0]
+    single = mdp.build("constopt", SPACE, EPS, r=4, lam=0.1)
+    assert single.stats["lp_objective"] == pytest.approx(ref, rel=1e-8, abs=1e-9)
+    _private(mech)

@@ -118,15 +118,16 @@ def space40():
 
 @pytest.mark.parametrize("family, display", [("optimal", "OPTMech"), ("spanner", "SpannerMech"),
                                              ("constopt", "ConstOPTMech")])
-def test_lp_families_refuse_above_max_memory_before_any_solve(space40, monkeypatch, family,
-                                                              display):
-    import highspy
+def test_lp_families_refuse_above_max_memory_before_any_solve(space40, monkeypatch, inject,
+                                                              family, display):
     import scipy.optimize
+
+    from mdp.lp.highs import run_highs
 
     def no_solve(*args, **kwargs):
         raise AssertionError("a solver was called")
 
-    monkeypatch.setattr(highspy.Highs, "run", no_solve)
+    inject(run_highs, no_solve)
     monkeypatch.setattr(scipy.optimize, "linprog", no_solve)
     # the family's build never starts: its plan is the first thing it computes
     monkeypatch.setattr(importlib.import_module(f"mdp.families.{family}.build"), "plan",

@@ -312,7 +312,7 @@ def test_state_returns_the_pairs_violated_again():
     assert state.violated_pairs.tolist() == [1, 17, 20]
 
 
-def test_pair_closure_fires_on_recurring_pairs_and_keeps_the_rounds_exact(monkeypatch):
+def test_pair_closure_fires_on_recurring_pairs_and_keeps_the_rounds_exact():
     """Tight rounds whose violations recur on the same pairs; the closure from the first of
     them (``closure_after`` = 0); the full LP's optimum bounded and every row met as before."""
     space = MetricSpace.from_points(np.random.default_rng(12).random((24, 2)) * 5)
@@ -402,14 +402,14 @@ def test_blocks_finish_with_highs_where_their_plateau_cannot_certify():
     assert st["lower_bound"] <= ref * (1 + 3e-7)
 
 
-def test_blocks_keep_their_own_result_when_the_highs_finish_fails(monkeypatch):
+def test_blocks_keep_their_own_result_when_the_highs_finish_fails(inject):
     space = SPACES[1]
     eps = 0.5
     ref, _ = optimal_loss_linprog(space.distances, eps)
     def failing(*args, **kwargs):
         raise LPError("Unknown model status")
 
-    monkeypatch.setattr(opt_build, "solve_worst_case_lp_lazy", failing)
+    inject(solve_worst_case_lp_lazy, failing)
     with pytest.warns(mdp.AccuracyWarning, match="Unknown model status"):
         # the rounds cannot certify: HiGHS finishes
         mech = mdp.build("optimal", space, eps, method="blocks", tuning=EXACTER)
@@ -427,18 +427,18 @@ def test_blocks_keep_their_own_result_when_the_highs_finish_fails(monkeypatch):
     def timing_out(*args, **kwargs):
         raise mdp.lp.LPTimeout("LP time limit reached")
 
-    monkeypatch.setattr(opt_build, "solve_worst_case_lp_lazy", timing_out)
+    inject(solve_worst_case_lp_lazy, timing_out)
     with pytest.raises(mdp.errors.SolverTimeout):
         # the caller's time limit, not the finish's budget, ran out
         mdp.build("optimal", space, eps, method="blocks", time_limit=30.0,
                   tuning=replace(EXACTER, finish_min_seconds=60.0))
 
 
-def test_blocks_certify_an_earlier_round_by_a_later_bound_without_a_finish(monkeypatch):
+def test_blocks_certify_an_earlier_round_by_a_later_bound_without_a_finish(inject):
     space = SPACES[1]
     eps = 0.5
     ref, _ = optimal_loss_linprog(space.distances, eps)
-    rounds = br.solve_worst_case_lp_block_rounds
+    rounds = br.solve_worst_case_lp_block_rounds.default
 
     def never_accept(*args, stop, **kwargs):
         # the stop test never accepts a round, as when a round's own bound is a little short
@@ -447,8 +447,8 @@ def test_blocks_certify_an_earlier_round_by_a_later_bound_without_a_finish(monke
     def finish(*args, **kwargs):
         raise AssertionError("HiGHS's finish ran although the rounds were certified")
 
-    monkeypatch.setattr(opt_build, "solve_worst_case_lp_block_rounds", never_accept)
-    monkeypatch.setattr(opt_build, "solve_worst_case_lp_lazy", finish)
+    inject(br.solve_worst_case_lp_block_rounds, never_accept)
+    inject(solve_worst_case_lp_lazy, finish)
     mech = mdp.build("optimal", space, eps, method="blocks")
     st = mech.stats
     assert st["rounds_ended"] == "no row violated" and "finish_error" not in st
@@ -462,7 +462,7 @@ def test_blocks_certify_an_earlier_round_by_a_later_bound_without_a_finish(monke
 
 @pytest.mark.parametrize("outcome,where", [("runs out", "near"), ("fails", "near"),
                                            ("runs out", "far")])
-def test_blocks_give_highs_a_bounded_finish(monkeypatch, outcome, where):
+def test_blocks_give_highs_a_bounded_finish(inject, outcome, where):
     # HiGHS's finish gets a bounded time; when it runs out (near the target or far from it) or
     # fails near it, the rounds' result stands and no later attempt follows (HiGHS's lazy
     # solves at lower coefficient limits, from scratch, cost far more than they can gain there)
@@ -480,7 +480,7 @@ def test_blocks_give_highs_a_bounded_finish(monkeypatch, outcome, where):
             raise LPError("Unknown model status")
         raise mdp.lp.LPTimeout("LP time limit reached")
 
-    monkeypatch.setattr(opt_build, "solve_worst_case_lp_lazy", finish)
+    inject(solve_worst_case_lp_lazy, finish)
     with pytest.warns(mdp.AccuracyWarning, match=r"exact \(gap <= 1e-13\)") as seen:
         mech = mdp.build("optimal", space, eps, method="blocks", tuning=near)
     # what was certified, in plain words: a percentage of the optimum, never "failed"
@@ -504,7 +504,7 @@ def test_blocks_give_highs_a_bounded_finish(monkeypatch, outcome, where):
         assert calls[-1][0] < 1e6
 
 
-def test_after_a_failed_finish_far_away_the_next_limits_get_the_finish_budget(monkeypatch):
+def test_after_a_failed_finish_far_away_the_next_limits_get_the_finish_budget(inject):
     # the finish fails far from the target: HiGHS's lazy rounds at the next coefficient limit
     # run, within the finish's time; past it the rounds' certified result stands
     space = SPACES[1]
@@ -519,7 +519,7 @@ def test_after_a_failed_finish_far_away_the_next_limits_get_the_finish_budget(mo
             raise LPError("Unknown model status")        # the finish from the rounds' rows
         raise mdp.lp.LPTimeout("LP time limit reached")  # the next limit's rounds
 
-    monkeypatch.setattr(opt_build, "solve_worst_case_lp_lazy", lazy)
+    inject(solve_worst_case_lp_lazy, lazy)
     with pytest.warns(mdp.AccuracyWarning, match="Unknown model status"):
         mech = mdp.build("optimal", space, eps, method="blocks", tuning=far)
     st = mech.stats
@@ -645,19 +645,19 @@ def test_a_warm_round_reaches_the_same_optimum_in_fewer_iterations():
         assert st["lower_bound"] <= ref * (1 + 1e-9)
 
 
-def test_a_failed_warm_start_solves_again_from_the_default_point(monkeypatch):
+def test_a_failed_warm_start_solves_again_from_the_default_point(inject):
     D, eps = SPACES[0].distances, 1.0
     n = D.shape[0]
     u, v, w = initial_triples(D, ~np.eye(n, dtype=bool), 2)
     _, first = solve_worst_case_triples(D, u, v, w, eps, tol=1e-2, keep_gap=0.5)
-    solve = cb._solve
+    solve = cb.run_column_blocks.default
 
     def failing(lp, fac, *, start=None, **kw):
         if start is not None:
             raise LPError("stub: the warm start diverged")
         return solve(lp, fac, start=start, **kw)
 
-    monkeypatch.setattr(cb, "_solve", failing)
+    inject(cb.run_column_blocks, failing)
     _, st = solve_worst_case_triples(D, u, v, w, eps, warm=first["warm_start"])
     assert not st["warm"]
     assert st["lp_objective"] == pytest.approx(triples_optimum(D, eps, u, v, w), rel=1e-6)

@@ -265,14 +265,14 @@ def test_default_from_blocks_from_n(monkeypatch):
     assert auto.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)
 
 
-def test_default_falls_back_to_hipo_when_blocks_fail(monkeypatch):
+def test_default_falls_back_to_hipo_when_blocks_fail(inject):
     from mdp.worst_case import solve as worst_case
 
     def fail(*args, **kwargs):
         time.sleep(0.3)
         raise LPError("no convergence (forced)")
 
-    monkeypatch.setattr(worst_case, "solve_worst_case_blocks", fail)
+    inject(solve_worst_case_blocks, fail)
     D = SPACES[1].distances
     pu, pv = spanner_pairs(D)
     ref = linprog_optimum(D, pu, pv, 0.5)
@@ -307,12 +307,10 @@ def test_a_stalled_solve_carries_its_best_iterate():
 
 
 @pytest.mark.parametrize("budget", ["runs out", "enough"])
-def test_a_stalled_iterate_stands_when_highs_runs_out_of_its_budget(monkeypatch, budget):
+def test_a_stalled_iterate_stands_when_highs_runs_out_of_its_budget(inject, budget):
     # the column blocks stall above their acceptance: HiGHS's chain gets a bounded time, and past
     # it SpannerMech repairs and certifies the stalled iterate, and warns with its gap
-    from mdp.worst_case import solve as worst_case
-
-    real = worst_case.solve_worst_case_blocks
+    real = solve_worst_case_blocks.default
     stalls = []
 
     def stalling(*args, **kwargs):
@@ -323,7 +321,7 @@ def test_a_stalled_iterate_stands_when_highs_runs_out_of_its_budget(monkeypatch,
             raise
         raise AssertionError("8 iterations converged")
 
-    monkeypatch.setattr(worst_case, "solve_worst_case_blocks", stalling)
+    inject(solve_worst_case_blocks, stalling)
     space = SPACES[1]
     D = space.distances
     pu, pv = spanner_pairs(D)
@@ -362,12 +360,12 @@ def test_available_memory_reads_the_system():
         assert cb.block_byte_limit() == min(top.max_block_bytes, int(top.memory_share * avail))
 
 
-def test_default_runs_blocks_once_when_every_solver_fails(monkeypatch):
+def test_default_runs_blocks_once_when_every_solver_fails(inject):
     # the coefficient-limit retries of SpannerMech are HiGHS's: after the column-block method and
     # HiPO's chain failed, the next limits run the chain only; the build falls back to the
     # exponential mechanism and says why
-    from mdp.lp.highs import SparseLP
-    from mdp.worst_case import solve as worst_case
+    from mdp.lp.conic import solve_clarabel
+    from mdp.lp.highs import run_highs
 
     calls = []
 
@@ -378,9 +376,9 @@ def test_default_runs_blocks_once_when_every_solver_fails(monkeypatch):
     def fail(*args, **kwargs):
         raise LPError("solver failed (forced)")
 
-    monkeypatch.setattr(worst_case, "solve_worst_case_blocks", blocks_fail)
-    monkeypatch.setattr(worst_case, "solve_clarabel", fail)
-    monkeypatch.setattr(SparseLP, "solve", fail)
+    inject(solve_worst_case_blocks, blocks_fail)
+    inject(solve_clarabel, fail)
+    inject(run_highs, fail)
     mech = mdp.build("spanner", SPACES[0], 0.5, tuning=SpannerTuning(blocks_from_n=10))
     assert len(calls) == 1
     assert len(mech.stats["attempts"]) == 3

@@ -140,11 +140,11 @@ def test_every_solver_reaches_the_full_lp_optimum(space, eps, solver):
     assert report["verified"]
 
 
-def test_failed_hipo_round_is_repeated_by_ipx(monkeypatch):
+def test_failed_hipo_round_is_repeated_by_ipx(inject):
     # a HiPO failure costs neither the coefficient limit nor the optimum: IPX solves the same LP
-    import mdp.families.constopt.build as co
+    from mdp.families.constopt.build import solve_constopt_lp
 
-    real = co.solve_constopt_lp
+    real = solve_constopt_lp.default
     methods = []
 
     def flaky(*args, solver, **kw):
@@ -153,7 +153,7 @@ def test_failed_hipo_round_is_repeated_by_ipx(monkeypatch):
             raise mdp.lp.LPError("HiGHS did not find an optimum: model status 'Unknown'")
         return real(*args, solver=solver, **kw)
 
-    monkeypatch.setattr(co, "solve_constopt_lp", flaky)
+    inject(solve_constopt_lp, flaky)
     ref = _full_lp_optimum(GRID, 0.8, 5, 0.1)
     mech = mdp.build("constopt", GRID, 0.8, r=5, lam=0.1)
     assert methods == ["hipo", "ipm"]

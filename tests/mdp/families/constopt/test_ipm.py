@@ -24,6 +24,7 @@ from mdp.families.constopt.ipm import (
     warm_start,
 )
 from mdp.spaces.metric_space import MetricSpace
+from tests.support.solvers import uncertified_row_blocks
 
 GRID = MetricSpace.from_points(np.stack(np.meshgrid(np.arange(6.0), np.arange(6.0)), -1).reshape(-1, 2))
 
@@ -127,12 +128,10 @@ def test_gap_parameter_is_validated():
         mdp.build("constopt", space, 1.0, r=3, lam=0.1, gap="small")
 
 
-def test_gap_mode_falls_back_to_the_exact_solve_when_it_cannot_certify(monkeypatch):
+def test_gap_mode_falls_back_to_the_exact_solve_when_it_cannot_certify(inject):
     # a lower bound too weak for the gap: the build must not return an uncertified
     # "near-optimal" matrix
-    import mdp.families.constopt.ipm as ipm
-
-    monkeypatch.setattr(ipm, "certified_lower_bound", lambda lp, res, k_bar: -np.inf)
+    inject(solve_constopt_gap, uncertified_row_blocks)
     space = MetricSpace.from_points(np.random.default_rng(42).random((35, 2)) * 3)
     mech = mdp.build("constopt", space, 400.0, r=6, lam=0.1, gap=1e-3)
     assert "ipm_failure" in mech.stats and "HiGHS" in mech.stats["solver"]
@@ -238,9 +237,7 @@ def test_warm_round_reaches_the_cold_optimum_in_fewer_iterations():
 @pytest.mark.parametrize("error", [
     SolverError("the interior point method's normal matrix lost positive definiteness"),
     ValueError("start must be positive, finite vectors sized for the LP")])
-def test_failed_warm_round_is_solved_again_cold(monkeypatch, error):
-    from mdp.families.constopt import ipm as constopt_ipm
-
+def test_failed_warm_round_is_solved_again_cold(inject, error):
     D, e = _random(8, 40).distances, 0.75
     free = nn_replacement(D, 5)
     opt = _linprog(D, e, free, 0.1, with_free_free=True)
@@ -248,14 +245,12 @@ def test_failed_warm_round_is_solved_again_cold(monkeypatch, error):
     _, st = solve_constopt_gap(D, e, free, 0.1, 0.0, warm_added_ratio=np.inf)
     assert len(st["ipm_rounds"]) >= 2
     assert [r["warm"] for r in st["ipm_rounds"]] == [False] + [True] * (len(st["ipm_rounds"]) - 1)
-    real = constopt_ipm.solve_row_block_ipm
-
     def no_warm(lp, **kw):
         if kw.get("start") is not None:
             raise error
-        return real(lp, **kw)
+        return solve_row_block_ipm.default(lp, **kw)
 
-    monkeypatch.setattr(constopt_ipm, "solve_row_block_ipm", no_warm)
+    inject(solve_row_block_ipm, no_warm)
     _, st = solve_constopt_gap(D, e, free, 0.1, 0.0, warm_added_ratio=np.inf)
     assert [r["warm"] for r in st["ipm_rounds"]] == [False] * len(st["ipm_rounds"])
     assert st["lower_bound"] <= opt * (1 + 1e-6) and st["lp_objective"] >= opt * (1 - 1e-6)
@@ -295,16 +290,14 @@ def test_auto_solver_uses_the_row_block_method_from_row_block_min_n():
     assert "HiGHS" in mdp.build("constopt", space, eps, r=5, lam=0.1, solver="hipo").stats["solver"]
 
 
-def test_auto_solver_falls_back_to_highs_when_the_gap_cannot_be_certified(monkeypatch):
-    import mdp.families.constopt.ipm as ipm
-
+def test_auto_solver_falls_back_to_highs_when_the_gap_cannot_be_certified(inject):
     small = ConstOPTTuning(row_block_min_n=35)
     space = MetricSpace.from_points(np.random.default_rng(42).random((35, 2)) * 3)
     # eps / 2 x median distance ~ 230 > row_block_max_scale: HiGHS without trying
     direct = mdp.build("constopt", space, 400.0, r=6, lam=0.1, tuning=small)
     assert "ipm_failure" not in direct.stats and "HiGHS" in direct.stats["solver"]
     # a lower bound too weak for the gap
-    monkeypatch.setattr(ipm, "certified_lower_bound", lambda lp, res, k_bar: -np.inf)
+    inject(solve_constopt_gap, uncertified_row_blocks)
     mech = mdp.build("constopt", space, 400.0, r=6, lam=0.1,
                      tuning=replace(small, row_block_max_scale=np.inf))
     assert "ipm_failure" in mech.stats and "HiGHS" in mech.stats["solver"]
@@ -313,12 +306,10 @@ def test_auto_solver_falls_back_to_highs_when_the_gap_cannot_be_certified(monkey
     assert mech.stats["lp_objective"] == pytest.approx(direct.stats["lp_objective"], rel=1e-9)
 
 
-def test_auto_solver_hands_an_lp_with_many_violated_rows_to_highs(monkeypatch):
+def test_auto_solver_hands_an_lp_with_many_violated_rows_to_highs(inject):
     # round 0 of the row-block method violates v free-free rows; above
     # max_violated_per_point * n it gives up at once (those rows would make every later round
     # slow), and ConstOPTMech's "auto" then solves the LP by HiGHS, to the same optimum
-    import mdp.families.constopt.build as constopt_build
-
     space, eps = _random(8, 40), 1.5
     D, free = space.distances, nn_replacement(space.distances, 5)
     _, full = solve_constopt_gap(D, eps / 2, free, 0.1, 1e-6)
@@ -337,14 +328,13 @@ def test_auto_solver_hands_an_lp_with_many_violated_rows_to_highs(monkeypatch):
     assert mech.stats["privacy"]["measured_eps"] <= eps * (1 + 1e-9)
     # with several lambdas, round 0 runs once: the others go to HiGHS directly
     calls = []
-    real = constopt_build.solve_constopt_gap
-    monkeypatch.setattr(constopt_build, "solve_constopt_gap",
-                        lambda *a, **k: calls.append(a[3]) or real(*a, **k))
     none_violated = replace(base, row_block_max_violated=0.0)
-    three = mdp.build("constopt", space, eps, r=5, lam=[0.001, 0.1, 1.0], tuning=none_violated)
+    with solve_constopt_gap.replaced(
+            lambda *a, **k: calls.append(a[3]) or solve_constopt_gap.default(*a, **k)):
+        three = mdp.build("constopt", space, eps, r=5, lam=[0.001, 0.1, 1.0],
+                          tuning=none_violated)
     assert calls == [0.001] and len(three.stats["lambdas"]) == 3
     assert "HiGHS" in three.stats["solver"] and "free-free rows" in three.stats["ipm_failure"]
-    monkeypatch.setattr(constopt_build, "solve_constopt_gap", real)
     # gap= asks for the row-block method by name: no such hand-over
     gapped = mdp.build("constopt", space, eps, r=5, lam=0.1, gap=1e-6, tuning=none_violated)
     assert "row-block" in gapped.stats["solver"] and "ipm_failure" not in gapped.stats
@@ -377,19 +367,15 @@ def test_default_start_is_positive_scaled_and_reaches_the_same_optimum():
 
 
 @pytest.mark.parametrize("gap, tol", [(1e-3, 1e-8), (1e-6, 1e-8), (1e-7, 1e-9), (0.0, 1e-10)])
-def test_rounds_run_to_gap_over_100_within_the_round_tolerances(monkeypatch, gap, tol):
-    from mdp.families.constopt import ipm as constopt_ipm
-
+def test_rounds_run_to_gap_over_100_within_the_round_tolerances(inject, gap, tol):
     D, e = _random(8, 40).distances, 0.75
     free = nn_replacement(D, 5)
     seen = []
-    real = constopt_ipm.solve_row_block_ipm
-
     def spy(lp, **kw):
         seen.append(kw["tol"])
-        return real(lp, **kw)
+        return solve_row_block_ipm.default(lp, **kw)
 
-    monkeypatch.setattr(constopt_ipm, "solve_row_block_ipm", spy)
+    inject(solve_row_block_ipm, spy)
     _, st = solve_constopt_gap(D, e, free, 0.1, gap)
     assert seen and all(t == pytest.approx(tol, rel=1e-12) for t in seen)
     assert st["relative_gap"] <= max(gap, 1e-6)
@@ -408,11 +394,11 @@ def test_bound_factors_given_or_computed_give_the_same_lp():
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
 
 
-def test_a_fixed_weights_lp_without_a_solution_leaves_the_repaired_point(monkeypatch):
+def test_a_fixed_weights_lp_without_a_solution_leaves_the_repaired_point(inject):
     # the weights of an iterate need not admit a completion (HiGHS: "Infeasible" at Geolife
     # n = 2000); the round then keeps its repaired point, and a timeout still stops the build
     from mdp.errors import SolverTimeout
-    from mdp.families.constopt import ipm as constopt_ipm
+    from mdp.families.constopt.ipm import fixed_weights_solution
 
     D, e = _random(8, 40).distances, 0.75
     free = nn_replacement(D, 5)
@@ -421,7 +407,7 @@ def test_a_fixed_weights_lp_without_a_solution_leaves_the_repaired_point(monkeyp
     def infeasible(*args, **kwargs):
         raise SolverError("HiGHS did not find an optimum: model status 'Infeasible'")
 
-    monkeypatch.setattr(constopt_ipm, "fixed_weights_solution", infeasible)
+    inject(fixed_weights_solution, infeasible)
     _, st = solve_constopt_gap(D, e, free, 0.1, 0.0)
     assert st["lower_bound"] <= opt * (1 + 1e-6) <= st["lp_objective"] * (1 + 2e-6)
     assert st["relative_gap"] <= 1e-6
@@ -429,7 +415,7 @@ def test_a_fixed_weights_lp_without_a_solution_leaves_the_repaired_point(monkeyp
     def late(*args, **kwargs):
         raise SolverTimeout("time limit")
 
-    monkeypatch.setattr(constopt_ipm, "fixed_weights_solution", late)
+    inject(fixed_weights_solution, late)
     with pytest.raises(SolverTimeout):
         solve_constopt_gap(D, e, free, 0.1, 0.0)
 

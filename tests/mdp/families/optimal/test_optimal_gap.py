@@ -8,7 +8,6 @@ import pytest
 import mdp
 from mdp.families import optimal
 from mdp.families.optimal import OptimalTuning
-from mdp.families.optimal import build as optimal_build
 from mdp.spaces.metric_space import MetricSpace
 from tests.support.reference_lp import optimal_loss_linprog
 
@@ -168,17 +167,20 @@ def test_exact_builds_meet_their_target_without_a_warning():
 
 
 @pytest.mark.parametrize("gap", [None, 1e-3])
-def test_a_build_certified_above_its_target_warns_and_says_so(gap, monkeypatch):
+def test_a_build_certified_above_its_target_warns_and_says_so(gap, inject):
     """A weaker (still valid) bound than the rounds found leaves the certificate above the
     target: the matrix stands, certified private, ``target_met`` is False and the warning
     names the space, epsilon, the gap reached and the target."""
-    solve = optimal_build._solve_over_coefficient_limits
+    from mdp.worst_case.solve import solve_worst_case_lp_lazy
 
-    def weaker_bound(*args, **kwargs):
-        best, bound, lines, attempts = solve(*args, **kwargs)
-        return best, bound - 0.01 * best.loss, lines, attempts
+    def weaker_bound(*args, stop=None, **kwargs):
+        # a lazy solve whose bound is 1% of the optimum below its own (each round's stop test
+        # sees the same weaker bound, so the rounds end where an exact solve ends)
+        M, stats = solve_worst_case_lp_lazy.default(*args, **kwargs)
+        stats["lower_bound"] -= 0.01 * stats["lp_objective"]
+        return M, stats
 
-    monkeypatch.setattr(optimal_build, "_solve_over_coefficient_limits", weaker_bound)
+    inject(solve_worst_case_lp_lazy, weaker_bound)
     space = _space(6, 12)
     opt, _ = optimal_loss_linprog(space.distances, 1.0)
     with pytest.warns(mdp.AccuracyWarning,

@@ -8,8 +8,11 @@ from scipy.sparse.csgraph import shortest_path
 import mdp
 from mdp.families.spanner import SpannerTuning, greedy_spanner
 from mdp.lp import LPError
+from mdp.lp.conic import solve_clarabel
+from mdp.lp.highs import run_highs
 from mdp.spaces.metric_space import MetricSpace
 from mdp.worst_case import solve as worst_case
+from mdp.worst_case.column_blocks import solve_worst_case_blocks
 from mdp.worst_case.solve import LazyRoundsTuning
 
 SPACE = MetricSpace.from_points(np.random.default_rng(7).random((14, 2)) * 4)
@@ -121,19 +124,17 @@ def test_full_default_interior_matches_ipx_crossover(eps):
         assert m.stats["relative_gap"] <= 1e-6
 
 
-def _failing_solves(monkeypatch, failing: int) -> list:
+def _failing_solves(inject, failing: int) -> list:
     """Make the first ``failing`` HiGHS solves fail; returns the (method, crossover) of every solve."""
-    from mdp.lp import LPError, SparseLP
+    calls = []
 
-    real, calls = SparseLP.solve, []
-
-    def solve(self):
-        calls.append((self._solver, self._crossover))
+    def solve(lp):
+        calls.append((lp.solver, lp.crossover))
         if len(calls) <= failing:
             raise LPError("simulated failure")
-        return real(self)
+        return run_highs.default(lp)
 
-    monkeypatch.setattr(SparseLP, "solve", solve)
+    inject(run_highs, solve)
     return calls
 
 
@@ -146,18 +147,15 @@ def _full_spanner_lp(solver: str) -> tuple[np.ndarray, dict]:
 
 
 @pytest.mark.parametrize("failing", [1, 2, 3, 4])
-def test_full_interior_fallbacks(monkeypatch, failing):
+def test_full_interior_fallbacks(inject, failing):
     # the first `failing` solves fail: HiPO, then IPX without crossover (the interior point is
     # repaired like HiPO's), then the column-block method (its row scaling solves what HiGHS's
     # interior codes do not; repaired too), then Clarabel on the primal LP (repaired too), then
     # IPX with crossover; every path reaches the vertex reference
-    from mdp.lp import LPError
-    from mdp.worst_case import solve as worst_case
-
     reference = mdp.build("spanner", SPACE, 0.5, solver="ipm")
-    calls = _failing_solves(monkeypatch, min(failing, 2))
+    calls = _failing_solves(inject, min(failing, 2))
     conic, blocks = [], []
-    real_clarabel, real_blocks = worst_case.solve_clarabel, worst_case.solve_worst_case_blocks
+    real_clarabel, real_blocks = solve_clarabel.default, solve_worst_case_blocks.default
 
     def clarabel(*args, **kwargs):
         conic.append(kwargs["time_limit"])
@@ -171,8 +169,8 @@ def test_full_interior_fallbacks(monkeypatch, failing):
             raise LPError("simulated failure")
         return real_blocks(*args, **kwargs)
 
-    monkeypatch.setattr(worst_case, "solve_clarabel", clarabel)
-    monkeypatch.setattr(worst_case, "solve_worst_case_blocks", column_blocks)
+    inject(solve_clarabel, clarabel)
+    inject(solve_worst_case_blocks, column_blocks)
     M, stats = _full_spanner_lp("hipo")
     methods = [("hipo", False), ("ipx", False), ("ipx", True)]
     assert calls == (methods[:2] if failing < 4 else methods)
@@ -199,30 +197,24 @@ def test_full_interior_fallbacks(monkeypatch, failing):
     assert built.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)
 
 
-def test_full_interior_fallback_skips_a_second_ipx(monkeypatch):
+def test_full_interior_fallback_skips_a_second_ipx(inject):
     # a failed solve that ran IPX already ("ipm") goes on without IPX again: to the column-block
     # method (made to fail here), then Clarabel
-    from mdp.lp import LPError
-    from mdp.worst_case import solve as worst_case
-
     def column_blocks(*args, **kwargs):
         raise LPError("simulated failure")
 
-    monkeypatch.setattr(worst_case, "solve_worst_case_blocks", column_blocks)
-    calls = _failing_solves(monkeypatch, 1)
+    inject(solve_worst_case_blocks, column_blocks)
+    calls = _failing_solves(inject, 1)
     M, stats = _full_spanner_lp("ipm")
     assert calls == [("ipm", False)]
     assert stats["failed_solves"] == ["ipm: simulated failure", "blocks: simulated failure"]
     assert stats["final_method"] == "clarabel"
 
 
-def test_clarabel_fallback_only_when_it_solves(monkeypatch):
+def test_clarabel_fallback_only_when_it_solves(inject):
     # at eps 20 on these points HiPO and IPX fail; the column-block method solves the LP (gap
     # 3.0e-6). Without it, Clarabel ends "AlmostSolved" with a bound 1.1e-3 below its objective:
     # that is no optimum, and IPX with crossover finishes (gap 5.0e-4)
-    from mdp.lp import LPError
-    from mdp.worst_case import solve as worst_case
-
     space = MetricSpace.from_points(np.random.default_rng(42).random((40, 2)) * 10)
     built = mdp.build("spanner", space, 20.0)
     assert built.stats["final_method"] == "blocks"
@@ -232,7 +224,7 @@ def test_clarabel_fallback_only_when_it_solves(monkeypatch):
     def column_blocks(*args, **kwargs):
         raise LPError("simulated failure")
 
-    monkeypatch.setattr(worst_case, "solve_worst_case_blocks", column_blocks)
+    inject(solve_worst_case_blocks, column_blocks)
     vertex = mdp.build("spanner", space, 20.0)
     assert vertex.stats["final_method"] == "ipx with crossover"
     assert any(f.startswith("clarabel:") and "AlmostSolved" in f for f in vertex.stats["failed_solves"])
@@ -358,16 +350,15 @@ def test_timeout_suggests_the_other_method(method, other):
         mdp.build("spanner", SPACE, 1.0, method=method, time_limit=1e-9)
 
 
-def test_crossover_has_a_budget_while_a_smaller_limit_remains(monkeypatch):
+def test_crossover_has_a_budget_while_a_smaller_limit_remains(inject):
     # every interior code fails at the first coefficient limit; IPX with crossover gets a budget
     # (here almost none) and the build moves on to the next limit instead of waiting on it
     def fail(*args, **kwargs):
         raise LPError("simulated failure")
 
-    monkeypatch.setattr(worst_case, "solve_worst_case_blocks", fail)
-    monkeypatch.setattr(worst_case, "solve_clarabel", fail)
-    real_solve = worst_case.SparseLP.solve
-    calls = _failing_solves(monkeypatch, 2)
+    inject(solve_worst_case_blocks, fail)
+    inject(solve_clarabel, fail)
+    calls = _failing_solves(inject, 2)
     tight = SpannerTuning(lazy=LazyRoundsTuning(crossover_time_factor=0.0,
                                                 crossover_min_seconds=1e-9))
     built = mdp.build("spanner", SPACE, 0.5, tuning=tight)
@@ -379,16 +370,14 @@ def test_crossover_has_a_budget_while_a_smaller_limit_remains(monkeypatch):
     # the last limit's crossover has no budget: with the same tuning it runs to the end
     E = greedy_spanner(SPACE.distances, 1.5)
     pu, pv = np.r_[E[:, 0], E[:, 1]], np.r_[E[:, 1], E[:, 0]]
-    monkeypatch.setattr(worst_case.SparseLP, "solve", _fail_interior(real_solve))
+    inject(run_highs, _fail_interior)
     M, stats = worst_case.solve_worst_case_lp(SPACE.distances, pu, pv, 0.5 / 1.5, solver="hipo",
                                               crossover=False, tuning=tight.lazy)
     assert stats["final_method"] == "ipx with crossover"
 
 
-def _fail_interior(real):
-    """A SparseLP.solve whose solves without crossover fail."""
-    def solve(self):
-        if not self._crossover:
-            raise LPError("simulated failure")
-        return real(self)
-    return solve
+def _fail_interior(lp):
+    """A HiGHS run whose solves without crossover fail."""
+    if not lp.crossover:
+        raise LPError("simulated failure")
+    return run_highs.default(lp)
