@@ -131,6 +131,8 @@ def run_child(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     mech = mdp.build(name, space, eps, **params)
     row = describe_build(mech, time.perf_counter() - t0)
+    # after the timed build: what a comparison of two trees checks to the last bit
+    row.update(eps_tight=mech.eps_tight(), matrix_loss=mech.loss())
     row.update(eps=eps, estimate_low=estimate.low, estimate_high=estimate.high,
                load_factor=estimate.load)
     print(json.dumps(row, default=str))
