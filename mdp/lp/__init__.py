@@ -21,6 +21,11 @@ r"""The LP engine: sparse models on HiGHS, lazy row generation, the worst-case-l
 * :mod:`mdp.lp.plan` -- :class:`~mdp.lp.plan.Plan` and :class:`~mdp.lp.plan.Attempt`: the path an
   LP family's build takes (method, solver, device, fallbacks, each with its reason), in one
   vocabulary shared by every family; each family decides it in its own ``plan`` function.
+* :mod:`mdp.lp.runner` -- :func:`~mdp.lp.runner.run_steps`, the one runner of a plan's steps
+  (each family's solves at successive coefficient limits or HiGHS methods), each recorded as an
+  attempt.
+* :mod:`mdp.lp.solver_entry` -- the solver entry points: every solve a plan names, replaceable
+  within a context (how tests force a fallback).
 * :mod:`mdp.lp.build_report` -- :class:`~mdp.lp.build_report.BuildReport`, the typed result of
   an LP build (plan, attempts, bound, gap, seconds per phase), with a read-only mapping view.
 * :mod:`mdp.lp.dense` -- the dense Schur step of the structured interior point methods, on the

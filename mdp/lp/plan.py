@@ -35,13 +35,12 @@ after the steps (the exponential mechanism).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..params import Param, instance_param
 
-__all__ = ["METHODS", "BLOCKS", "CLARABEL", "AUTO", "Choice", "Fallback", "Step", "Plan",
-           "Attempt", "with_options", "tuning_param"]
+__all__ = ["METHODS", "BLOCKS", "CLARABEL", "AUTO", "Choice", "Option", "Fallback", "Step",
+           "Plan", "Attempt", "tuning_param"]
 
 #: How the rows enter the LP (module docstring).
 METHODS = ("lazy", "full")
@@ -62,6 +61,29 @@ class Choice:
 
     def __str__(self) -> str:
         return f"{self.value} ({self.reason})"
+
+
+def _shown(value: object) -> str:
+    """An option's value as the plan prints it: ``1e+12``, ``none``, ``on``/``off``, ``ipm``."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Option:
+    """A further decision of a plan: its name, its typed value (what the build reads) and why."""
+
+    name: str
+    value: object
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.name}={_shown(self.value)} ({self.reason})"
 
 
 @dataclass(frozen=True)
@@ -116,8 +138,9 @@ class Plan:
         Each choice with its reason.
     fallbacks : tuple of Fallback
         What happens within a step when its solver fails, and after the steps.
-    options : tuple of Choice
-        Further family-specific decisions (starting rows, lazy rows, HiGHS finish, ...).
+    options : tuple of Option
+        Further family-specific decisions (starting rows, lazy rows, HiGHS finish, ...), each
+        with its typed value.
     steps : tuple of Step
         The solves the build runs, in order, until one is accepted.
     """
@@ -127,17 +150,12 @@ class Plan:
     solver: Choice
     device: Choice = Choice("cpu", "the solver runs on the CPU")
     fallbacks: tuple[Fallback, ...] = ()
-    options: tuple[Choice, ...] = field(default=())
+    options: tuple[Option, ...] = field(default=())
     steps: tuple[Step, ...] = ()
 
-    def option(self, name: str, default: str | None = None) -> str | None:
-        """The value of the option ``name`` (an entry of :attr:`options` whose value starts with
-        ``name=``), or ``default``."""
-        prefix = f"{name}="
-        for choice in self.options:
-            if choice.value.startswith(prefix):
-                return choice.value[len(prefix):]
-        return default
+    def option(self, name: str, default: object = None) -> object:
+        """The typed value of the option ``name``, or ``default``."""
+        return next((o.value for o in self.options if o.name == name), default)
 
     def describe(self) -> list[str]:
         """The plan as lines of text (``mdp build -v``)."""
@@ -157,11 +175,6 @@ class Plan:
                 "options": [str(c) for c in self.options],
                 "steps": [str(s) for s in self.steps],
                 "fallbacks": [str(f) for f in self.fallbacks]}
-
-
-def with_options(plan: Plan, extra: Iterable[Choice]) -> Plan:
-    """``plan`` with ``extra`` options appended (a decision made once its inputs exist)."""
-    return replace(plan, options=plan.options + tuple(extra))
 
 
 @dataclass(frozen=True)

@@ -266,9 +266,8 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int | Non
     highs_steps = [step for step in path.steps if step.solver != BLOCKS]
     highs_solver = path.option("highs")
     if row_block:
-        target = float(path.option("target"))
+        target = path.option("target")
         max_violated = path.option("max_violated")
-        max_violated = None if max_violated == "none" else float(max_violated)
     t_planned = time.perf_counter()
     # set when round 0 of one lambda found the LP too dense for the row-block method: the
     # other lambdas (same free-free rows, nearly the same violations) go to HiGHS directly

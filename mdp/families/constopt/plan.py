@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Plan, Step
+from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Option, Plan, Step
 from ...runtime.resources import distance_matrix_bytes, lp_bytes
 from ...spaces.metric_space import MetricSpace
 from ..optimal.plan import BUILD_COPIES
@@ -64,9 +64,9 @@ def plan(space: MetricSpace, epsilon: float, *, solver: str = AUTO, lazy: bool =
     """The path of a ConstOPTMech build (module docstring); parameters as
     :func:`mdp.families.constopt.build.build_constopt`.
 
-    The plan's options hold ``target=`` (the row-block method's certified gap),
-    ``max_violated=`` (its density limit per point, or ``none``) and ``highs=`` (HiGHS's method,
-    used alone or as the fallback).
+    The plan's options hold ``target`` (the row-block method's certified gap), ``max_violated``
+    (its density limit per point, or None) and ``highs`` (HiGHS's method, used alone or as the
+    fallback).
     """
     n = space.n
     e = epsilon / 2.0
@@ -90,7 +90,7 @@ def plan(space: MetricSpace, epsilon: float, *, solver: str = AUTO, lazy: bool =
             reason = (f"eps/2 x median distance = {scale:.3g} > row_block_max_scale = "
                       f"{t.row_block_max_scale:g}")
     highs = t.highs_solver if solver in (AUTO, BLOCKS) else solver
-    options = [Choice(f"highs={highs}", "HiGHS's method" + (" (asked for)" if highs == solver
+    options = [Option("highs", highs, "HiGHS's method" + (" (asked for)" if highs == solver
                                                              else ""))]
     fallbacks = []
     if row_block:
@@ -104,8 +104,8 @@ def plan(space: MetricSpace, epsilon: float, *, solver: str = AUTO, lazy: bool =
             max_violated = t.row_block_max_violated
             why = (f"round 0 may violate at most row_block_max_violated free-free rows per "
                    f"point below row_block_wide_scale = {t.row_block_wide_scale:g}")
-        options.append(Choice(f"target={target:g}", "certified relative gap"))
-        options.append(Choice(f"max_violated={'none' if max_violated is None else f'{max_violated:g}'}",
+        options.append(Option("target", float(target), "certified relative gap"))
+        options.append(Option("max_violated", None if max_violated is None else float(max_violated),
                               why))
         steps = [Step(f"row blocks to a gap of {target:g}", "first", BLOCKS, math.inf)]
         solver_choice = Choice(BLOCKS, reason)

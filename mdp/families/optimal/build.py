@@ -89,17 +89,17 @@ def _applies(space: MetricSpace) -> str | None:
 
 
 def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver: str, knn: int,
-                           time_limit: float | None, gap: float | None, device: str,
-                           tuning: OptimalTuning, sweep: Sweep | None = None) -> _Solved:
+                           time_limit: float | None, gap: float | None, target: float,
+                           device: str, tuning: OptimalTuning,
+                           sweep: Sweep | None = None) -> _Solved:
     """``solver="blocks"``: row generation over column blocks until the repaired matrix is
-    certified within ``gap`` (``tuning.retry_rtol`` when exact); where the rounds' plateau stops
+    certified within ``target`` (the plan's: ``tuning.retry_rtol`` when exact); where the rounds' plateau stops
     short of it, HiGHS's lazy solve (``solver``) finishes from the rows they generated (if HiGHS
     fails, the least-loss matrix the test repaired stands, with the rounds' bound)."""
     t0 = time.perf_counter()
     D = space.distances
     allowed = np.zeros((space.n, space.n), dtype=bool)
     allowed[pu, pv] = True
-    target = _gap_target(gap, tuning)
     conclusive = False
     budget = None
 
@@ -551,22 +551,22 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     path = plan(space, epsilon, method=method, solver=solver, knn=knn, gap=gap, tuning=tuning,
                 two_hop=two_hop)
     method, solver = path.method.value, path.solver.value
-    knn = int(path.option("knn"))
+    knn = path.option("knn")
     finish = path.option("finish")
+    target = path.option("target")
     pu, pv = nonredundant_pairs(space.distances, redundancy_rtol, two_hop=two_hop)
     t_planned = time.perf_counter()
 
     def solve(step: Step, left: float | None) -> _Solved:
         if step.solver == BLOCKS:
             return _solve_by_block_rounds(space, epsilon, pu, pv, solver=finish, knn=knn,
-                                          time_limit=left, gap=gap, device=path.device.value,
-                                          tuning=tuning, sweep=sweep)
+                                          time_limit=left, gap=gap, target=target,
+                                          device=path.device.value, tuning=tuning, sweep=sweep)
         return _solve_at_limit(space, epsilon, pu, pv, method=method, solver=step.solver,
                                knn=knn, max_coefficient=step.max_coefficient, time_limit=left,
                                gap=gap, tuning=tuning,
                                sweep=sweep if method == "lazy" else None)
 
-    target = _gap_target(gap, tuning)
     limit = "none" if time_limit is None else f"{time_limit:g} s"
     with explain_failures("OPTMech", n, epsilon,
                           on_timeout=f"a larger time_limit (now {limit}), or 'spanner' or 'constopt', "
@@ -649,11 +649,6 @@ def _build_expected(space: MetricSpace, epsilon: float, prior: Prior, *, time_li
             f"{100 * cand.stats['relative_gap']:.2g}% of the optimum (stats['lower_bound']); "
             "the matrix is private as certified."), stacklevel=4)
     return cand
-
-
-def _gap_target(gap: float | None, tuning: OptimalTuning) -> float:
-    """The relative gap a build aims at: ``tuning.retry_rtol`` when exact, and never below it."""
-    return tuning.retry_rtol if gap is None else max(gap, tuning.retry_rtol)
 
 
 def _missed_target_message(n: int, epsilon: float, gap: float | None, stats: dict) -> str:

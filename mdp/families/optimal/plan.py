@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ...errors import ParameterError
-from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Plan, Step
+from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Option, Plan, Step
 from ...runtime.resources import distance_matrix_bytes, lp_bytes
 from ...spaces.metric_space import MetricSpace
 from ...worst_case.column_blocks import block_byte_limit, block_bytes, block_device
@@ -124,9 +124,10 @@ def plan(space: MetricSpace, epsilon: float, *, method: str | None = AUTO,
     """The path of an OPTMech build (module docstring); parameters as
     :func:`mdp.families.optimal.build.build_optimal` (``None`` is ``"auto"``).
 
-    The plan's options hold ``knn=`` (the starting rows' near-neighbour pairs of row
-    generation) and, for
-    ``solver="blocks"``, ``finish=`` (HiGHS's method of the lazy finish).
+    The plan's options hold ``knn`` (the starting rows' near-neighbour pairs of row
+    generation), ``target`` (the certified relative gap aimed at: ``tuning.retry_rtol`` when
+    exact, ``gap`` but never below it otherwise), ``max_coefficient`` and, for
+    ``solver="blocks"``, ``finish`` (HiGHS's method of the lazy finish).
 
     Raises
     ------
@@ -192,13 +193,13 @@ def plan(space: MetricSpace, epsilon: float, *, method: str | None = AUTO,
                 solver_reason += "; the block inverses do not fit in memory"
     options = []
     if knn is not None:
-        options.append(Choice(f"knn={knn}", "asked for"))
+        options.append(Option("knn", knn, "asked for"))
     elif method == "lazy":
         knn = default_knn(space)
-        options.append(Choice(f"knn={knn}", "near-neighbour starting rows on map spaces"
+        options.append(Option("knn", knn, "near-neighbour starting rows on map spaces"
                               if knn else "no near-neighbour starting rows off map spaces"))
     else:
-        options.append(Choice("knn=0", "the full LP has no starting rows"))
+        options.append(Option("knn", 0, "the full LP has no starting rows"))
     limits = tuning.max_coefficients
     fallbacks = []
     if solver == BLOCKS:
@@ -211,7 +212,7 @@ def plan(space: MetricSpace, epsilon: float, *, method: str | None = AUTO,
             device_choice = Choice(device, "where the block inverses fit: MDP_DEVICE, "
                                            f"gpu_from_n = {tuning.resources.gpu_from_n}")
         finish = finish or tuning.finish_solver
-        options.append(Choice(f"finish={finish}", "asked for" if finish != tuning.finish_solver
+        options.append(Option("finish", finish, "asked for" if finish != tuning.finish_solver
                               else "HiGHS's interior rounds from the rounds' nearly complete rows"))
         fallbacks.append(Fallback(f"HiGHS lazy finish ({finish}) from the rounds' rows",
                                   "the rounds stop short of the gap target"))
@@ -235,7 +236,12 @@ def plan(space: MetricSpace, epsilon: float, *, method: str | None = AUTO,
     fallbacks.append(Fallback("the exponential mechanism",
                               "no step found an optimum, or rows were left out and the gap "
                               "stays above the target"))
-    options.append(Choice(f"max_coefficient={limits[0]:g}",
+    target = tuning.retry_rtol if gap is None else max(gap, tuning.retry_rtol)
+    options.append(Option("target", float(target),
+                          "exact: a certified relative gap of at most retry_rtol" if gap is None
+                          else "gap asked for" + (", raised to retry_rtol" if gap < target
+                                                  else "")))
+    options.append(Option("max_coefficient", float(limits[0]),
                            "rows with larger coefficients are left out: a relaxation"))
     return Plan("OPTMech", method_choice, Choice(solver, solver_reason), device_choice,
                 tuple(fallbacks), tuple(options), tuple(steps))

@@ -159,7 +159,7 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
     path = plan(space, epsilon, stretch=stretch, edges=len(E), method=method, solver=solver,
                 rows=rows, tuning=tuning)
     method = path.method.value
-    crossover = path.option("crossover") == "on"
+    crossover = path.option("crossover", False)
     pu = np.r_[E[:, 0], E[:, 1]]
     pv = np.r_[E[:, 1], E[:, 0]]
     level = epsilon / stretch

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...errors import ParameterError
-from ...lp.plan import AUTO, BLOCKS, CLARABEL, Choice, Fallback, Plan, Step
+from ...lp.plan import AUTO, BLOCKS, CLARABEL, Choice, Fallback, Option, Plan, Step
 from ...runtime.resources import distance_matrix_bytes, lp_bytes
 from ...spaces.metric_space import MetricSpace
 from ...worst_case.column_blocks import block_bytes, block_device
@@ -109,8 +109,8 @@ def plan(space: MetricSpace, epsilon: float, *, stretch: float, edges: int,
     :func:`mdp.families.spanner.build.build_spanner` (``solver=None`` is ``"auto"``), ``edges``
     the spanner's edge count.
 
-    The plan's options hold ``rows=`` (lazy: ``"edges"`` or ``"paths"``) and ``crossover=``
-    (full: ``"on"`` or ``"off"``).
+    The plan's options hold ``rows`` (lazy: ``"edges"`` or ``"paths"``), ``crossover`` (full: a
+    bool), ``repair`` and ``level``.
 
     Raises
     ------
@@ -171,7 +171,7 @@ def plan(space: MetricSpace, epsilon: float, *, stretch: float, edges: int,
                              if lazy_solver == "ipm" else
                              f"warm dual simplex rounds (n < ipm_min_n = {tuning.ipm_min_n} or "
                              f"two-hop slack above chain_slack = {tuning.chain_slack:g})")
-        options.append(Choice(f"rows={rows}", rows_reason))
+        options.append(Option("rows", rows, rows_reason))
         solver_choice = Choice(lazy_solver, solver_reason)
     else:
         if solver == AUTO:
@@ -185,11 +185,11 @@ def plan(space: MetricSpace, epsilon: float, *, stretch: float, edges: int,
             full_solver, solver_reason = solver, "asked for"
             crossover = True
         interior = solver == AUTO or full_solver in (CLARABEL, BLOCKS)
-        options.append(Choice(f"crossover={'on' if crossover else 'off'}",
+        options.append(Option("crossover", crossover,
                               "an explicit HiGHS solver runs with crossover" if crossover else
                               "the interior optimum is repaired to its private envelope"))
         if interior:
-            options.append(Choice("repair=envelope", "an interior point's tolerance-level "
+            options.append(Option("repair", "envelope", "an interior point's tolerance-level "
                                                      "violations are repaired"))
         if full_solver == BLOCKS:
             dev = block_device(n, tuning.resources)
@@ -224,6 +224,6 @@ def plan(space: MetricSpace, epsilon: float, *, stretch: float, edges: int,
                    "every solver of the step before failed", later, c) for c in limits[1:]]
     fallbacks.append(Fallback("the exponential mechanism",
                               "no step found an optimum, or the LP's matrix is worse"))
-    options.append(Choice(f"level={level:g}", f"eps / stretch = {epsilon:g} / {stretch:g}"))
+    options.append(Option("level", float(level), f"eps / stretch = {epsilon:g} / {stretch:g}"))
     return Plan("SpannerMech", Choice(method, method_reason), solver_choice, device,
                 tuple(fallbacks), tuple(options), tuple(steps))

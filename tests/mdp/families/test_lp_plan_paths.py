@@ -289,7 +289,7 @@ def test_constopt_row_blocks_hand_a_dense_lp_to_highs():
     ref = _constopt_optimum(SPACE, EPS, 4, 0.1)
     mech = mdp.build("constopt", SPACE, EPS, r=4, lam=0.1,
                      tuning=replace(SMALL_ROW_BLOCKS, row_block_max_violated=0.0))
-    assert _path(mech)[1] == "blocks" and mech.report.plan.option("max_violated") == "0"
+    assert _path(mech)[1] == "blocks" and mech.report.plan.option("max_violated") == 0.0
     assert "free-free rows" in mech.stats["ipm_failure"] and mech.report.fallbacks
     assert [a.outcome for a in mech.report.attempts] == ["failed", "ok"]
     assert mech.stats["lp_objective"] == pytest.approx(ref, rel=1e-8, abs=1e-9)
