@@ -88,7 +88,8 @@ class Option:
 
 @dataclass(frozen=True)
 class Fallback:
-    """One step a build takes when the one before it fails or stops short: what and when."""
+    """What happens within a step when its solver fails (the next solver of a chain), or after
+    the steps (the exponential mechanism): what and when."""
 
     step: str
     when: str

@@ -58,8 +58,7 @@ from ..lp.reporting import LPProgress, report
 from ..lp.solver_entry import solver_entry
 from ..validation import check_tuning
 from .column_blocks import BlockResources, Iterate, solve_worst_case_triples
-from .solve import initial_triples, separate
-from .sweep_start import merge_rows
+from .solve import initial_triples, merge_rows, separate
 
 __all__ = ["BlockPhase", "BlockRounds", "IterateTest", "solve_worst_case_lp_block_rounds",
            "gap_round_tol", "BlockRoundsTuning", "pair_closure"]
@@ -328,7 +327,7 @@ def solve_worst_case_lp_block_rounds(
         time_limit: float | None = None, stop: Callable | None = None,
         tight_tol: float | None = None, test_from: float | None = None,
         tight_separation_tol: float | None = None,
-        initial_rows: tuple | None = None,
+        extra_rows: tuple | None = None,
         tuning: BlockRoundsTuning = BlockRoundsTuning(),
         resources: BlockResources = BlockResources(),
         device: str | None = None) -> tuple[np.ndarray, BlockRounds, dict]:
@@ -358,7 +357,7 @@ def solve_worst_case_lp_block_rounds(
         Violation above which a row violated by a tight round's matrix is added (loose rounds:
         ``tuning.separation_tol``); ``gap=`` builds, whose repair budget is far larger, pass
         that; None: ``tuning.tight_separation_tol``.
-    initial_rows : ``(u, v, w)`` int arrays or None
+    extra_rows : ``(u, v, w)`` int arrays or None
         Rows added to the starting rows of :func:`~mdp.worst_case.solve.initial_triples` (those
         of disallowed pairs dropped): a sweep start, the rows binding a neighbouring epsilon's
         optimum (:class:`mdp.worst_case.sweep_start.Sweep`).
@@ -390,8 +389,8 @@ def solve_worst_case_lp_block_rounds(
     tight_separation_tol = (t.tight_separation_tol if tight_separation_tol is None
                             else tight_separation_tol)
     start = initial_triples(D, allowed, knn)
-    if initial_rows is not None:
-        start = merge_rows(n, allowed, start, initial_rows)
+    if extra_rows is not None:
+        start = merge_rows(n, allowed, start, extra_rows)
     state = BlockRounds(rows=start, tuning=t)
     iterations = 0
     warm = None

@@ -46,7 +46,7 @@ from .column_blocks import (
 )
 
 __all__ = ["primal_rows", "privacy_rows", "lagrangian_lower_bound", "max_privacy_violation",
-           "pair_violation", "initial_triples", "unique_triples", "separate", "privacy_row_generators", "lazy_policy", "gap_ipm_tolerance",
+           "pair_violation", "initial_triples", "unique_triples", "merge_rows", "separate", "privacy_row_generators", "lazy_policy", "gap_ipm_tolerance",
            "solve_worst_case_lp", "solve_worst_case_lp_lazy", "MAX_COEFFICIENTS",
            "LAZY_SOLVERS", "CLARABEL", "BLOCKS", "check_lazy_solver", "LazyRoundsTuning"]
 
@@ -275,6 +275,14 @@ def unique_triples(n: int, u, v, w):
     return key // (n * n), (key // n) % n, key % n
 
 
+def merge_rows(n: int, allowed: np.ndarray, *row_sets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The union of row sets ``(u, v, w)``, without the rows of pairs not ``allowed``."""
+    u, v, w = (np.concatenate([np.asarray(r[i], dtype=np.int64) for r in row_sets])
+               for i in range(3))
+    ok = allowed[u, v]
+    return unique_triples(n, u[ok], v[ok], w[ok])
+
+
 def initial_triples(distances: np.ndarray, allowed: np.ndarray,
                     knn: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""The starting row set of the lazy solve: rows through each column's own point, and near pairs.
@@ -419,6 +427,7 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
                              gap: float | None = None,
                              privacy_distances: np.ndarray | None = None,
                              initial_rows: tuple | None = None,
+                             extra_rows: tuple | None = None,
                              scaled_rows: bool = False,
                              polish_tol: float | None = None,
                              tuning: LazyRoundsTuning = LazyRoundsTuning()) -> tuple[np.ndarray, dict]:
@@ -475,6 +484,9 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
         by one row.
     initial_rows : ``(u, v, w)`` int arrays or None
         The starting rows (those of disallowed pairs dropped); ``None``: :func:`initial_triples`.
+    extra_rows : ``(u, v, w)`` int arrays or None
+        Rows added to the starting rows (those of disallowed pairs dropped): a sweep start, the
+        rows binding a neighbouring epsilon's optimum (:class:`mdp.worst_case.sweep_start.Sweep`).
     scaled_rows : bool, default False
         Pass the privacy rows to HiGHS in their scaled form (:func:`privacy_rows`), coefficients
         at most 1, instead of ``e^{eps D_uv}`` up to ``max_coefficient``.
@@ -499,12 +511,8 @@ def solve_worst_case_lp_lazy(distances: np.ndarray, allowed: np.ndarray, eps: fl
     N = n * n
     allowed = allowed & (eps * D <= np.log(max_coefficient))
     base = primal_rows(loss_distances, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-    if initial_rows is None:
-        iu, iv, iw = initial_triples(D, allowed, knn)
-    else:
-        iu, iv, iw = (np.asarray(a, dtype=np.int64) for a in initial_rows)
-        ok = allowed[iu, iv]
-        iu, iv, iw = unique_triples(n, iu[ok], iv[ok], iw[ok])
+    start = initial_triples(D, allowed, knn) if initial_rows is None else initial_rows
+    iu, iv, iw = merge_rows(n, allowed, start, *(() if extra_rows is None else (extra_rows,)))
     A = sp.vstack([base, privacy_rows(D, eps, iu, iv, iw, scaled=scaled_rows)], format="csr")
     m = A.shape[0]
     c = np.zeros(N + 1)

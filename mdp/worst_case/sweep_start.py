@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..params import Param, instance_param
-from .solve import separate, unique_triples
+from .solve import separate
 
-__all__ = ["Sweep", "binding_rows", "merge_rows", "sweep_param"]
+__all__ = ["Sweep", "binding_rows", "sweep_param"]
 
 
 @dataclass(eq=False)
@@ -126,14 +126,6 @@ def binding_rows(M: np.ndarray, distances: np.ndarray, epsilon: float, allowed: 
         top = np.exp(-epsilon * D[u, v]) * M[u, w]
     keep = (M[u, w] > 0) & (top >= (1.0 - rtol) * M[v, w])
     return u[keep], v[keep], w[keep]
-
-
-def merge_rows(n: int, allowed: np.ndarray, *row_sets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The union of row sets ``(u, v, w)``, without the rows of pairs not ``allowed``."""
-    u, v, w = (np.concatenate([np.asarray(r[i], dtype=np.int64) for r in row_sets])
-               for i in range(3))
-    ok = allowed[u, v]
-    return unique_triples(n, u[ok], v[ok], w[ok])
 
 
 def sweep_param() -> Param:

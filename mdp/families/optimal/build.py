@@ -58,12 +58,11 @@ from ...worst_case.block_rounds import gap_round_tol, solve_worst_case_lp_block_
 from ...worst_case.column_mix import least_loss_column_mix, lower_envelope
 from ...worst_case.expected_loss import expected_loss_candidate, expected_solver
 from ...worst_case.solve import (
-    initial_triples,
     max_privacy_violation,
     solve_worst_case_lp,
     solve_worst_case_lp_lazy,
 )
-from ...worst_case.sweep_start import Sweep, merge_rows, sweep_param
+from ...worst_case.sweep_start import Sweep, sweep_param
 from ..exponential import exponential_floor
 from .formulation import (
     HIGHS_MAX_N,
@@ -129,7 +128,7 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
     start, started = _sweep_rows(sweep, D, allowed, epsilon, tuning)
     M, state, stats = solve_worst_case_lp_block_rounds(
         D, allowed, epsilon, knn=knn, time_limit=time_limit, stop=stop,
-        initial_rows=start,
+        extra_rows=start,
         tight_tol=None if gap is None else gap_round_tol(gap, tuning=tuning.rounds),
         tight_separation_tol=None if gap is None else tuning.rounds.separation_tol,
         test_from=None if gap is None else target, tuning=tuning.rounds,
@@ -318,12 +317,10 @@ def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, 
             return gap_target_met(loss, bound, gap, D, absolute_gap=tuning.absolute_gap), loss
 
         extra, started = _sweep_rows(sweep, D, allowed, epsilon, tuning)
-        start = (None if extra is None
-                 else merge_rows(space.n, allowed, initial_triples(D, allowed, knn), extra))
         M, stats = solve_worst_case_lp_lazy(D, allowed, epsilon, time_limit=time_limit, solver=solver,
                                             knn=knn, max_coefficient=max_coefficient,
                                             stop=None if gap is None else stop, gap=gap,
-                                            initial_rows=start, tuning=tuning.lazy)
+                                            extra_rows=extra, tuning=tuning.lazy)
         if repair is not None:
             stats.update(repair.counts())
         if started is not None:

@@ -32,8 +32,8 @@ from ...prior.prior import Prior, objective_params, resolve_objective
 from ...registry import register
 from ...spaces.metric_space import MetricSpace
 from ...worst_case.expected_loss import expected_loss_candidate, expected_solver
-from ...worst_case.solve import initial_triples, solve_worst_case_lp, solve_worst_case_lp_lazy
-from ...worst_case.sweep_start import Sweep, merge_rows, sweep_param
+from ...worst_case.solve import solve_worst_case_lp, solve_worst_case_lp_lazy
+from ...worst_case.sweep_start import Sweep, sweep_param
 from ..exponential import exponential_floor
 from ..optimal.formulation import HIGHS_MAX_N
 from .formulation import greedy_spanner, spanner_distances
@@ -176,14 +176,12 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
             allowed = np.zeros((space.n, space.n), dtype=bool)
             allowed[pu, pv] = True
             path_distances = None
-    start, started = None, None
+    extra, started = None, None
     if method == "lazy" and sweep is not None:
         D_rows = D if path_distances is None else path_distances
         extra, started = sweep.start_rows(D_rows, allowed, epsilon, rtol=tuning.sweep_rtol,
                                           near=0.0, far=tuning.sweep_far,
                                           scale=1.0 / stretch)
-        if extra is not None:
-            start = merge_rows(space.n, allowed, initial_triples(D_rows, allowed, knn), extra)
     other = "full" if method == "lazy" else "lazy"
     steps = path.steps
     t_planned = time.perf_counter()
@@ -194,7 +192,7 @@ def build_spanner(space: MetricSpace, epsilon: float, *, rng=None, stretch: floa
                                                 solver=step.solver, knn=knn,
                                                 max_coefficient=step.max_coefficient,
                                                 privacy_distances=path_distances,
-                                                initial_rows=start, tuning=tuning.lazy)
+                                                extra_rows=extra, tuning=tuning.lazy)
         else:
             M, stats = solve_worst_case_lp(D, pu, pv, level, time_limit=left, solver=step.solver,
                                            max_coefficient=step.max_coefficient,

@@ -86,3 +86,33 @@ def test_every_lp_family_solves_through_the_entries():
             assert runs, name
             assert mech.stats["fallback"]["to"] == "exponential", name
             assert mech.stats["privacy"]["measured_eps"] <= 1.0 * (1 + 1e-9)
+
+
+def test_a_lying_solver_cannot_release_a_matrix_that_breaks_epsilon():
+    # an injected solve that returns the identity (no privacy at all) with a bound of 0: OPTMech
+    # finds the rows violated and falls back to the exponential mechanism; SpannerMech's interior
+    # path repairs it to its private envelope; its vertex path (an explicit HiGHS solver, no
+    # repair) is refused by the registry's certification
+    from mdp.errors import PrivacyError
+    from mdp.worst_case.solve import solve_worst_case_lp, solve_worst_case_lp_lazy
+
+    space = MetricSpace.from_points(np.random.default_rng(5).random((10, 2)))
+    exponential = mdp.build("exponential", space, 1.0)
+
+    def lying(D, *args, **kwargs):
+        return np.eye(D.shape[0]), {"lower_bound": 0.0, "lp_objective": 0.0, "solver": "a liar",
+                                    "rows": 0, "seconds": 0.0}
+
+    with solve_worst_case_lp_lazy.replaced(lying), solve_worst_case_lp.replaced(lying), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", mdp.AccuracyWarning)
+        optimal = mdp.build("optimal", space, 1.0)
+        assert optimal.stats["fallback"]["to"] == "exponential"
+        assert optimal.loss() == pytest.approx(exponential.loss(), rel=1e-12)
+        repaired = mdp.build("spanner", space, 1.0)
+        assert not np.allclose(repaired.matrix, np.eye(10))
+        for mech in (optimal, repaired):
+            assert mech.stats["privacy"]["measured_eps"] <= 1.0 * (1 + 1e-9)
+            assert mech.eps_tight() <= 1.0 * (1 + 1e-9)
+        with pytest.raises(PrivacyError, match="refused"):
+            mdp.build("spanner", space, 1.0, method="full", solver="ipm")

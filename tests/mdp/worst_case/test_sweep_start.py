@@ -12,8 +12,8 @@ import mdp
 from mdp.errors import ParameterTypeError
 from mdp.families.optimal import OptimalTuning
 from mdp.spaces.synthetic import SPACE_KINDS, synthetic_space
-from mdp.worst_case.solve import initial_triples
-from mdp.worst_case.sweep_start import Sweep, binding_rows, merge_rows
+from mdp.worst_case.solve import initial_triples, merge_rows
+from mdp.worst_case.sweep_start import Sweep, binding_rows
 from tests.support.reference_lp import optimal_loss_bracket, optimal_loss_linprog
 
 
