@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 
 from ..params import Param, instance_param
 
-__all__ = ["METHODS", "BLOCKS", "CLARABEL", "AUTO", "Choice", "Option", "Fallback", "Step",
-           "Plan", "Attempt", "tuning_param"]
+__all__ = ["METHODS", "BLOCKS", "CLARABEL", "AUTO", "Choice", "Option", "GapTarget", "Fallback",
+           "Step", "Plan", "Attempt", "tuning_param"]
 
 #: How the rows enter the LP (module docstring).
 METHODS = ("lazy", "full")
@@ -84,6 +84,41 @@ class Option:
 
     def __str__(self) -> str:
         return f"{self.name}={_shown(self.value)} ({self.reason})"
+
+
+@dataclass(frozen=True)
+class GapTarget:
+    """The certified relative gap a build aims at, and how it gets there: decided once, by the
+    family's plan, and read by every part of the build (never the ``gap`` parameter itself).
+
+    The certified relative gap of a matrix is ``(loss - bound) / loss``, its worst-case loss
+    against a rigorous Lagrangian lower bound on the optimum (Imola et al. 2022, section 2.1).
+
+    Attributes
+    ----------
+    rtol : float
+        The certified relative gap aimed at.
+    exact : bool
+        True (``gap=None``): the LP is solved to its optimum, every privacy row met, and the
+        repaired matrix certified within ``rtol``. False (a gap asked for): the row generation
+        may stop as soon as the repaired (private) matrix of a restricted LP is certified within
+        ``rtol``, rows of that restricted optimum still violated (the repair answers for them).
+    """
+
+    rtol: float
+    exact: bool
+
+    @property
+    def stop_gap(self) -> float | None:
+        """The gap at which the row generation may stop before the optimum (None: exact)."""
+        return None if self.exact else self.rtol
+
+    def asked(self) -> str:
+        """What was asked for, in a warning's words: ``exact (gap <= 1e-06)`` or ``gap=0.001``."""
+        return f"exact (gap <= {self.rtol:g})" if self.exact else f"gap={self.rtol:g}"
+
+    def __str__(self) -> str:
+        return f"{self.rtol:g}"
 
 
 @dataclass(frozen=True)

@@ -266,7 +266,7 @@ def build_constopt(space: MetricSpace, epsilon: float, *, rng=None, r: int | Non
     highs_steps = [step for step in path.steps if step.solver != BLOCKS]
     highs_solver = path.option("highs")
     if row_block:
-        target = path.option("target")
+        target = path.option("target").rtol
         max_violated = path.option("max_violated")
     t_planned = time.perf_counter()
     # set when round 0 of one lambda found the LP too dense for the row-block method: the

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Option, Plan, Step
+from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, GapTarget, Option, Plan, Step
 from ...runtime.resources import distance_matrix_bytes, lp_bytes
 from ...spaces.metric_space import MetricSpace
 from ..optimal.plan import BUILD_COPIES
@@ -104,7 +104,8 @@ def plan(space: MetricSpace, epsilon: float, *, solver: str = AUTO, lazy: bool =
             max_violated = t.row_block_max_violated
             why = (f"round 0 may violate at most row_block_max_violated free-free rows per "
                    f"point below row_block_wide_scale = {t.row_block_wide_scale:g}")
-        options.append(Option("target", float(target), "certified relative gap"))
+        options.append(Option("target", GapTarget(float(target), exact=gap is None),
+                              "certified relative gap"))
         options.append(Option("max_violated", None if max_violated is None else float(max_violated),
                               why))
         steps = [Step(f"row blocks to a gap of {target:g}", "first", BLOCKS, math.inf)]

@@ -48,7 +48,7 @@ from ...lp.output import (
     near_private_candidate,
     private_candidate,
 )
-from ...lp.plan import AUTO, BLOCKS, Attempt, Step, tuning_param
+from ...lp.plan import AUTO, BLOCKS, Attempt, GapTarget, Step, tuning_param
 from ...lp.runner import run_steps
 from ...params import Param
 from ...prior.prior import Prior, objective_params, resolve_objective
@@ -88,13 +88,12 @@ def _applies(space: MetricSpace) -> str | None:
 
 
 def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver: str, knn: int,
-                           time_limit: float | None, gap: float | None, target: float,
-                           device: str, tuning: OptimalTuning,
-                           sweep: Sweep | None = None) -> _Solved:
+                           time_limit: float | None, target: GapTarget, device: str,
+                           tuning: OptimalTuning, sweep: Sweep | None = None) -> _Solved:
     """``solver="blocks"``: row generation over column blocks until the repaired matrix is
-    certified within ``target`` (the plan's: ``tuning.retry_rtol`` when exact); where the rounds' plateau stops
-    short of it, HiGHS's lazy solve (``solver``) finishes from the rows they generated (if HiGHS
-    fails, the least-loss matrix the test repaired stands, with the rounds' bound)."""
+    certified within the plan's ``target``; where the rounds' plateau stops short of it, HiGHS's
+    lazy solve (``solver``) finishes from the rows they generated (if HiGHS fails, the least-loss
+    matrix the test repaired stands, with the rounds' bound)."""
     t0 = time.perf_counter()
     D = space.distances
     allowed = np.zeros((space.n, space.n), dtype=bool)
@@ -103,11 +102,12 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
     budget = None
 
     repaired = {}        # the last matrix the test repaired and its repair; the least-loss one
-    repair = None if gap is None else _GapRepair(
-        D, epsilon, target, None if time_limit is None else t0 + time_limit, tuning=tuning)
+    repair = None if target.exact else _GapRepair(
+        D, epsilon, target.rtol, None if time_limit is None else t0 + time_limit, tuning=tuning)
 
     def within(loss, bound, factor=1.0):
-        return gap_target_met(loss, bound, factor * target, D, absolute_gap=tuning.absolute_gap)
+        return gap_target_met(loss, bound, factor * target.rtol, D,
+                              absolute_gap=tuning.absolute_gap)
 
     def stop(M, bound):
         if repair is None:
@@ -128,11 +128,8 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
     start, started = _sweep_rows(sweep, D, allowed, epsilon, tuning)
     M, state, stats = solve_worst_case_lp_block_rounds(
         D, allowed, epsilon, knn=knn, time_limit=time_limit, stop=stop,
-        extra_rows=start,
-        tight_tol=None if gap is None else gap_round_tol(gap, tuning=tuning.rounds),
-        tight_separation_tol=None if gap is None else tuning.rounds.separation_tol,
-        test_from=None if gap is None else target, tuning=tuning.rounds,
-        resources=tuning.resources, device=device)
+        extra_rows=start, tuning=tuning.rounds, resources=tuning.resources, device=device,
+        **_gap_rounds(target, tuning))
     if not state.stopped and "best_M" in repaired and within(repaired["best_loss"], state.bound):
         # an earlier round's matrix, certified by a later round's bound (fastText-200 at eps 6:
         # round 19's matrix and round 21's bound, 9.3e-7): no finish needed
@@ -153,7 +150,8 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
         try:
             M, finish = solve_worst_case_lp_lazy(
                 D, allowed, epsilon, time_limit=budget if capped else left, solver=solver,
-                knn=knn, stop=None if gap is None else stop, gap=gap, initial_rows=state.rows,
+                knn=knn, stop=None if target.exact else stop, gap=target.stop_gap,
+                initial_rows=state.rows,
                 scaled_rows=tuning.finish_scaled, polish_tol=tuning.finish_polish_tol,
                 tuning=tuning.lazy)
         except LPError as exc:
@@ -194,6 +192,16 @@ def _solve_by_block_rounds(space: MetricSpace, epsilon: float, pu, pv, *, solver
         stats["sweep_start"] = started
     return _Solved(R, log, stats, candidate_loss(R, D, log), violation, mix, np.inf, conclusive,
                    retry_seconds=budget, rows=state.rows)
+
+
+def _gap_rounds(target: GapTarget, tuning: OptimalTuning) -> dict:
+    """The block rounds' settings of a gap asked for (none when exact): tight rounds' tolerance
+    :func:`~mdp.worst_case.block_rounds.gap_round_tol`, the separation tolerance of the
+    tuning, and iterates tested from the target on."""
+    if target.exact:
+        return {}
+    return dict(tight_tol=gap_round_tol(target.rtol, tuning=tuning.rounds),
+                tight_separation_tol=tuning.rounds.separation_tol, test_from=target.rtol)
 
 
 @dataclass
@@ -292,13 +300,14 @@ class _GapRepair:
 
 
 def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, solver: str, knn: int,
-                    max_coefficient: float, time_limit: float | None, gap: float | None = None,
+                    max_coefficient: float, time_limit: float | None, target: GapTarget,
                     tuning: OptimalTuning = OptimalTuning(),
                     sweep: Sweep | None = None) -> _Solved:
     """Solve with rows up to ``max_coefficient``; check every row; repair to the private envelope.
 
-    With ``gap`` the lazy loop stops as soon as the repaired matrix's loss is within ``gap``
-    (relative) of the Lagrangian bound; its rows may then be violated (the repair fixes them).
+    With a gap asked for (``target.exact`` False) the lazy loop stops as soon as the repaired
+    matrix's loss is within ``target.rtol`` (relative) of the Lagrangian bound; its rows may then
+    be violated (the repair fixes them).
     """
     t0 = time.perf_counter()
     D = space.distances
@@ -306,20 +315,23 @@ def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, 
     if method == "lazy":
         allowed = np.zeros((space.n, space.n), dtype=bool)
         allowed[pu, pv] = True
-        repair = None if gap is None else _GapRepair(
-            D, epsilon, gap, None if time_limit is None else t0 + time_limit, tuning=tuning)
+        repair = None if target.exact else _GapRepair(
+            D, epsilon, target.rtol, None if time_limit is None else t0 + time_limit,
+            tuning=tuning)
 
         def stop(M, bound):
             # normalised once, as the solution below will be (the repair normalises M in place)
             tested["M"] = stochastic_rows(np.array(M, dtype=float))
             candidate, loss = repair(M, bound)
             tested["candidate"] = candidate
-            return gap_target_met(loss, bound, gap, D, absolute_gap=tuning.absolute_gap), loss
+            return (gap_target_met(loss, bound, target.rtol, D, absolute_gap=tuning.absolute_gap),
+                    loss)
 
         extra, started = _sweep_rows(sweep, D, allowed, epsilon, tuning)
         M, stats = solve_worst_case_lp_lazy(D, allowed, epsilon, time_limit=time_limit, solver=solver,
                                             knn=knn, max_coefficient=max_coefficient,
-                                            stop=None if gap is None else stop, gap=gap,
+                                            stop=None if target.exact else stop,
+                                            gap=target.stop_gap,
                                             extra_rows=extra, tuning=tuning.lazy)
         if repair is not None:
             stats.update(repair.counts())
@@ -332,11 +344,11 @@ def _solve_at_limit(space: MetricSpace, epsilon: float, pu, pv, *, method: str, 
     # rows left out by the coefficient limit are decided by the envelope, not checked here; in
     # gap mode the solution is a restricted optimum whose violations the repair handles
     violation = max_privacy_violation(M, D, epsilon, max_coefficient)
-    if violation > tuning.violation_atol and gap is None:
+    if violation > tuning.violation_atol and target.exact:
         raise LPError(f"the LP solution violates a privacy row by {violation:.3g} "
                       f"(> {tuning.violation_atol}); "
                       "the solver did not converge to a feasible optimum")
-    if gap is None:
+    if target.exact:
         M, log, mix = _least_loss_repair(M, D, epsilon)
     elif "M" in tested and np.array_equal(tested["M"], M):
         M, log, mix = tested["candidate"]
@@ -360,12 +372,12 @@ def _least_loss_repair(M: np.ndarray, D: np.ndarray, epsilon: float):
     return min(plain, lifted, key=lambda c: candidate_loss(c[0], D, c[1]))
 
 
-def _run_plan_steps(steps, solve, time_limit: float | None, rtol: float,
+def _run_plan_steps(steps, solve, time_limit: float | None, target: GapTarget,
                     distances: np.ndarray, *, tuning: OptimalTuning
                     ) -> tuple[_Solved | None, float, list[str], list[Attempt]]:
     """The plan's ``steps`` (each a coefficient limit) by :func:`mdp.lp.runner.run_steps` until
-    the gap is small (:func:`gap_target_met` with ``rtol`` on ``distances``) or a result is
-    conclusive.
+    the gap is small (:func:`gap_target_met` with ``target.rtol`` on ``distances``) or a result
+    is conclusive.
 
     Every restricted LP is a relaxation of the full one: each bound holds, the best is kept. The
     least loss is returned with the best bound, a line per step run and the attempts. A result
@@ -378,7 +390,7 @@ def _run_plan_steps(steps, solve, time_limit: float | None, rtol: float,
         kept["bound"] = max(kept["bound"], out.stats["lower_bound"])
         if kept["best"] is None or out.loss < kept["best"].loss:
             kept["best"] = out
-        return (gap_target_met(kept["best"].loss, kept["bound"], rtol, distances,
+        return (gap_target_met(kept["best"].loss, kept["bound"], target.rtol, distances,
                                absolute_gap=tuning.absolute_gap) or out.conclusive)
 
     def line(out: _Solved) -> str:
@@ -541,9 +553,12 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     n = space.n
     weights = resolve_objective(objective, prior, n)
     if weights is not None:
+        if gap is not None:
+            raise ParameterError(f"objective='expected' takes gap=None (its rounds always end "
+                                 f"exact), got gap={gap:g}")
         return _build_expected(space, epsilon, weights, time_limit=time_limit,
                                redundancy_rtol=redundancy_rtol, method=method, solver=solver,
-                               knn=knn, gap=gap, tuning=tuning)
+                               knn=knn, tuning=tuning)
     two_hop = two_hop_distances(space.distances)
     path = plan(space, epsilon, method=method, solver=solver, knn=knn, gap=gap, tuning=tuning,
                 two_hop=two_hop)
@@ -557,11 +572,11 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
     def solve(step: Step, left: float | None) -> _Solved:
         if step.solver == BLOCKS:
             return _solve_by_block_rounds(space, epsilon, pu, pv, solver=finish, knn=knn,
-                                          time_limit=left, gap=gap, target=target,
+                                          time_limit=left, target=target,
                                           device=path.device.value, tuning=tuning, sweep=sweep)
         return _solve_at_limit(space, epsilon, pu, pv, method=method, solver=step.solver,
                                knn=knn, max_coefficient=step.max_coefficient, time_limit=left,
-                               gap=gap, tuning=tuning,
+                               target=target, tuning=tuning,
                                sweep=sweep if method == "lazy" else None)
 
     limit = "none" if time_limit is None else f"{time_limit:g} s"
@@ -598,13 +613,13 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
                  max_privacy_violation=best.violation, loss=best.loss, lower_bound=bound,
                  optimality_gap=abs_gap, relative_gap=abs_gap / best.loss if best.loss > 0 else 0.0,
                  method=method, uniform_mix=best.uniform_mix, max_coefficient=best.max_coefficient,
-                 gap_target=target,
+                 gap_target=target.rtol,
                  attempts=lines, unresolved_rows=left_out_rows(space.distances, epsilon, pu, pv,
                                                                best.max_coefficient))
     stats["target_met"] = gap_target_met(best.loss, bound, stats["gap_target"], space.distances,
                                          absolute_gap=tuning.absolute_gap)
     if not stats["target_met"]:
-        warnings.warn(AccuracyWarning(_missed_target_message(n, epsilon, gap, stats)),
+        warnings.warn(AccuracyWarning(_missed_target_message(n, epsilon, target, stats)),
                       stacklevel=3)  # the caller of mdp.build
     if stats["unresolved_rows"] and not stats["target_met"]:
         # entries decided by the envelope, not by the LP: never worse than the exponential mechanism
@@ -616,13 +631,13 @@ def build_optimal(space: MetricSpace, epsilon: float, *, rng=None, time_limit: f
 
 
 def _build_expected(space: MetricSpace, epsilon: float, prior: Prior, *, time_limit, redundancy_rtol,
-                    method, solver, knn, gap, tuning: OptimalTuning) -> Candidate:
+                    method, solver, knn, tuning: OptimalTuning) -> Candidate:
     """``objective="expected"``: lazy rows on HiGHS over the non-redundant pairs."""
     n = space.n
     how = expected_solver(n, solver, max_n=HIGHS_MAX_N)
-    if method not in (None, AUTO, "lazy") or gap is not None:
-        raise ParameterError("objective='expected' takes method='auto' or 'lazy' and gap=None "
-                             "(its rounds always end exact)")
+    if method not in (None, AUTO, "lazy"):
+        raise ParameterError(f"objective='expected' takes method='auto' or 'lazy' (row "
+                             f"generation on HiGHS), got method={method!r}")
     knn = (2 if is_map_space(space) else 0) if knn is None else knn
     pu, pv = nonredundant_pairs(space.distances, redundancy_rtol)
     allowed = np.zeros((n, n), dtype=bool)
@@ -648,10 +663,9 @@ def _build_expected(space: MetricSpace, epsilon: float, prior: Prior, *, time_li
     return cand
 
 
-def _missed_target_message(n: int, epsilon: float, gap: float | None, stats: dict) -> str:
+def _missed_target_message(n: int, epsilon: float, target: GapTarget, stats: dict) -> str:
     """The warning of a build certified above its gap target: how far, and why."""
-    asked = (f"exact (gap <= {stats['gap_target']:g})" if gap is None
-             else f"gap={stats['gap_target']:g}")
+    asked = target.asked()
     why = stats.get("finish_error") or stats.get("rounds_ended") or "the solver's accuracy"
     return (f"OPTMech (n = {n}, epsilon = {epsilon:g}): certified within "
             f"{100 * stats['relative_gap']:.2g}% of the optimum, a relative gap of "

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ...errors import ParameterError
-from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, Option, Plan, Step
+from ...lp.plan import AUTO, BLOCKS, Choice, Fallback, GapTarget, Option, Plan, Step
 from ...runtime.resources import distance_matrix_bytes, lp_bytes
 from ...spaces.metric_space import MetricSpace
 from ...worst_case.column_blocks import block_byte_limit, block_bytes, block_device
@@ -125,8 +125,8 @@ def plan(space: MetricSpace, epsilon: float, *, method: str | None = AUTO,
     :func:`mdp.families.optimal.build.build_optimal` (``None`` is ``"auto"``).
 
     The plan's options hold ``knn`` (the starting rows' near-neighbour pairs of row
-    generation), ``target`` (the certified relative gap aimed at: ``tuning.retry_rtol`` when
-    exact, ``gap`` but never below it otherwise), ``max_coefficient`` and, for
+    generation), ``target`` (a :class:`~mdp.lp.plan.GapTarget`: exact, certified within
+    ``tuning.retry_rtol``, or ``gap`` but never below it), ``max_coefficient`` and, for
     ``solver="blocks"``, ``finish`` (HiGHS's method of the lazy finish).
 
     Raises
@@ -236,10 +236,11 @@ def plan(space: MetricSpace, epsilon: float, *, method: str | None = AUTO,
     fallbacks.append(Fallback("the exponential mechanism",
                               "no step found an optimum, or rows were left out and the gap "
                               "stays above the target"))
-    target = tuning.retry_rtol if gap is None else max(gap, tuning.retry_rtol)
-    options.append(Option("target", float(target),
+    target = GapTarget(float(tuning.retry_rtol if gap is None else max(gap, tuning.retry_rtol)),
+                       exact=gap is None)
+    options.append(Option("target", target,
                           "exact: a certified relative gap of at most retry_rtol" if gap is None
-                          else "gap asked for" + (", raised to retry_rtol" if gap < target
+                          else "gap asked for" + (", raised to retry_rtol" if gap < target.rtol
                                                   else "")))
     options.append(Option("max_coefficient", float(limits[0]),
                            "rows with larger coefficients are left out: a relaxation"))

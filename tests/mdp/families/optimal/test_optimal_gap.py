@@ -197,3 +197,45 @@ def test_a_build_certified_above_its_target_warns_and_says_so(gap, inject):
     assert mech.loss() == pytest.approx(opt, rel=max(gap or 0, 1e-6))
     _, report = mdp.certify(mech.matrix, space.distances, 1.0, repair=False)
     assert report["verified"] and not report["repaired"]
+
+
+@pytest.mark.parametrize("gap,rtol,exact", [(None, 1e-6, True), (1e-3, 1e-3, False),
+                                            (1e-9, 1e-6, False), (0.0, 1e-6, False)])
+def test_the_plan_decides_the_gap_target_once(gap, rtol, exact):
+    """The plan's target is what the build reads: the relative gap aimed at (a gap below the
+    exact target is raised to it) and whether the rounds may stop before the optimum."""
+    from mdp.families.optimal.plan import plan
+    from mdp.lp.plan import GapTarget
+
+    target = plan(_space(0, 8), 1.0, gap=gap).option("target")
+    assert target == GapTarget(rtol, exact=exact)
+    assert target.stop_gap == (None if exact else rtol)
+    assert target.asked() == ("exact (gap <= 1e-06)" if exact else f"gap={rtol:g}")
+    assert str(target) == f"{rtol:g}"     # as `mdp build -v` prints it
+
+
+def test_every_lazy_solve_stops_at_the_plans_target(inject):
+    """A gap asked for below the exact target is raised to it for every solve of the build, the
+    lazy rounds' stop included (not the gap as asked), and an exact build's rounds never stop
+    early."""
+    from mdp.worst_case.solve import solve_worst_case_lp_lazy
+
+    seen = []
+
+    def spy(*args, **kwargs):
+        seen.append((kwargs["gap"], kwargs["stop"] is not None))
+        return solve_worst_case_lp_lazy.default(*args, **kwargs)
+
+    inject(solve_worst_case_lp_lazy, spy)
+    space = _space(7, 10)
+    mdp.build("optimal", space, 1.0, gap=1e-9, solver="simplex")
+    mdp.build("optimal", space, 1.0, solver="simplex")
+    assert seen == [(1e-6, True), (None, False)]
+
+
+def test_expected_objective_refuses_a_gap_and_the_full_method():
+    space = _space(0, 6)
+    with pytest.raises(mdp.errors.ParameterError, match=r"gap=None .* got gap=0\.001"):
+        mdp.build("optimal", space, 1.0, objective="expected", gap=1e-3)
+    with pytest.raises(mdp.errors.ParameterError, match="got method='full'"):
+        mdp.build("optimal", space, 1.0, objective="expected", method="full")
