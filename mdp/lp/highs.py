@@ -48,7 +48,7 @@ from .reporting import LPProgress, report, report_interval, reporting
 from .solver_entry import solver_entry
 
 __all__ = ["SparseLP", "LPSolution", "LPError", "LPTimeout", "INF", "SOLVERS", "HIPO_AVAILABLE",
-           "IPM_CODE", "SIMPLEX_PRICING", "set_threads", "get_threads"]
+           "IPM_CODE", "SIMPLEX_PRICING", "set_threads", "get_threads", "runs_ipx"]
 
 #: HiGHS's infinity (bounds at or beyond it are treated as absent).
 INF = highspy.kHighsInf
@@ -146,6 +146,12 @@ def _highs_solver_name(solver: str, hipo_available: bool = HIPO_AVAILABLE) -> st
     if solver == "hipo" and not hipo_available:
         return "ipx"
     return solver
+
+
+def runs_ipx(solver: str, hipo_available: bool = HIPO_AVAILABLE) -> bool:
+    """Whether HiGHS runs ``solver`` with IPX (``"ipm"``/``"ipx"``, or ``"hipo"`` without extras)."""
+    return _highs_solver_name(solver, hipo_available) == "ipx"
+
 
 _MATRIX_ROWWISE = 2  # HighsMatrixFormat::kRowwise
 _MINIMIZE = 1  # ObjSense::kMinimize
@@ -392,7 +398,7 @@ class SparseLP:
     @property
     def runs_ipx(self) -> bool:
         """Whether the current method is IPX (``"ipm"``/``"ipx"``, or ``"hipo"`` without extras)."""
-        return _highs_solver_name(self._solver, self._hipo) == "ipx"
+        return runs_ipx(self._solver, self._hipo)
 
     @property
     def time_limit(self) -> float | None:

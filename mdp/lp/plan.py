@@ -149,7 +149,9 @@ class Step:
         Rows whose coefficient ``e^{eps D_uv}`` exceeds it are left out (a relaxation).
     budgeted : bool
         Its solve stops past a budget of its own, so that the next step starts (ConstOPTMech's
-        warm rounds after HiPO).
+        warm rounds after HiPO; the full LP's IPX with crossover before a lower limit).
+    crossover : bool
+        A HiGHS interior point solve ends with crossover to a vertex.
     """
 
     label: str
@@ -157,6 +159,7 @@ class Step:
     solver: str
     max_coefficient: float
     budgeted: bool = False
+    crossover: bool = False
 
     def __str__(self) -> str:
         return f"{self.label} (when {self.when})"

@@ -33,8 +33,9 @@ import scipy.sparse as sp
 
 from ..errors import ParameterError
 from ..lp.conic import solve_clarabel
-from ..lp.highs import LPError, LPTimeout, SparseLP
-from ..lp.plan import BLOCKS, CLARABEL
+from ..lp.highs import LPError, LPTimeout, SparseLP, runs_ipx
+from ..lp.plan import BLOCKS, CLARABEL, Step
+from ..lp.runner import run_steps
 from ..lp.rowgen import Cuts, Phase, RowGeneration, RowGenerationPolicy
 from ..lp.solver_entry import solver_entry
 from ..validation import check_tuning
@@ -47,7 +48,7 @@ from .column_blocks import (
 
 __all__ = ["primal_rows", "privacy_rows", "lagrangian_lower_bound", "max_privacy_violation",
            "pair_violation", "initial_triples", "unique_triples", "merge_rows", "separate", "privacy_row_generators", "lazy_policy", "gap_ipm_tolerance",
-           "solve_worst_case_lp", "solve_worst_case_lp_lazy", "MAX_COEFFICIENTS",
+           "solve_worst_case_lp", "solve_worst_case_lp_lazy", "interior_chain_steps", "MAX_COEFFICIENTS",
            "LAZY_SOLVERS", "CLARABEL", "BLOCKS", "check_lazy_solver", "LazyRoundsTuning"]
 
 #: Rows ``M_uw <= e^{eps D_uv} M_vw`` with a coefficient above ``C`` are left out of the LPs, for
@@ -674,14 +675,53 @@ def solve_worst_case_lp(distances: np.ndarray, pu: np.ndarray, pv: np.ndarray, e
         return standing.matrix, stats
 
 
+def interior_chain_steps(solver: str, *, crossover: bool, blocks: bool,
+                         last_resort: bool = True,
+                         max_coefficient: float = np.inf) -> tuple[Step, ...]:
+    """The solves of the dualised full LP (:func:`solve_worst_case_lp`), in the order they are
+    tried until one returns: what the plans print and what :func:`mdp.lp.runner.run_steps` runs.
+
+    * ``crossover``: HiGHS's ``solver`` with crossover alone (a vertex; its failure raises).
+      ``solver="clarabel"``: Clarabel alone.
+    * otherwise HiGHS's ``solver`` without crossover, and where a solve fails the next of:
+      IPX without crossover (unless ``solver`` runs IPX already: HiPO can stall short of the
+      tight tolerance at large ``eps * D``, where IPX from scratch solves the LP); the
+      column-block method (``blocks``: where its inverses fit and it has not run before; it
+      scales each row to a largest coefficient of 1, where HiGHS's interior codes fail on
+      ``e^{eps D}`` spanning many orders); Clarabel on the primal LP (its regularised LDL
+      converges where both interior codes stop with "no progress", as on near-uniform LPs); IPX
+      with crossover, the dependable last resort, ``budgeted`` unless ``last_resort`` (so that
+      the caller tries its next, smaller coefficient limit instead of waiting on a grinding
+      crossover).
+
+    Every interior point is repaired by the caller (:func:`mdp.lp.output.private_candidate`).
+    """
+    c = max_coefficient
+    if solver == CLARABEL:
+        return (Step("Clarabel on the primal LP", "asked for", CLARABEL, c),)
+    if crossover:
+        return (Step(f"HiGHS {solver} with crossover", "first", solver, c, crossover=True),)
+    steps = [Step(f"HiGHS {solver} without crossover", "first", solver, c)]
+    if not runs_ipx(solver):
+        steps.append(Step("IPX without crossover", f"{solver} fails", "ipx", c))
+    if blocks:
+        steps.append(Step("the column-block method", "the solve before fails (once, in the "
+                          "first step: it scales each row, so fewer rows do not help it)",
+                          BLOCKS, c))
+    steps.append(Step("Clarabel on the primal LP", "the solve before fails", CLARABEL, c))
+    steps.append(Step("IPX with crossover", "Clarabel fails", "ipx", c, crossover=True,
+                      budgeted=not last_resort))
+    return tuple(steps)
+
+
 def _interior_chain(D: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair: np.ndarray, *,
                     solver: str, time_limit: float | None, crossover: bool,
                     tuning: LazyRoundsTuning, resources: BlockResources, device: str | None,
                     last_resort: bool, tried_blocks: bool, failures: list, spent: float,
                     t_chain: float) -> tuple[np.ndarray, dict]:
-    """HiGHS's solve of the dualised LP and its chain of fallbacks (:func:`solve_worst_case_lp`);
-    ``failures`` collects each failed solve, ``spent`` and ``t_chain`` are the seconds and the
-    start of the column-block solve before it."""
+    """The steps of :func:`interior_chain_steps`, run by :func:`mdp.lp.runner.run_steps` on the
+    dualised LP (:func:`solve_worst_case_lp`); ``failures`` collects each failed solve, ``spent``
+    and ``t_chain`` are the seconds and the start of the column-block solve before it."""
     n = D.shape[0]
     A = primal_rows(D, pu, pv, eps_pair)
     N = n * n
@@ -689,123 +729,92 @@ def _interior_chain(D: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair: np.
     b = np.r_[np.ones(n), np.zeros(m - n)]
     cost = np.zeros(N + 1)
     cost[-1] = 1.0
-
-    def clarabel(left: float | None):
-        # the primal LP (Clarabel's point is M itself; its multipliers give the bound)
-        return solve_clarabel(cost, A, row_lower=b, row_upper=np.r_[np.ones(n), np.full(m - n, np.inf)],
-                              col_lower=np.r_[np.zeros(N), -np.inf], time_limit=left)
-
     sizes = dict(variables=N + 1, rows=m, nnz=int(A.nnz), privacy_rows=m - 2 * n)
-    if solver == CLARABEL:
-        conic, stats = clarabel(time_limit)
+    steps = interior_chain_steps(solver, crossover=crossover, last_resort=last_resort,
+                                 blocks=not tried_blocks and fits_in_memory(n, resources))
+    lp = None
+    if solver != CLARABEL:
+        # Dual of  min k  s.t. A x >= b:  max b^T y  s.t. (A^T y)_j <= c_j for M >= 0, = 1 for
+        # free k, y free on the n equality rows and >= 0 elsewhere. HiGHS minimises: cost -b.
+        lp = SparseLP(-b, A.T.tocsr(), row_lower=np.r_[np.full(N, -np.inf), 1.0],
+                      row_upper=np.r_[np.zeros(N), 1.0],
+                      col_lower=np.r_[np.full(n, -np.inf), np.zeros(m - n)],
+                      solver=solver, crossover=crossover,
+                      ipm_tolerance=None if crossover else tuning.full_ipm_tol,
+                      # M is read from the duals, so the dual tolerance bounds its privacy
+                      # violations
+                      dual_tolerance=1e-9 if crossover else 1e-10,
+                      primal_tolerance=1e-9 if crossover else 1e-10)
+
+    def highs(step: Step, left: float | None):
+        if step is not steps[0]:
+            lp.set_solver(step.solver)
+            if step.crossover:
+                lp.set_crossover(True)
+                lp.set_tolerances(primal=1e-9, dual=1e-9, ipm=1e-8)
+            lp.cold_start()
+        # the LP's limit counts all its solves: this one gets the chain's time left
+        lp.set_time_limit(None if left is None else lp.stats["seconds"] + left)
+        if not step.budgeted:
+            return lp.solve()
+        budget = max(tuning.crossover_min_seconds,
+                     tuning.crossover_time_factor * (time.perf_counter() - t_chain))
+        with lp.time_budget(budget, f"{step.label} did not finish within its budget of "
+                                    f"{budget:.0f} s after {'; '.join(failures)}; a smaller "
+                                    "coefficient limit is tried next"):
+            return lp.solve()
+
+    def solve(step: Step, left: float | None):
+        try:
+            return run_step(step, left)
+        except LPTimeout:
+            raise
+        except LPError as exc:
+            failures.append(f"{step.solver}: {exc}")
+            raise
+
+    def run_step(step: Step, left: float | None):
+        if step.solver == BLOCKS:
+            return solve_worst_case_blocks(D, pu, pv, eps_pair, time_limit=left,
+                                           resources=resources, device=device)
+        if step.solver == CLARABEL:
+            # the primal LP (Clarabel's point is M itself; its multipliers give the bound)
+            return solve_clarabel(cost, A, row_lower=b,
+                                  row_upper=np.r_[np.ones(n), np.full(m - n, np.inf)],
+                                  col_lower=np.r_[np.zeros(N), -np.inf], time_limit=left)
+        return highs(step, left)
+
+    run = run_steps(steps, solve, time_limit=time_limit)
+    failed = [r for r in run.records if r.error is not None]
+    if not run.results:
+        # every step failed (a timeout raised already): the last error is raised, and reports
+        # itself; ``failures`` keeps the others
+        del failures[-1]
+        raise failed[-1].error
+    step, result = run.last.step, run.last.result
+    # seconds of the failed solves outside HiGHS (column blocks, Clarabel)
+    away = sum(r.attempt.seconds for r in failed if r.step.solver in (BLOCKS, CLARABEL))
+    highs_seconds = 0.0 if lp is None else lp.stats["seconds"]
+    if step.solver == BLOCKS:
+        M, stats = result
+        stats.update(failed_solves=failures, final_method=BLOCKS,
+                     seconds=stats["seconds"] + highs_seconds + spent)
+        return M, stats
+    if step.solver == CLARABEL:
+        conic, conic_stats = result
+        if lp is None:                                  # Clarabel asked for by name
+            return _clarabel_result(conic, conic_stats, A, n, sizes), conic_stats
+        # the HiGHS solves' counters stay, their time and iterations add to Clarabel's
+        stats = {k: v for k, v in lp.stats.items() if k not in ("variables", "rows", "nnz")}
+        stats.update(conic_stats, seconds=conic_stats["seconds"] + highs_seconds + spent + away,
+                     ipm_iterations=conic_stats["ipm_iterations"] + lp.stats["ipm_iterations"],
+                     failed_solves=failures, final_method=CLARABEL)
         return _clarabel_result(conic, stats, A, n, sizes), stats
-    # Dual of  min k  s.t. A x >= b:  max b^T y  s.t. (A^T y)_j <= c_j for M >= 0, = 1 for free k,
-    # y free on the n equality rows and >= 0 elsewhere. HiGHS minimises, so the cost is -b.
-    lp = SparseLP(-b, A.T.tocsr(), row_lower=np.r_[np.full(N, -np.inf), 1.0],
-                  row_upper=np.r_[np.zeros(N), 1.0], col_lower=np.r_[np.full(n, -np.inf), np.zeros(m - n)],
-                  solver=solver, time_limit=time_limit, crossover=crossover,
-                  ipm_tolerance=None if crossover else tuning.full_ipm_tol,
-                  # M is read from the duals, so the dual tolerance bounds its privacy violations
-                  dual_tolerance=1e-9 if crossover else 1e-10,
-                  primal_tolerance=1e-9 if crossover else 1e-10)
-    away = 0.0                       # seconds of the chain's solves outside HiGHS
-
-    def outside(t_step: float) -> None:
-        # a failed column-block or Clarabel solve: its time comes off the HiGHS solves' limit
-        nonlocal away
-        away += time.perf_counter() - t_step
-        if time_limit is not None:
-            lp.set_time_limit(max(time_limit - away, 1e-3))
-
-    def time_left() -> float | None:
-        if time_limit is None:
-            return None
-        left = time_limit - lp.stats["seconds"] - away
-        if left <= 0:
-            raise LPTimeout(f"LP time limit of {time_limit:g} s reached after "
-                            f"{lp.stats['seconds'] + away:.1f} s")
-        return left
-
-    sol = None
-    try:
-        sol = lp.solve()
-    except LPTimeout:
-        raise
-    except LPError as exc:
-        if crossover:
-            raise
-        failures.append(f"{solver}: {exc}")
-    if sol is None and not lp.runs_ipx:
-        # HiPO can stall short of the tight tolerance at large eps * D (Geolife cells at eps 4 per
-        # km: relative gap 1.7e-6 for 20 iterations, then "Solve error"). IPX from scratch, also
-        # without crossover, solves such LPs; the caller repairs its point as it repairs HiPO's
-        solver = "ipx"
-        lp.set_solver(solver)
-        lp.cold_start()
-        try:
-            sol = lp.solve()
-        except LPTimeout:
-            raise
-        except LPError as exc:
-            failures.append(f"{solver}: {exc}")
-    if sol is None and not crossover and not tried_blocks and fits_in_memory(n, resources):
-        # HiGHS's interior codes fail on the dualised LP's rows when e^{eps D} spans many orders
-        # (two scales of distance, eps x median 1, n = 100: both fail after 18 s); the
-        # column-block method scales each row to a largest coefficient of 1 and solves it in
-        # about 2 s, to its certified gap of about 1e-6, repaired by the caller as HiPO's point
-        t_step = time.perf_counter()
-        try:
-            M, block_stats = solve_worst_case_blocks(D, pu, pv, eps_pair, time_limit=time_left(),
-                                                     resources=resources, device=device)
-        except LPTimeout:
-            raise
-        except LPError as exc:
-            failures.append(f"{BLOCKS}: {exc}")
-            outside(t_step)
-        else:
-            block_stats.update(failed_solves=failures, final_method=BLOCKS,
-                               seconds=block_stats["seconds"] + lp.stats["seconds"] + spent)
-            return M, block_stats
-    if sol is None:
-        # Both HiGHS interior codes can stop with "no progress" far from the optimum (Geolife
-        # cells at eps 0.05 per km, coefficients e^{eps D} between 1 and 3); Clarabel converges
-        # there (docs/design/lp.md)
-        t_step = time.perf_counter()
-        try:
-            conic, conic_stats = clarabel(time_left())
-        except LPTimeout:
-            raise
-        except LPError as exc:
-            failures.append(f"clarabel: {exc}")
-            outside(t_step)
-        else:
-            # the HiGHS solves' counters stay, their time and iterations add to Clarabel's
-            stats = {k: v for k, v in lp.stats.items() if k not in ("variables", "rows", "nnz")}
-            stats.update(conic_stats, seconds=(conic_stats["seconds"] + lp.stats["seconds"] + spent
-                                               + away),
-                         ipm_iterations=conic_stats["ipm_iterations"] + lp.stats["ipm_iterations"],
-                         failed_solves=failures, final_method=CLARABEL)
-            return _clarabel_result(conic, stats, A, n, sizes), stats
-    if sol is None:
-        # the dependable path, IPX with crossover (and the simplex check below); within a budget
-        # where the caller has a smaller coefficient limit to try
-        crossover, solver = True, "ipx"
-        lp.set_solver(solver)
-        lp.set_crossover(True)
-        lp.set_tolerances(primal=1e-9, dual=1e-9, ipm=1e-8)
-        lp.cold_start()
-        if last_resort:
-            sol = lp.solve()
-        else:
-            budget = max(tuning.crossover_min_seconds,
-                         tuning.crossover_time_factor * (time.perf_counter() - t_chain))
-            with lp.time_budget(budget, f"IPX with crossover did not finish within its budget "
-                                        f"of {budget:.0f} s after {'; '.join(failures)}; a "
-                                        "smaller coefficient limit is tried next"):
-                sol = lp.solve()
+    sol = result
     # The primal M is (minus) the dual value of the dual's row j (HiGHS's sign convention for <=).
     M = np.maximum(-sol.row_dual[:N].reshape(n, n), 0.0)
-    if crossover and solver in ("ipm", "ipx", "hipo") and pair_violation(M, D, pu, pv, eps_pair) > 1e-10:
+    if (step.crossover and step.solver in ("ipm", "ipx", "hipo")
+            and pair_violation(M, D, pu, pv, eps_pair) > 1e-10):
         # crossover's vertex can carry ~1e-8 violations (tolerances hold in the scaled model),
         # which the certification repair would fix at a ~1e-6 loss cost; a simplex re-solve
         # returns exact basic duals instead (slower, only run when needed)
@@ -816,10 +825,12 @@ def _interior_chain(D: np.ndarray, pu: np.ndarray, pv: np.ndarray, eps_pair: np.
         M = np.maximum(-sol.row_dual[:N].reshape(n, n), 0.0)
     stats = {k: v for k, v in lp.stats.items() if k not in ("variables", "rows", "nnz")}
     stats.update(sizes, formulation="dual of the worst-case-loss LP", lp_objective=-sol.objective,
-                 lower_bound=lagrangian_lower_bound(A, sol.x, n), seconds=lp.stats["seconds"] + spent)
+                 lower_bound=lagrangian_lower_bound(A, sol.x, n),
+                 seconds=lp.stats["seconds"] + spent)
     if failures:
         stats.update(failed_solves=failures,
-                     final_method=f"{solver} {'with' if crossover else 'without'} crossover")
+                     final_method=f"{step.solver} "
+                                  f"{'with' if step.crossover else 'without'} crossover")
     return M, stats
 
 

@@ -28,7 +28,7 @@ from ...lp.plan import AUTO, BLOCKS, CLARABEL, Choice, Fallback, Option, Plan, S
 from ...runtime.resources import distance_matrix_bytes, lp_bytes
 from ...spaces.metric_space import MetricSpace
 from ...worst_case.column_blocks import block_bytes, block_device
-from ...worst_case.solve import LAZY_SOLVERS
+from ...worst_case.solve import LAZY_SOLVERS, interior_chain_steps
 from ..optimal.formulation import median_two_hop_slack
 from ..optimal.plan import BUILD_COPIES
 from .tuning import SpannerTuning
@@ -201,18 +201,16 @@ def plan(space: MetricSpace, epsilon: float, *, stretch: float, edges: int,
                 device = Choice(dev, f"where the block inverses fit: MDP_DEVICE, gpu_from_n = "
                                      f"{tuning.resources.gpu_from_n}")
         if not crossover:
-            chain = [] if full_solver != BLOCKS else [
-                Fallback("HiPO without crossover, with the time left",
-                         "the column-block method fails (then every later attempt uses HiPO's "
-                         "chain)")]
-            chain.append(Fallback("IPX without crossover", "HiPO fails"))
-            if full_solver != BLOCKS:
-                chain.append(Fallback("the column-block method",
-                                      "IPX fails, in the first step, where its block inverses "
-                                      "fit in memory"))
-            chain += [Fallback("Clarabel on the primal LP", "the solve before fails"),
-                      Fallback("IPX with crossover", "Clarabel fails")]
-            fallbacks += chain
+            # the interior chain of the first step, as it runs (the column-block method once,
+            # in the first step, where its inverses fit and it was not the step's own solver)
+            chain = interior_chain_steps(
+                "hipo", crossover=False,
+                blocks=full_solver != BLOCKS and block_device(n, tuning.resources) is not None)
+            if full_solver == BLOCKS:
+                fallbacks.append(Fallback(f"{chain[0].label}, with the time left",
+                                          "the column-block method fails (then every later "
+                                          "step runs this chain)"))
+            fallbacks += [Fallback(step.label, step.when) for step in chain[1:]]
         solver_choice = Choice(full_solver, solver_reason)
     limits = tuning.max_coefficients
     first = solver_choice.value

@@ -197,6 +197,73 @@ def test_full_interior_fallbacks(inject, failing):
     assert built.stats["privacy"]["measured_eps"] <= 0.5 * (1 + 1e-9)
 
 
+def test_interior_chain_steps():
+    """The full LP's chain as typed steps: what the plan prints and the runner runs."""
+    from mdp.lp.highs import runs_ipx
+    from mdp.worst_case.solve import interior_chain_steps
+
+    chain = interior_chain_steps("hipo", crossover=False, blocks=True, last_resort=False)
+    solvers = [(s.solver, s.crossover) for s in chain]
+    ipx = [] if runs_ipx("hipo") else [("ipx", False)]    # HiPO absent: "hipo" runs IPX
+    assert solvers == [("hipo", False), *ipx, ("blocks", False), ("clarabel", False),
+                       ("ipx", True)]
+    assert [s.budgeted for s in chain] == [False] * (len(chain) - 1) + [True]
+    assert not interior_chain_steps("hipo", crossover=False, blocks=True)[-1].budgeted
+    # IPX is not tried twice, the column blocks only where asked
+    assert [s.solver for s in interior_chain_steps("ipm", crossover=False, blocks=False)] == [
+        "ipm", "clarabel", "ipx"]
+    # crossover (an explicit HiGHS solver) or Clarabel by name: one solve, no chain
+    assert [(s.solver, s.crossover) for s in interior_chain_steps(
+        "simplex", crossover=True, blocks=True)] == [("simplex", True)]
+    assert [s.solver for s in interior_chain_steps("clarabel", crossover=True, blocks=True)] == [
+        "clarabel"]
+    # the plan prints the chain the first step runs, then the exponential mechanism
+    plan = mdp.build("spanner", SPACE, 0.5).report.plan
+    printed = [f.step for f in plan.fallbacks]
+    expected = interior_chain_steps("hipo", crossover=False, blocks=True)
+    assert printed == [s.label for s in expected[1:]] + ["the exponential mechanism"]
+
+
+@pytest.mark.parametrize("failing", [0, 1, 2, 3, 4])
+def test_the_chain_runs_its_steps_in_order(inject, failing):
+    """Each solve of the chain fails in turn: the solves that ran are the chain's steps, in
+    order, and every failure is recorded by the solver's name; when all fail, the last error
+    is raised."""
+    from mdp.worst_case.solve import interior_chain_steps
+
+    ran = []
+
+    def entry(name, real):
+        def solve(*args, **kwargs):
+            ran.append(name)
+            if len(ran) <= failing:
+                raise LPError("simulated failure")
+            return real(*args, **kwargs)
+        return solve
+
+    def highs(lp):
+        ran.append((lp.solver, lp.crossover))
+        if len(ran) <= failing:
+            raise LPError("simulated failure")
+        return run_highs.default(lp)
+
+    inject(run_highs, highs)
+    inject(solve_clarabel, entry("clarabel", solve_clarabel.default))
+    inject(solve_worst_case_blocks, entry("blocks", solve_worst_case_blocks.default))
+    steps = [(s.solver, s.crossover) if s.solver not in ("blocks", "clarabel") else s.solver
+             for s in interior_chain_steps("ipm", crossover=False, blocks=True)]
+    assert len(steps) == 4
+    if failing == len(steps):
+        with pytest.raises(LPError, match="simulated failure"):
+            _full_spanner_lp("ipm")
+        assert ran == steps
+        return
+    M, stats = _full_spanner_lp("ipm")
+    assert ran == steps[:failing + 1]
+    names = [s if isinstance(s, str) else s[0] for s in steps[:failing]]
+    assert stats.get("failed_solves", []) == [f"{name}: simulated failure" for name in names]
+
+
 def test_full_interior_fallback_skips_a_second_ipx(inject):
     # a failed solve that ran IPX already ("ipm") goes on without IPX again: to the column-block
     # method (made to fail here), then Clarabel
