@@ -30,6 +30,8 @@ import math
 import numba as nb
 import numpy as np
 
+# Arc states (at its lower bound, or in the spanning tree) and tree directions (the arc to a
+# node's predecessor points up, towards the root, or down).
 _LOWER = 1
 _TREE = 0
 _UP = 1

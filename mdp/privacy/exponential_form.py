@@ -84,6 +84,7 @@ from .rounding import DIFF_REL, SUBNORMAL_SLACK, UNIT_ROUNDOFF, gamma, round_dow
 
 __all__ = ["euclidean_deviation", "form_pair_bounds", "FormBounds"]
 
+#: The smallest positive (subnormal) float64: the absolute error floor of a rounded operation.
 _TINY = 2.0 ** -1074
 
 

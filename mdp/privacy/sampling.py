@@ -74,6 +74,7 @@ TABLE_BITS = 62
 # Cody-Waite split of ln 2: LN2_HI has 32 significant bits, so k * LN2_HI is exact for |k| < 2^21.
 _LN2_HI = float.fromhex("0x1.62e42feep-1")
 _LN2_LO = float.fromhex("0x1.a39ef35793c76p-33")
+#: Rows drawn per batch of random integers (bounds the temporary arrays at 16 MB each).
 _CHUNK = 1 << 20
 #: Most bits the exact residual weights of one row may take (``sum_w`` of the binary orders of
 #: magnitude between the row's largest entry and entry ``w``, plus a 53-bit mantissa each):

@@ -154,36 +154,48 @@ def test_scaled_weights_certify_where_every_fixed_entry_underflows():
 
 
 @pytest.mark.parametrize("before_end, accepted", [(1, True), (None, False)])
-def test_factorisation_failure_near_the_optimum_returns_the_best_iterate(monkeypatch, before_end, accepted):
+def test_factorisation_failure_near_the_optimum_returns_the_best_iterate(before_end, accepted):
     # past STALL_ACCEPT a failed factorisation ends the method with its best iterate (Geolife
-    # cells at n = 2000 fail at relative gap 2e-9); before it, the failure is an error
+    # cells at n = 2000 fail at relative gap 2e-9); before it, the failure is an error. The
+    # row-block system is run by the interior point core with a factorisation that fails from
+    # its `fail_from`-th call (a subclass: no module is patched)
     import mdp.families.constopt.ipm as ipm
+    from mdp.lp.interior_point import run_interior_point
 
     space, eps, r = CASES[1]
     D, e = space.distances, eps / 2
     free = nn_replacement(D, r)
     total = solve_row_block_ipm(ConstOptLP(D, e, free, 0.1), tol=1e-12).iterations
     fail_from = 3 if before_end is None else total - before_end
-    real = ipm._RowBlockFactor.factor
     calls = []
 
-    def failing(self, *args):
-        calls.append(1)
-        if len(calls) >= fail_from:
-            raise mdp.errors.SolverError("the interior point method's normal matrix lost positive definiteness")
-        return real(self, *args)
+    class FailingFactor(ipm._RowBlockFactor):
+        def factor(self, *args):
+            calls.append(1)
+            if len(calls) >= fail_from:
+                raise mdp.errors.SolverError("the interior point method's normal matrix lost "
+                                             "positive definiteness")
+            return super().factor(*args)
 
-    monkeypatch.setattr(ipm._RowBlockFactor, "factor", failing)
     lp = ConstOptLP(D, e, free, 0.1)
+
+    def run():
+        system = ipm._RowBlockSystem(lp, FailingFactor(lp))
+        return run_interior_point(system, replace(ipm.SETTINGS, tol=1e-12),
+                                  start=ipm._RowBlockPoint(*ipm.default_start(lp)))
+
+    # the same iterations as the method's own run, up to the failure
+    assert total > fail_from
     if not accepted:
         with pytest.raises(mdp.errors.SolverError, match="positive definiteness"):
-            solve_row_block_ipm(lp, tol=1e-12)
+            run()
         return
-    res = solve_row_block_ipm(lp, tol=1e-12)
+    out = run()
     # the factorisation at iterate k (from 0) is call k + 1: the method stops at that iterate
-    assert res.stats["stalled"] and res.iterations == fail_from - 1
-    assert max(res.relative_gap, res.primal_infeasibility, res.dual_infeasibility) <= ipm.STALL_ACCEPT
-    assert res.objective == pytest.approx(_linprog(D, e, free, 0.1, with_free_free=False), rel=1e-6)
+    assert out.stalled and out.iterations == fail_from - 1
+    assert max(out.scores.gap, out.scores.primal, out.scores.dual) <= ipm.STALL_ACCEPT
+    assert out.scores.objective == pytest.approx(_linprog(D, e, free, 0.1, with_free_free=False),
+                                                 rel=1e-6)
 
 
 def _two_rounds(seed=100, n=100, eps=1.5, r=5):
