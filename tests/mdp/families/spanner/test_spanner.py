@@ -234,20 +234,16 @@ def test_the_chain_runs_its_steps_in_order(inject, failing):
     ran = []
 
     def entry(name, real):
+        # a solve that records itself (a HiGHS run by its method and crossover) and fails while
+        # the solves so far number at most `failing`
         def solve(*args, **kwargs):
-            ran.append(name)
+            ran.append(name(*args) if callable(name) else name)
             if len(ran) <= failing:
                 raise LPError("simulated failure")
             return real(*args, **kwargs)
         return solve
 
-    def highs(lp):
-        ran.append((lp.solver, lp.crossover))
-        if len(ran) <= failing:
-            raise LPError("simulated failure")
-        return run_highs.default(lp)
-
-    inject(run_highs, highs)
+    inject(run_highs, entry(lambda lp: (lp.solver, lp.crossover), run_highs.default))
     inject(solve_clarabel, entry("clarabel", solve_clarabel.default))
     inject(solve_worst_case_blocks, entry("blocks", solve_worst_case_blocks.default))
     steps = [(s.solver, s.crossover) if s.solver not in ("blocks", "clarabel") else s.solver
