@@ -258,6 +258,25 @@ def test_the_chain_runs_its_steps_in_order(inject, failing):
     assert ran == steps[:failing + 1]
     names = [s if isinstance(s, str) else s[0] for s in steps[:failing]]
     assert stats.get("failed_solves", []) == [f"{name}: simulated failure" for name in names]
+    # whichever step solved it: the spanner LP's optimum by scipy's linprog, the bound below it,
+    # the matrix's worst-case loss at it (the column blocks to their certified gap of ~1e-6)
+    ref = _spanner_lp_linprog()
+    assert stats["lower_bound"] <= ref * (1 + 1e-9)
+    assert stats["lower_bound"] == pytest.approx(ref, rel=1e-5)
+    loss = float(((SPACE.distances * M).sum(axis=1) / M.sum(axis=1)).max())
+    assert loss == pytest.approx(ref, rel=1e-5)
+
+
+def _spanner_lp_linprog() -> float:
+    """The full LP of ``_full_spanner_lp`` (the 1.5-spanner's edge rows at 0.5 / 1.5, every
+    column) solved by scipy's linprog, the textbook form of ``tests/support/reference_lp.py``."""
+    from tests.support.reference_lp import _solve
+
+    E = greedy_spanner(SPACE.distances, 1.5)
+    pu, pv = np.r_[E[:, 0], E[:, 1]], np.r_[E[:, 1], E[:, 0]]
+    n = SPACE.n
+    u, v, w = np.repeat(pu, n), np.repeat(pv, n), np.tile(np.arange(n), len(pu))
+    return _solve(SPACE.distances, 0.5 / 1.5, u, v, w)[0]
 
 
 def test_full_interior_fallback_skips_a_second_ipx(inject):
