@@ -27,7 +27,7 @@ from ...errors import ParameterError
 from ...lp.plan import AUTO, BLOCKS, CLARABEL, Choice, Fallback, Option, Plan, Step
 from ...runtime.resources import distance_matrix_bytes, lp_bytes
 from ...spaces.metric_space import MetricSpace
-from ...worst_case.column_blocks import block_bytes, block_device
+from ...worst_case.column_blocks import block_bytes, block_device, fits_in_memory
 from ...worst_case.solve import LAZY_SOLVERS, interior_chain_steps
 from ..optimal.formulation import median_two_hop_slack
 from ..optimal.plan import BUILD_COPIES
@@ -205,7 +205,7 @@ def plan(space: MetricSpace, epsilon: float, *, stretch: float, edges: int,
             # in the first step, where its inverses fit and it was not the step's own solver)
             chain = interior_chain_steps(
                 "hipo", crossover=False,
-                blocks=full_solver != BLOCKS and block_device(n, tuning.resources) is not None)
+                blocks=full_solver != BLOCKS and fits_in_memory(n, tuning.resources))
             if full_solver == BLOCKS:
                 fallbacks.append(Fallback(f"{chain[0].label}, with the time left",
                                           "the column-block method fails (then every later "
